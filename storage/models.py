@@ -1,0 +1,180 @@
+"""Typed tables: every evaluated candidate, and the best one per device and shape.
+
+Failed candidates are rows too (with a status and reason): how many candidates a search space
+wastes, and why, is data, and a replay evaluator needs the whole history, not just the winners.
+``best_config`` is a small index over ``measurement`` so that "what should I run for this GEMM?"
+is one lookup; shape already carries dtype and layout, so (device, shape) is the whole key.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+from storage.inputs import STATUSES
+
+# Deterministic constraint names, so Alembic revisions can refer to them on every backend.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+STATUS_CHECK_SQL = "status IN (" + ", ".join(f"'{status}'" for status in STATUSES) + ")"
+
+
+def utcnow() -> datetime:
+    """Aware UTC now, with microseconds (SQLite server defaults keep whole seconds only)."""
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timestamps that always come back timezone-aware in UTC, on SQLite as on PostgreSQL.
+
+    SQLite has no time zones; without this, the same row would read back naive there and aware
+    on PostgreSQL, and exported timestamps would not compare equal across backends.
+    """
+
+    impl = DateTime
+    cache_ok = True
+
+    def __init__(self) -> None:
+        super().__init__(timezone=True)
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:  # naive means UTC throughout gemmtune
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base; its metadata is what Alembic's autogenerate compares against."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Device(Base):
+    """A GPU model as seen by the tuner; a MIG slice is a different device (fewer SMs)."""
+
+    __tablename__ = "device"
+    __table_args__ = (UniqueConstraint("name", "arch", "sm_count"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    arch: Mapped[str] = mapped_column(String(32))
+    sm_count: Mapped[int] = mapped_column(Integer)
+
+
+class Shape(Base):
+    """A GEMM problem size with the dtype and layout that change which kernel wins."""
+
+    __tablename__ = "shape"
+    __table_args__ = (UniqueConstraint("m", "n", "k", "dtype", "layout"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    m: Mapped[int] = mapped_column(Integer)
+    n: Mapped[int] = mapped_column(Integer)
+    k: Mapped[int] = mapped_column(Integer)
+    dtype: Mapped[str] = mapped_column(String(32), default="float32", server_default="float32")
+    layout: Mapped[str] = mapped_column(String(32), default="row-major", server_default="row-major")
+
+
+class Measurement(Base):
+    """One evaluated candidate; numbers are nullable because failures stop before timing."""
+
+    __tablename__ = "measurement"
+    __table_args__ = (
+        CheckConstraint(STATUS_CHECK_SQL, name="status"),
+        Index(None, "device_id", "shape_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("device.id"))
+    shape_id: Mapped[int] = mapped_column(ForeignKey("shape.id"))
+    family: Mapped[str] = mapped_column(String(64))
+    config_name: Mapped[str] = mapped_column(String(255))
+    params: Mapped[dict[str, int]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20))
+    reason: Mapped[str | None] = mapped_column(Text)
+    ms: Mapped[float | None] = mapped_column(Float)
+    tflops: Mapped[float | None] = mapped_column(Float)
+    cublas_ms: Mapped[float | None] = mapped_column(Float)
+    cublas_tflops: Mapped[float | None] = mapped_column(Float)
+    ratio: Mapped[float | None] = mapped_column(Float)  # cuBLAS ms / our ms; > 1 beats cuBLAS
+    rel_error: Mapped[float | None] = mapped_column(Float)
+    registers: Mapped[int | None] = mapped_column(Integer)
+    smem_bytes: Mapped[int | None] = mapped_column(Integer)
+    occupancy: Mapped[float | None] = mapped_column(Float)
+    study: Mapped[str | None] = mapped_column(String(255))
+    trial_number: Mapped[int | None] = mapped_column(Integer)
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(
+        UTCDateTime(), default=utcnow, server_default=func.now()
+    )
+
+    # Many-to-one and tiny: load eagerly so rows stay usable after the session closes.
+    device: Mapped[Device] = relationship(lazy="joined", innerjoin=True)
+    shape: Mapped[Shape] = relationship(lazy="joined", innerjoin=True)
+
+
+class BestConfig(Base):
+    """The fastest ``ok`` measurement per (device, shape); only a faster one replaces it."""
+
+    __tablename__ = "best_config"
+    __table_args__ = (UniqueConstraint("device_id", "shape_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("device.id"))
+    shape_id: Mapped[int] = mapped_column(ForeignKey("shape.id"))
+    measurement_id: Mapped[int] = mapped_column(ForeignKey("measurement.id"))
+    updated_at: Mapped[datetime] = mapped_column(
+        UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=func.now()
+    )
+
+    device: Mapped[Device] = relationship(lazy="joined", innerjoin=True)
+    shape: Mapped[Shape] = relationship(lazy="joined", innerjoin=True)
+    measurement: Mapped[Measurement] = relationship(lazy="joined", innerjoin=True)
+
+
+class Claim(Base):
+    """A candidate a tuning worker has taken in a study: workers sharing a study skip each
+    other's candidates, so none is measured twice."""
+
+    __tablename__ = "claim"
+    __table_args__ = (UniqueConstraint("study", "config_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study: Mapped[str] = mapped_column(String(255))
+    config_name: Mapped[str] = mapped_column(String(255))
+    worker: Mapped[str] = mapped_column(String(255))
+    claimed_at: Mapped[datetime] = mapped_column(
+        UTCDateTime(), default=utcnow, server_default=func.now()
+    )

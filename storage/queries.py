@@ -1,0 +1,201 @@
+"""Read path: best configs, nearest tuned shape, filtered measurement lists.
+
+All functions take the caller's session and return mapped rows (whose device, shape and
+measurement relationships are already loaded), never dicts: shaping a response is the API's job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session, contains_eager
+
+from storage.inputs import DeviceIn, ShapeIn
+from storage.models import BestConfig, Device, Measurement, Shape
+
+MAX_PAGE = 1000
+
+
+def find_device(session: Session, device: DeviceIn) -> Device | None:
+    """The stored device equal to ``device``, if any."""
+    return session.scalars(
+        select(Device).where(
+            Device.name == device.name,
+            Device.arch == device.arch,
+            Device.sm_count == device.sm_count,
+        )
+    ).one_or_none()
+
+
+def find_shape(session: Session, shape: ShapeIn) -> Shape | None:
+    """The stored shape equal to ``shape`` (dtype and layout included), if any."""
+    return session.scalars(
+        select(Shape).where(
+            Shape.m == shape.m,
+            Shape.n == shape.n,
+            Shape.k == shape.k,
+            Shape.dtype == shape.dtype,
+            Shape.layout == shape.layout,
+        )
+    ).one_or_none()
+
+
+def _best_query(device_name: str | None) -> Select[BestConfig]:
+    query = (
+        select(BestConfig)
+        .join(BestConfig.device)
+        .join(BestConfig.shape)
+        .join(BestConfig.measurement)
+        .options(
+            contains_eager(BestConfig.device),
+            contains_eager(BestConfig.shape),
+            contains_eager(BestConfig.measurement),
+        )
+    )
+    if device_name is not None:
+        query = query.where(Device.name == device_name)
+    return query
+
+
+def best_for(
+    session: Session,
+    device_name: str | None,
+    m: int,
+    n: int,
+    k: int,
+    dtype: str = "float32",
+    layout: str = "row-major",
+) -> tuple[BestConfig, Measurement] | None:
+    """The best config for exactly this shape on ``device_name`` (``None``: fastest anywhere)."""
+    query = (
+        _best_query(device_name)
+        .where(
+            Shape.m == m, Shape.n == n, Shape.k == k, Shape.dtype == dtype, Shape.layout == layout
+        )
+        .order_by(Measurement.ms, BestConfig.id)
+        .limit(1)
+    )
+    best = session.scalars(query).first()
+    return None if best is None else (best, best.measurement)
+
+
+def best_configs(session: Session, device: str | None = None) -> list[BestConfig]:
+    """Every best config (optionally for one device name), ordered by device then shape."""
+    query = _best_query(device).order_by(
+        Device.name, Device.arch, Device.sm_count, Shape.m, Shape.n, Shape.k, Shape.dtype
+    )
+    return list(session.scalars(query))
+
+
+def shape_distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """Euclidean distance between two (m, n, k) in log space.
+
+    GEMM behaviour scales with ratios, not differences: 128 vs 256 changes tiling, waves and
+    arithmetic intensity about as much as 4096 vs 8192, while 4096 vs 4224 barely matters. Logs
+    make equal ratios equal distances.
+    """
+    return math.sqrt(sum((math.log(x) - math.log(y)) ** 2 for x, y in zip(a, b, strict=True)))
+
+
+def nearest_best(
+    session: Session,
+    device_name: str | None,
+    m: int,
+    n: int,
+    k: int,
+    dtype: str = "float32",
+    layout: str = "row-major",
+) -> tuple[BestConfig, float] | None:
+    """The tuned shape closest to (m, n, k) (see :func:`shape_distance`), with its distance.
+
+    Only shapes with the same dtype and layout qualify. Computed in Python: best_config holds
+    one row per tuned device and shape, a few hundred at most. Ties go to the faster config.
+    """
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}")
+    rows = session.scalars(
+        _best_query(device_name).where(Shape.dtype == dtype, Shape.layout == layout)
+    ).all()
+    scored = [
+        (shape_distance((m, n, k), (row.shape.m, row.shape.n, row.shape.k)), row) for row in rows
+    ]
+    if not scored:
+        return None
+    distance, row = min(
+        scored, key=lambda item: (item[0], item[1].measurement.ms or math.inf, item[1].id)
+    )
+    return row, distance
+
+
+def list_measurements(
+    session: Session,
+    device: str | None = None,
+    family: str | None = None,
+    status: str | None = None,
+    m_min: int | None = None,
+    m_max: int | None = None,
+    n_min: int | None = None,
+    n_max: int | None = None,
+    k_min: int | None = None,
+    k_max: int | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[list[Measurement], int]:
+    """One page of measurements, newest first, and the total matching the filters.
+
+    Dimension bounds are inclusive; ``device`` is a device name.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise ValueError(f"`limit` must be an integer in 1..{MAX_PAGE}, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"`offset` must be an integer >= 0, got {offset!r}")
+    conditions = []
+    if device is not None:
+        conditions.append(Device.name == device)
+    if family is not None:
+        conditions.append(Measurement.family == family)
+    if status is not None:
+        conditions.append(Measurement.status == status)
+    bounds = (
+        (Shape.m, m_min, m_max),
+        (Shape.n, n_min, n_max),
+        (Shape.k, k_min, k_max),
+    )
+    for column, low, high in bounds:
+        if low is not None:
+            conditions.append(column >= low)
+        if high is not None:
+            conditions.append(column <= high)
+    base = (
+        select(Measurement.id).join(Measurement.device).join(Measurement.shape).where(*conditions)
+    )
+    total = session.scalar(select(func.count()).select_from(base.subquery())) or 0
+    page = (
+        select(Measurement)
+        .join(Measurement.device)
+        .join(Measurement.shape)
+        .where(*conditions)
+        .options(contains_eager(Measurement.device), contains_eager(Measurement.shape))
+        .order_by(Measurement.created_at.desc(), Measurement.id.desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    return list(session.scalars(page)), total
+
+
+def list_devices(session: Session) -> list[Device]:
+    """Every device that has been seen, by name."""
+    return list(session.scalars(select(Device).order_by(Device.name, Device.arch, Device.sm_count)))
+
+
+def measurements_for_study(session: Session, study_name: str) -> Sequence[Measurement]:
+    """The measurements an Optuna study produced, in trial order."""
+    query = (
+        select(Measurement)
+        .where(Measurement.study == study_name)
+        .order_by(Measurement.trial_number, Measurement.id)
+    )
+    return session.scalars(query).all()

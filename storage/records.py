@@ -1,0 +1,122 @@
+"""Write path: record one evaluated candidate and keep best_config current, race-safely.
+
+Several tuning workers write at once. Device and shape rows are created with
+``INSERT ... ON CONFLICT DO NOTHING`` followed by a select, so two workers meeting a new GPU or
+shape never collide on the unique keys. The best_config row is locked (``SELECT ... FOR UPDATE``
+on PostgreSQL; on SQLite the driver opens the transaction at the first INSERT, which takes the
+single write lock, so the rest of it is serialised) before comparing times, so a slower result
+can never overwrite a faster one that committed meanwhile.
+
+Nothing here commits: the caller's transaction holds the device, shape, measurement and
+best_config writes together, e.g. ``with factory.begin() as session: record_measurement(...)``.
+Keep it to one measurement per transaction when other workers share the database, so the
+best_config lock is held briefly.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, lazyload
+
+from storage.conflicts import insert_ignoring_conflicts
+from storage.inputs import DeviceIn, MeasurementIn, ShapeIn
+from storage.models import BestConfig, Device, Measurement, Shape, utcnow
+from storage.queries import find_device, find_shape
+
+
+def record_measurement(
+    session: Session, device: DeviceIn, shape: ShapeIn, m: MeasurementIn
+) -> Measurement:
+    """Store ``m`` for ``device`` and ``shape``; make it the best config if it is the fastest.
+
+    Only ``ok`` measurements with a time compete, and only a strictly lower time replaces the
+    current best, so the first of equally fast configs stays. Failed measurements are stored
+    with their status and reason and never become best.
+    """
+    device_row = _get_or_create_device(session, device)
+    shape_row = _get_or_create_shape(session, shape)
+    measurement = Measurement(
+        device=device_row,
+        shape=shape_row,
+        family=m.family,
+        config_name=m.config_name,
+        params=dict(m.params),
+        status=m.status,
+        reason=m.reason,
+        ms=m.ms,
+        tflops=m.tflops,
+        cublas_ms=m.cublas_ms,
+        cublas_tflops=m.cublas_tflops,
+        ratio=m.effective_ratio(),
+        rel_error=m.rel_error,
+        registers=m.registers,
+        smem_bytes=m.smem_bytes,
+        occupancy=m.occupancy,
+        study=m.study,
+        trial_number=m.trial_number,
+        provenance=dict(m.provenance),
+    )
+    if m.created_at is not None:
+        measurement.created_at = m.created_at
+    session.add(measurement)
+    session.flush()
+    if m.status == "ok" and m.ms is not None:
+        _offer_best(session, measurement, m.ms)
+    return measurement
+
+
+def _get_or_create_device(session: Session, device: DeviceIn) -> Device:
+    row = find_device(session, device)
+    if row is None:
+        values = {"name": device.name, "arch": device.arch, "sm_count": device.sm_count}
+        insert_ignoring_conflicts(session, Device, values)
+        row = find_device(session, device)
+    assert row is not None
+    return row
+
+
+def _get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:
+    row = find_shape(session, shape)
+    if row is None:
+        values = {
+            "m": shape.m,
+            "n": shape.n,
+            "k": shape.k,
+            "dtype": shape.dtype,
+            "layout": shape.layout,
+        }
+        insert_ignoring_conflicts(session, Shape, values)
+        row = find_shape(session, shape)
+    assert row is not None
+    return row
+
+
+def _offer_best(session: Session, measurement: Measurement, ms: float) -> None:
+    """Make ``measurement`` the best for its device and shape if none is faster (strictly)."""
+    values = {
+        "device_id": measurement.device_id,
+        "shape_id": measurement.shape_id,
+        "measurement_id": measurement.id,
+        "updated_at": utcnow(),
+    }
+    insert_ignoring_conflicts(session, BestConfig, values)
+    # Lock the row; on PostgreSQL a concurrent writer waits here until we commit, and we read
+    # the committed version of any row it wrote (READ COMMITTED re-reads after the lock).
+    best = session.scalars(
+        select(BestConfig)
+        .where(
+            BestConfig.device_id == measurement.device_id,
+            BestConfig.shape_id == measurement.shape_id,
+        )
+        .with_for_update(of=BestConfig)
+        .options(lazyload("*"))
+        .execution_options(populate_existing=True)
+    ).one()
+    if best.measurement_id == measurement.id:
+        return  # the insert above created it
+    # A fresh statement, hence a fresh snapshot that sees the current best's committed row.
+    best_ms = session.scalar(select(Measurement.ms).where(Measurement.id == best.measurement_id))
+    if best_ms is None or ms < best_ms:
+        best.measurement_id = measurement.id
+        best.updated_at = utcnow()
+        session.flush()

@@ -1,0 +1,146 @@
+"""Conformance: the read path finds best configs, nearest shapes and filtered pages."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from sqlalchemy.orm import Session
+
+from storage import (
+    ShapeIn,
+    best_configs,
+    best_for,
+    list_devices,
+    list_measurements,
+    measurements_for_study,
+    nearest_best,
+    record_measurement,
+)
+
+from .factories import A100, H100, SQUARE, measurement
+
+SMALL = ShapeIn(1024, 1024, 1024)
+SKINNY = ShapeIn(512, 2048, 256)
+
+
+@pytest.fixture
+def populated(session: Session) -> Session:
+    """H100: SQUARE best 1.0 ms (of 2 ok + 1 failed), SMALL 0.1, SKINNY 0.05; A100: SQUARE 0.9."""
+    record_measurement(session, H100, SQUARE, measurement(ms=1.5, config_name="sq_slow"))
+    record_measurement(session, H100, SQUARE, measurement(ms=1.0, config_name="sq_fast"))
+    record_measurement(
+        session, H100, SQUARE, measurement(ms=None, status="compile_failed", config_name="sq_bad")
+    )
+    record_measurement(session, H100, SMALL, measurement(ms=0.1, config_name="small"))
+    record_measurement(
+        session, H100, SKINNY, measurement(ms=0.05, family="blocktile_2d", config_name="skinny")
+    )
+    record_measurement(session, A100, SQUARE, measurement(ms=0.9, config_name="a100_sq"))
+    session.commit()
+    return session
+
+
+def test_best_for_exact_shape(populated: Session) -> None:
+    found = best_for(populated, H100.name, 4096, 4096, 4096)
+    assert found is not None
+    best, row = found
+    assert row.config_name == "sq_fast" and row.ms == 1.0
+    assert best.measurement_id == row.id and best.device.name == H100.name
+    anywhere = best_for(populated, None, 4096, 4096, 4096)
+    assert anywhere is not None and anywhere[1].config_name == "a100_sq"
+    assert best_for(populated, H100.name, 4096, 4096, 4095) is None
+    assert best_for(populated, H100.name, 4096, 4096, 4096, dtype="float16") is None
+    assert best_for(populated, "no such gpu", 4096, 4096, 4096) is None
+
+
+def test_best_configs_lists_per_device(populated: Session) -> None:
+    assert len(best_configs(populated)) == 4
+    h100 = best_configs(populated, device=H100.name)
+    assert sorted(b.measurement.config_name for b in h100) == ["skinny", "small", "sq_fast"]
+    assert best_configs(populated, device="no such gpu") == []
+
+
+def test_nearest_best_uses_log_space_distance(populated: Session) -> None:
+    found = nearest_best(populated, H100.name, 2000, 1000, 3000)
+    assert found is not None
+    row, distance = found
+    # By hand: to 1024^3: ln(2000/1024)^2 + ln(1000/1024)^2 + ln(3000/1024)^2
+    #   = 0.66943^2 + 0.02372^2 + 1.07490^2 = 0.44814 + 0.00056 + 1.15541 = 1.60411 -> 1.26653
+    # to 4096^3 (ln ratios -0.71686, -1.41001, -0.31140) -> 1.61214; to 512x2048x256 -> 2.90310
+    assert (row.shape.m, row.shape.n, row.shape.k) == (1024, 1024, 1024)
+    assert distance == pytest.approx(1.26653, abs=2e-5)
+    expected = math.sqrt(
+        math.log(2000 / 1024) ** 2 + math.log(1000 / 1024) ** 2 + math.log(3000 / 1024) ** 2
+    )
+    assert distance == pytest.approx(expected)
+
+
+def test_nearest_best_exact_match_and_filters(populated: Session) -> None:
+    found = nearest_best(populated, None, 4096, 4096, 4096)
+    assert found is not None
+    row, distance = found
+    assert distance == 0.0
+    assert row.measurement.config_name == "a100_sq"  # same distance on both GPUs: faster wins
+    assert nearest_best(populated, H100.name, 64, 64, 64, dtype="float16") is None
+    assert nearest_best(populated, "no such gpu", 64, 64, 64) is None
+    with pytest.raises(ValueError, match="`m`"):
+        nearest_best(populated, None, 0, 64, 64)
+
+
+def test_list_measurements_filters(populated: Session) -> None:
+    rows, total = list_measurements(populated)
+    assert total == 6 and len(rows) == 6
+    rows, total = list_measurements(populated, device=A100.name)
+    assert total == 1 and rows[0].config_name == "a100_sq"
+    rows, total = list_measurements(populated, family="blocktile_2d")
+    assert total == 1 and rows[0].config_name == "skinny"
+    rows, total = list_measurements(populated, status="compile_failed")
+    assert [r.config_name for r in rows] == ["sq_bad"] and total == 1
+    _, total = list_measurements(populated, m_min=1024, m_max=1024)
+    assert total == 1
+    _, total = list_measurements(populated, n_min=2048)
+    assert total == 5  # four 4096-wide rows plus the skinny one
+    _, total = list_measurements(populated, k_max=1024, device=H100.name)
+    assert total == 2
+    _, total = list_measurements(populated, device=H100.name, status="ok", k_min=4096)
+    assert total == 2
+
+
+def test_list_measurements_pages(populated: Session) -> None:
+    pages = [list_measurements(populated, limit=4, offset=offset) for offset in (0, 4, 8)]
+    assert [len(rows) for rows, _ in pages] == [4, 2, 0]
+    assert all(total == 6 for _, total in pages)
+    ids = [row.id for rows, _ in pages for row in rows]
+    assert len(set(ids)) == 6
+    assert ids == sorted(ids, reverse=True)  # newest first
+    with pytest.raises(ValueError, match="`limit`"):
+        list_measurements(populated, limit=0)
+    with pytest.raises(ValueError, match="`offset`"):
+        list_measurements(populated, offset=-1)
+
+
+def test_list_devices(populated: Session) -> None:
+    devices = list_devices(populated)
+    assert [(d.name, d.arch, d.sm_count) for d in devices] == [
+        (A100.name, "sm_80", 108),
+        (H100.name, "sm_90", 132),
+    ]
+
+
+def test_measurements_for_study_in_trial_order(session: Session) -> None:
+    for trial in (2, 0, 1):
+        record_measurement(
+            session,
+            H100,
+            SQUARE,
+            measurement(
+                ms=1.0 + trial, study="study-a", trial_number=trial, config_name=f"t{trial}"
+            ),
+        )
+    record_measurement(session, H100, SQUARE, measurement(study="study-b", trial_number=0))
+    session.commit()
+    rows = measurements_for_study(session, "study-a")
+    assert [r.trial_number for r in rows] == [0, 1, 2]
+    assert [r.config_name for r in rows] == ["t0", "t1", "t2"]
+    assert measurements_for_study(session, "none") == []

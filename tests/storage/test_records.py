@@ -1,0 +1,145 @@
+"""Conformance: the write path stores every candidate and keeps best_config honest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+import storage.records
+from storage import (
+    BestConfig,
+    Device,
+    Measurement,
+    MeasurementIn,
+    Shape,
+    ShapeIn,
+    make_session_factory,
+    record_measurement,
+)
+
+from .factories import A100, H100, SQUARE, measurement
+
+
+def _count(session: Session, model: type[object]) -> int:
+    return session.scalar(select(func.count()).select_from(model)) or 0
+
+
+def _best(session: Session, shape: ShapeIn = SQUARE) -> BestConfig | None:
+    return session.scalars(
+        select(BestConfig).join(BestConfig.shape).where(Shape.m == shape.m, Shape.k == shape.k)
+    ).one_or_none()
+
+
+def test_ok_measurement_is_stored_and_becomes_best(session: Session) -> None:
+    stored = record_measurement(
+        session, H100, SQUARE, measurement(ms=1.25, study="s1", trial_number=3)
+    )
+    session.commit()
+    row = session.get(Measurement, stored.id)
+    assert row is not None
+    assert (row.device.name, row.device.arch, row.device.sm_count) == (H100.name, "sm_90", 132)
+    assert (row.shape.m, row.shape.dtype, row.shape.layout) == (4096, "float32", "row-major")
+    assert row.params["BM"] == 128
+    assert row.status == "ok" and row.reason is None
+    assert row.ratio == pytest.approx(2.0 / 1.25)  # derived: cuBLAS ms / our ms
+    assert row.provenance["cc"] == "9.0"
+    assert (row.study, row.trial_number) == ("s1", 3)
+    assert row.created_at.tzinfo is not None
+    best = _best(session)
+    assert best is not None and best.measurement_id == row.id
+
+
+def test_failed_measurements_are_stored_with_reason_and_never_best(session: Session) -> None:
+    for status in ("invalid", "pruned", "compile_failed", "launch_failed", "timeout"):
+        record_measurement(session, H100, SQUARE, measurement(ms=None, status=status))
+    # A wrong result can be fast; it must still never win.
+    record_measurement(
+        session, H100, SQUARE, measurement(ms=0.01, status="wrong_result", reason="max err 3e-1")
+    )
+    session.commit()
+    rows = session.scalars(select(Measurement).order_by(Measurement.id)).all()
+    assert [r.status for r in rows] == [
+        "invalid",
+        "pruned",
+        "compile_failed",
+        "launch_failed",
+        "timeout",
+        "wrong_result",
+    ]
+    assert all(r.reason for r in rows)
+    assert rows[-1].reason == "max err 3e-1"
+    assert _count(session, BestConfig) == 0
+    ok = record_measurement(session, H100, SQUARE, measurement(ms=5.0))
+    session.commit()
+    best = _best(session)
+    assert best is not None and best.measurement_id == ok.id
+
+
+def test_best_is_replaced_only_by_strictly_faster_ok(session: Session) -> None:
+    first = record_measurement(session, H100, SQUARE, measurement(ms=2.0, config_name="a"))
+    record_measurement(session, H100, SQUARE, measurement(ms=3.0, config_name="slower"))
+    record_measurement(session, H100, SQUARE, measurement(ms=2.0, config_name="equal"))
+    session.commit()
+    best = _best(session)
+    assert best is not None and best.measurement_id == first.id
+    faster = record_measurement(session, H100, SQUARE, measurement(ms=1.5, config_name="fast"))
+    session.commit()
+    best = _best(session)
+    assert best is not None and best.measurement_id == faster.id
+    assert best.measurement.config_name == "fast"
+    assert _count(session, BestConfig) == 1
+    assert _count(session, Device) == 1 and _count(session, Shape) == 1
+
+
+def test_best_is_kept_per_device_and_shape(session: Session) -> None:
+    other_shape = ShapeIn(1024, 1024, 1024)
+    record_measurement(session, H100, SQUARE, measurement(ms=1.0))
+    record_measurement(session, A100, SQUARE, measurement(ms=2.0))
+    record_measurement(session, H100, other_shape, measurement(ms=0.1))
+    session.commit()
+    assert _count(session, BestConfig) == 3
+    assert _count(session, Device) == 2 and _count(session, Shape) == 2
+
+
+def test_one_measurement_is_all_or_nothing(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*_args: object) -> None:
+        raise RuntimeError("crash after the measurement row was written")
+
+    monkeypatch.setattr(storage.records, "_offer_best", explode)
+    factory = make_session_factory(engine)
+    with pytest.raises(RuntimeError), factory.begin() as session:
+        record_measurement(session, H100, SQUARE, measurement(ms=1.0))
+    with factory() as session:
+        assert _count(session, Measurement) == 0
+        assert _count(session, Device) == 0
+        assert _count(session, Shape) == 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"status": "great"}, "`status`"),
+        ({"ms": -1.0}, "`ms`"),
+        ({"ms": float("nan")}, "`ms`"),
+        ({"params": {"BM": "128"}}, "params['BM']"),
+        ({"trial_number": -1}, "`trial_number`"),
+        ({"config_name": ""}, "`config_name`"),
+    ],
+)
+def test_bad_measurement_values_name_the_field(overrides: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        measurement(**overrides)
+
+
+def test_bad_shape_names_the_field() -> None:
+    with pytest.raises(ValueError, match="`k` must be an integer >= 1, got 0"):
+        ShapeIn(16, 16, 0)
+
+
+def test_measurement_input_is_frozen() -> None:
+    m: MeasurementIn = measurement()
+    with pytest.raises(AttributeError):
+        m.ms = 0.5  # type: ignore[misc]

@@ -1,0 +1,115 @@
+"""Conformance: migrations build the models' schema, and an old schema is refused clearly."""
+
+from __future__ import annotations
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, inspect, text
+
+import storage.schema
+from storage import (
+    UPGRADE_COMMAND,
+    Base,
+    StorageError,
+    check_schema,
+    current_revision,
+    downgrade,
+    head_revision,
+    make_engine,
+    upgrade,
+)
+
+
+def test_upgrade_from_empty_reaches_head(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        assert current_revision(engine) is None
+        upgrade(db_url)  # by URL: the CLI path
+        assert current_revision(engine) == head_revision()
+        check_schema(engine)
+        tables = set(inspect(engine).get_table_names())
+        assert {"device", "shape", "measurement", "best_config"} <= tables
+        upgrade(engine)  # already at head: a no-op, not an error
+        assert current_revision(engine) == head_revision()
+    finally:
+        engine.dispose()
+
+
+def test_models_and_migration_agree(engine: Engine) -> None:
+    with engine.connect() as connection:
+        context = MigrationContext.configure(
+            connection,
+            opts={
+                "compare_type": True,
+                "compare_server_default": True,
+                "version_table": storage.schema.VERSION_TABLE,
+            },
+        )
+        assert compare_metadata(context, Base.metadata) == []
+
+
+def test_measurement_index_exists(engine: Engine) -> None:
+    indexes = {ix["name"]: ix["column_names"] for ix in inspect(engine).get_indexes("measurement")}
+    assert indexes["ix_measurement_device_id_shape_id_status"] == [
+        "device_id",
+        "shape_id",
+        "status",
+    ]
+
+
+def test_check_schema_refuses_old_schema(engine: Engine) -> None:
+    downgrade(engine, "base")
+    with pytest.raises(StorageError) as info:
+        check_schema(engine)
+    message = str(info.value)
+    assert f"`{UPGRADE_COMMAND}`" in message
+    assert "\n" not in message
+    upgrade(engine)
+    check_schema(engine)
+
+
+def test_check_schema_refuses_older_revision(engine: Engine) -> None:
+    downgrade(engine, "0001")  # the schema before claims existed
+    with pytest.raises(StorageError) as info:
+        check_schema(engine)
+    assert f"revision 0001, older than this code's {head_revision()}" in str(info.value)
+    assert str(info.value).endswith(f"run `{UPGRADE_COMMAND}`")
+
+
+def test_upgrade_from_0001_keeps_data_and_adds_claims(engine: Engine) -> None:
+    """The upgrade path: rows written under revision 0001 survive the move to head."""
+    downgrade(engine, "0001")
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO device (name, arch, sm_count) VALUES ('H100', 'sm_90', 132)")
+        )
+    upgrade(engine)
+    check_schema(engine)
+    factory = storage.make_session_factory(engine)
+    with factory.begin() as session:
+        assert storage.claim_candidate(session, "s", "cfg", "w1")
+        assert not storage.claim_candidate(session, "s", "cfg", "w2")
+        assert storage.claim_candidate(session, "s", "other", "w2")
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM device")).scalar() == 1
+        assert connection.execute(text("SELECT count(*) FROM claim")).scalar() == 2
+
+
+def test_check_schema_refuses_unknown_revision(engine: Engine) -> None:
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE gemmtune_alembic_version SET version_num = 'fffffffffff'"))
+    with pytest.raises(StorageError, match="newer version"):
+        check_schema(engine)
+
+
+def test_optuna_storage_shares_the_database(engine: Engine) -> None:
+    """Optuna migrates its own tables with its own Alembic; both schemas must coexist."""
+    import optuna
+
+    url = engine.url.render_as_string(hide_password=False)
+    study = optuna.create_study(study_name="shared", storage=url)
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
+    check_schema(engine)
+    upgrade(engine)  # a no-op that must not touch Optuna's tables
+    assert len(optuna.load_study(study_name="shared", storage=url).trials) == 2

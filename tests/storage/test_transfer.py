@@ -1,0 +1,141 @@
+"""Conformance: export then import reproduces the results; importing is idempotent and strict."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from storage import (
+    Measurement,
+    ShapeIn,
+    StorageError,
+    best_configs,
+    export_json,
+    import_json,
+    list_devices,
+    make_engine,
+    make_session_factory,
+    record_measurement,
+    upgrade,
+)
+
+from .factories import A100, H100, SQUARE, measurement
+
+
+def _fill(session: Session) -> None:
+    small = ShapeIn(128, 256, 512)
+    for i, ms in enumerate((3.0, 1.0, 2.0, 1.0)):
+        record_measurement(
+            session,
+            H100,
+            SQUARE,
+            measurement(ms=ms, config_name=f"c{i}", study="s", trial_number=i),
+        )
+    record_measurement(session, H100, SQUARE, measurement(ms=None, status="timeout"))
+    record_measurement(session, A100, small, measurement(ms=0.2, config_name="a"))
+    record_measurement(session, A100, small, measurement(ms=0.1, status="wrong_result"))
+    session.commit()
+
+
+def _summary(session: Session) -> tuple[Any, ...]:
+    bests = sorted(
+        (
+            b.device.name,
+            (b.shape.m, b.shape.n, b.shape.k, b.shape.dtype, b.shape.layout),
+            b.measurement.config_name,
+            b.measurement.ms,
+            b.measurement.created_at,
+        )
+        for b in best_configs(session)
+    )
+    count = session.scalar(select(func.count()).select_from(Measurement))
+    return bests, count, [(d.name, d.arch, d.sm_count) for d in list_devices(session)]
+
+
+def test_export_import_round_trip(session: Session, new_database: Callable[[], str]) -> None:
+    _fill(session)
+    data = json.loads(json.dumps(export_json(session)))  # must survive real JSON
+    assert data["version"] == 1 and len(data["measurements"]) == 7
+    assert data["measurements"][0]["device"] == {
+        "name": H100.name,
+        "arch": "sm_90",
+        "sm_count": 132,
+    }
+    target = make_engine(new_database())
+    try:
+        upgrade(target)
+        factory = make_session_factory(target)
+        with factory.begin() as other:
+            assert import_json(other, data) == 7
+        with factory() as other:
+            assert _summary(other) == _summary(session)
+            best = best_configs(other, device=H100.name)
+            assert [b.measurement.config_name for b in best] == ["c1"]  # first of the 1.0 ms ties
+        with factory.begin() as other:
+            assert import_json(other, data) == 0
+        with factory() as other:
+            assert _summary(other)[1] == 7
+    finally:
+        target.dispose()
+
+
+def test_import_into_same_database_adds_nothing(session: Session) -> None:
+    _fill(session)
+    before = _summary(session)
+    assert import_json(session, export_json(session)) == 0
+    session.commit()
+    assert _summary(session) == before
+
+
+@pytest.fixture
+def sqlite_session(tmp_path: Path) -> Iterator[Session]:
+    """Input validation does not depend on the backend: one cheap SQLite file is enough."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'validation.db'}")
+    upgrade(engine)
+    with make_session_factory(engine)() as session:
+        yield session
+    engine.dispose()
+
+
+def _valid_export(session: Session) -> dict[str, Any]:
+    record_measurement(session, H100, SQUARE, measurement(ms=1.0))
+    session.commit()
+    data: dict[str, Any] = json.loads(json.dumps(export_json(session)))
+    return data
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "field"),
+    [
+        (lambda d: d.update(format="optuna"), "`format`"),
+        (lambda d: d.update(version=99), "`version`"),
+        (lambda d: d.update(measurements={}), "`measurements`"),
+        (lambda d: d["measurements"][0].pop("config_name"), "measurements[0].config_name"),
+        (lambda d: d["measurements"][0]["shape"].update(m="big"), "measurements[0].shape: `m`"),
+        (lambda d: d["measurements"][0].update(status="fast"), "measurements[0]: `status`"),
+        (lambda d: d["measurements"][0].update(created_at="yesterday"), "created_at"),
+        (lambda d: d["measurements"][0].update(msx=1.0), "unknown field(s): msx"),
+        (lambda d: d["devices"][0].update(sm_count=-4), "devices[0]: `sm_count`"),
+    ],
+)
+def test_malformed_import_names_the_field(
+    sqlite_session: Session, corrupt: Callable[[dict[str, Any]], object], field: str
+) -> None:
+    data = _valid_export(sqlite_session)
+    import_json(sqlite_session, data)  # the uncorrupted export is accepted
+    corrupt(data)
+    with pytest.raises(StorageError) as info:
+        import_json(sqlite_session, data)
+    assert field in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_import_rejects_non_object(sqlite_session: Session) -> None:
+    with pytest.raises(StorageError, match="`export` must be a JSON object"):
+        import_json(sqlite_session, [1, 2])
