@@ -1,0 +1,20 @@
+"""A few valid configs per family, spread over tile sizes: used by CPU compile and GPU tests."""
+
+from __future__ import annotations
+
+REPRESENTATIVE: dict[str, list[str]] = {
+    "smem_tiling": ["smem_tiling_bm32_bn32_bk32", "smem_tiling_bm16_bn64_bk8"],
+    "blocktile_1d": ["blocktile_1d_bm64_bn64_bk8_tm8", "blocktile_1d_bm128_bn32_bk4_tm16"],
+    "blocktile_2d": ["blocktile_2d_bm128_bn128_bk8_tm8_tn8", "blocktile_2d_bm64_bn32_bk16_tm4_tn8"],
+    "vectorized": ["vectorized_bm128_bn128_bk8_tm8_tn8", "vectorized_bm64_bn64_bk16_tm4_tn4"],
+    "warptile": [
+        "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128",
+        "warptile_bm64_bn128_bk8_wm32_wn64_wni2_tm4_tn4_t128",
+    ],
+    "pipelined": [
+        "pipelined_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128_s3",
+        "pipelined_bm64_bn128_bk8_wm32_wn64_wni2_tm4_tn4_t128_s2",
+    ],
+}
+
+ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

@@ -1,0 +1,75 @@
+"""The CLI through its console entry point, as a user runs it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("gemmtune")
+    cmd = [exe] if exe else [sys.executable, "-m", "tuner.cli"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_space_prints_counts_and_configs() -> None:
+    result = run("space", "--family", "warptile", "--shape", "4096x4096x4096", "--device", "sm_90")
+    assert result.returncode == 0, result.stderr
+    assert "raw 5832 -> valid" in result.stdout
+    assert "warptile_bm64_bn64" in result.stdout
+
+
+def test_render_prints_cuda_source() -> None:
+    result = run("render", "--config", "BM=32,BN=32,BK=32", "--family", "smem_tiling")
+    assert result.returncode == 0, result.stderr
+    assert (
+        'extern "C" __global__' in result.stdout and "smem_tiling_bm32_bn32_bk32(" in result.stdout
+    )
+
+
+def test_compile_prints_resources() -> None:
+    result = run(
+        "compile",
+        "--config",
+        "vectorized_bm64_bn64_bk16_tm4_tn4",
+        "--device",
+        "sm_90",
+        "--compiler",
+        "nvcc",
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    for word in (
+        "registers/thread",
+        "shared memory",
+        "spills",
+        "occupancy",
+        "verdict            ok",
+    ):
+        assert word in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("space", "-f", "warptile", "-s", "0x4096x4096"), "`M`"),
+        (("space", "-f", "warptile", "-s", "-1x4096x4096"), "M in shape"),
+        (("space", "-f", "warptile", "-s", "axbxc"), "'a'"),
+        (("space", "-f", "warptile", "-s", "4096x"), "'4096x'"),
+        (("space", "-f", "nosuch", "-s", "1x1x1"), "'nosuch'"),
+        (("space", "-f", "warptile", "-s", "1x1x1", "--device", "sm_75"), "'sm_75'"),
+        (("render", "-c", "smem_tiling_bm64_bn64_bk8"), "at most 1024"),
+        (("render", "-c", "warptile_bm12"), "missing"),
+        (("compile", "-c", "bogus_bm1"), "'bogus_bm1'"),
+        (("space", "-f", "warptile"), "--shape"),
+        (("space", "-f", "warptile", "-s", "1x1x1", "--limit", "x"), "--limit"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(args: tuple[str, ...], named: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0], result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import re
+
+import jinja2
+import pytest
+
+from tests.representative import ALL_REPRESENTATIVE
+from tuner.errors import InputError
+from tuner.families import FAMILIES, get_family, parse_config
+from tuner.render import _environment, render
+from tuner.resources import DEVICE_TABLE
+from tuner.shape import Shape
+from tuner.space import Space
+
+
+def _several(family: str) -> list[str]:
+    configs = Space(family, Shape(4096, 4096, 4096), DEVICE_TABLE["sm_90"]).candidates()
+    picks = {configs[0], configs[len(configs) // 2], configs[-1]}
+    return sorted(c.name for c in picks)
+
+
+@pytest.mark.parametrize("name", ALL_REPRESENTATIVE + [n for f in FAMILIES for n in _several(f)])
+def test_every_family_renders_a_kernel_named_after_its_config(name: str) -> None:
+    config = parse_config(name)
+    source = render(config)
+    threads = get_family(config.family).threads(config.as_dict())
+    assert f'extern "C" __global__ void __launch_bounds__({threads}' in source.code
+    assert re.search(rf"\b{name}\s*\(\s*int M, int N, int K, float alpha", source.code)
+    assert "{{" not in source.code and "{%" not in source.code
+    assert "#include" not in source.code
+    assert source.entry == name and len(source.digest) == 64
+
+
+def test_launch_geometry_covers_ragged_shapes() -> None:
+    source = render(parse_config("blocktile_2d_bm128_bn128_bk8_tm8_tn8"))
+    launch = source.launch(Shape(17, 300, 9))
+    assert launch.grid == (3, 1, 1) and launch.block == (256, 1, 1)
+    assert launch.dynamic_smem_bytes == 0
+    piped = render(parse_config("pipelined_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128_s3"))
+    # 3 * (128*(16+4) + 16*128) floats * 4 B
+    assert piped.launch(Shape(4097, 4097, 4097)).dynamic_smem_bytes == 3 * (2560 + 2048) * 4
+    assert piped.launch(Shape(4097, 4097, 4097)).grid == (33, 33, 1)
+
+
+def test_missing_template_variable_fails_loudly() -> None:
+    family = get_family("warptile")
+    values = family.template_values(
+        parse_config("warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128")
+    )
+    del values["WMITER"]
+    template = _environment().get_template(family.template)
+    with pytest.raises(jinja2.UndefinedError, match="WMITER"):
+        template.render(KERNEL_NAME="k", **values)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_each_template_uses_no_undeclared_names(family: str) -> None:
+    """Every name a template reads is a family constant or KERNEL_NAME: nothing else leaks in."""
+    env = _environment()
+    fam = get_family(family)
+    names: set[str] = set()
+    for template_name in (fam.template, "_common.cuh.j2"):
+        src = env.loader.get_source(env, template_name)[0]  # type: ignore[union-attr]
+        from jinja2 import meta
+
+        names |= meta.find_undeclared_variables(env.parse(src))
+    config = Space(family, Shape(4096, 4096, 4096), DEVICE_TABLE["sm_90"]).candidates()[0]
+    allowed = set(fam.template_values(config)) | {"KERNEL_NAME"}
+    assert names <= allowed, names - allowed
+
+
+def test_render_refuses_invalid_configs() -> None:
+    with pytest.raises(InputError, match="at most 1024"):
+        render(parse_config("smem_tiling_bm64_bn64_bk8"))
+    with pytest.raises(InputError, match="positive integer"):
+        get_family("smem_tiling").config({"BM": True, "BN": 8, "BK": 8})

@@ -1,0 +1,73 @@
+"""Resource arithmetic against hand-worked examples (sm_90: 64K registers, 228 KiB smem/SM)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuner.errors import InputError
+from tuner.families import parse_config
+from tuner.resources import DEVICE_TABLE, estimate_registers, occupancy, static_check, table_device
+
+H100 = DEVICE_TABLE["sm_90"]
+
+
+def test_warptile_footprint_by_hand() -> None:
+    # smem: BK*(BM+4) + BK*BN = 16*132 + 16*128 = 4160 floats = 16640 B.
+    # WMITER = 64*64 / (32*8*4*4) = 1 -> accumulators 1*4*8*4 = 128, fragments 1*8 + 4*4 = 24.
+    check = static_check(
+        parse_config("warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"), H100
+    )
+    assert check.threads == 128
+    assert check.smem_bytes == 16640
+    assert not check.dynamic_smem
+    assert check.est_registers == estimate_registers(128, 24) == 128 + 24 + 40
+    # 192 regs * 32 lanes = 6144 per warp -> 65536 // 6144 = 10 warps -> 2 blocks of 4 warps.
+    assert check.occupancy.blocks_per_sm == 2
+    assert check.occupancy.limited_by == "registers"
+    assert check.occupancy.occupancy == pytest.approx(8 / 64)
+    assert check.fits
+
+
+def test_occupancy_limited_by_threads() -> None:
+    # 1024 threads = 32 warps; 64 warps per SM -> 2 blocks; 32 regs cost 1024/warp -> 64 warps.
+    occ = occupancy(threads=1024, registers=32, smem_bytes=8192, dev=H100)
+    assert (occ.blocks_per_sm, occ.limited_by, occ.occupancy) == (2, "threads", 1.0)
+    # sm_86 runs 1536 threads per SM: only one such block fits.
+    assert occupancy(1024, 32, 8192, table_device("sm_86")).blocks_per_sm == 1
+
+
+def test_occupancy_limited_by_shared_memory() -> None:
+    # pipelined 128x128x32, 4 stages: 4*(128*36 + 32*128) floats = 139264 B (+1 KiB reserved)
+    # -> 233472 // 140288 = 1 block.
+    check = static_check(
+        parse_config("pipelined_bm128_bn128_bk32_wm64_wn64_wni4_tm8_tn4_t128_s4"), H100
+    )
+    assert check.smem_bytes == 139264 and check.dynamic_smem
+    assert check.occupancy.blocks_per_sm == 1
+    assert check.occupancy.limited_by in ("shared memory", "registers")
+    assert occupancy(128, 32, 139264, H100).limited_by == "shared memory"
+
+
+def test_register_rounding_to_allocation_unit() -> None:
+    # 255 regs -> 8160 per warp, rounded to 8192 -> 8 warps per SM; 128-thread blocks -> 2.
+    assert occupancy(128, 255, 0, H100).blocks_per_sm == 2
+    # 256 regs per thread cannot be granted at all.
+    assert occupancy(128, 256, 0, H100).blocks_per_sm == 0
+
+
+def test_static_limits_prune_with_reasons() -> None:
+    # 256 accumulators: ~328 registers, more than 255 -> would spill.
+    huge = static_check(parse_config("blocktile_2d_bm256_bn256_bk8_tm16_tn16"), H100)
+    assert not huge.fits and "spill" in huge.problems[0]
+    # warptile 256x256x32 with static smem: 32*260 + 32*256 floats = 66048 B > 48 KiB.
+    big = static_check(
+        parse_config("warptile_bm256_bn256_bk32_wm128_wn128_wni4_tm8_tn8_t128"), H100
+    )
+    assert any("static shared memory 66048 B" in p for p in big.problems)
+
+
+def test_device_table_lookup() -> None:
+    assert table_device("9.0") is H100 and table_device("90") is H100
+    assert table_device("sm_80").smem_per_block_optin == 163 * 1024
+    with pytest.raises(InputError, match="sm_80, sm_86, sm_89, sm_90"):
+        table_device("sm_75")

@@ -1,0 +1,324 @@
+"""CUDA source -> cubin + the compiler's own resource report, cached on disk.
+
+Two compilers: NVRTC through CuPy on a machine with a GPU, ``nvcc`` everywhere else (CI builds
+for sm_90 without a device). Both run ptxas verbosely and we read registers, shared memory,
+stack frame and spill bytes from its report; the resource model (``tuner.resources``) turns those
+into real occupancy. A cubin is cached under a key made of everything that changes it: source,
+architecture, compiler and version, options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from tuner.render import KernelSource
+from tuner.resources import DeviceLimits, Occupancy, occupancy
+
+# -O3 is the default; IEEE semantics stay (no fast math: results must match cuBLAS in FP32).
+NVCC_OPTIONS = ("-O3", "-std=c++17", "-Xptxas=-v", "-diag-suppress=177")
+NVRTC_OPTIONS = ("-std=c++17", "--ptxas-options=-v")
+
+
+class CompileError(RuntimeError):
+    """The compiler rejected a kernel; ``log`` holds its output."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """Per-kernel resources as the compiler reports them."""
+
+    registers: int
+    smem_static_bytes: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.stack_bytes or self.spill_store_bytes or self.spill_load_bytes)
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """A cubin on disk plus what it costs the chip."""
+
+    source: KernelSource
+    arch: str
+    compiler: str
+    cubin: Path
+    usage: ResourceUsage
+    cached: bool
+
+    def occupancy(self, dev: DeviceLimits) -> Occupancy:
+        """Real occupancy from the compiler's registers and all shared memory the launch uses."""
+        smem = self.usage.smem_static_bytes + self.source.dynamic_smem_bytes
+        return occupancy(self.source.threads, self.usage.registers, smem, dev)
+
+    def rejection(self, dev: DeviceLimits) -> str | None:
+        """Why this kernel must not be timed (spills, or no block fits), or None."""
+        u = self.usage
+        if u.spills:
+            return (
+                f"spills: {u.spill_store_bytes} B stores, {u.spill_load_bytes} B loads, "
+                f"{u.stack_bytes} B stack frame"
+            )
+        occ = self.occupancy(dev)
+        if occ.blocks_per_sm < 1:
+            return (
+                f"no block fits on an SM with {u.registers} registers (limited by {occ.limited_by})"
+            )
+        return None
+
+
+_ENTRY_RE = re.compile(r"(?:Compiling entry function|Function properties for) '?([A-Za-z0-9_]+)'?")
+_REGS_RE = re.compile(r"Used (\d+) registers")
+_SMEM_RE = re.compile(r"(\d+) bytes smem")
+_SPILL_RE = re.compile(
+    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+)
+
+
+def parse_ptxas_report(log: str, entry: str) -> ResourceUsage:
+    """Read one entry function's resources from ``ptxas -v`` output."""
+    current = None
+    regs = smem = stack = stores = loads = None
+    for line in log.splitlines():
+        match = _ENTRY_RE.search(line)
+        if match:
+            current = match.group(1)
+            continue
+        if current != entry:
+            continue
+        if (m := _SPILL_RE.search(line)) is not None:
+            stack, stores, loads = (int(g) for g in m.groups())
+        if (m := _REGS_RE.search(line)) is not None:
+            regs = int(m.group(1))
+            s = _SMEM_RE.search(line)
+            smem = int(s.group(1)) if s else 0
+    if regs is None or stack is None or stores is None or loads is None or smem is None:
+        raise CompileError(f"no resource report for {entry} in the compiler output", log)
+    return ResourceUsage(regs, smem, stack, stores, loads)
+
+
+def cache_root() -> Path:
+    """Where cubins live: $GEMMTUNE_CACHE_DIR, else ~/.cache/gemmtune/kernels."""
+    env = os.environ.get("GEMMTUNE_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "gemmtune" / "kernels"
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
+
+
+class Compiler(Protocol):
+    arch: str
+
+    @property
+    def version(self) -> str: ...
+
+    def compile(self, source: KernelSource) -> CompiledKernel: ...
+
+
+class _CachingCompiler:
+    """Shared cache logic; subclasses provide ``version`` and ``_build``."""
+
+    arch: str
+    options: tuple[str, ...]
+
+    @property
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def _build(self, source: KernelSource) -> tuple[bytes, str]:
+        """Compile to (cubin bytes, ptxas log)."""
+        raise NotImplementedError
+
+    def _usage(self, log: str, source: KernelSource, cubin: Path) -> ResourceUsage:
+        return parse_ptxas_report(log, source.entry)
+
+    def cache_key(self, source: KernelSource) -> str:
+        blob = json.dumps([source.code, self.arch, self.version, self.options])
+        return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        folder = cache_root() / self.cache_key(source)
+        cubin, report = folder / "kernel.cubin", folder / "usage.json"
+        if cubin.is_file() and report.is_file():
+            usage = ResourceUsage(**json.loads(report.read_text()))
+            return CompiledKernel(source, self.arch, self.version, cubin, usage, cached=True)
+        binary, log = self._build(source)
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_atomic(cubin, binary)
+        usage = self._usage(log, source, cubin)
+        _write_atomic(report, json.dumps(asdict(usage)).encode())
+        return CompiledKernel(source, self.arch, self.version, cubin, usage, cached=False)
+
+
+class NvccCompiler(_CachingCompiler):
+    """``nvcc -cubin``: works without a GPU (CI, this machine)."""
+
+    def __init__(
+        self, arch: str = "sm_90", nvcc: str | None = None, timeout_s: float = 120
+    ) -> None:
+        self.arch = arch
+        self.nvcc = nvcc or shutil.which("nvcc") or "nvcc"
+        self.options = NVCC_OPTIONS
+        self.timeout_s = timeout_s
+
+    @property
+    def version(self) -> str:
+        return _nvcc_version(self.nvcc)
+
+    def _build(self, source: KernelSource) -> tuple[bytes, str]:
+        with tempfile.TemporaryDirectory(prefix="gemmtune-") as tmp:
+            src, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.cubin"
+            src.write_text(source.code)
+            cmd = [
+                self.nvcc,
+                "-cubin",
+                f"-arch={self.arch}",
+                *self.options,
+                "-o",
+                str(out),
+                str(src),
+            ]
+            try:
+                proc = subprocess.run(
+                    cmd, capture_output=True, text=True, timeout=self.timeout_s, check=False
+                )
+            except subprocess.TimeoutExpired as exc:
+                raise CompileError(f"nvcc took longer than {self.timeout_s:.0f} s") from exc
+            log = proc.stdout + proc.stderr
+            if proc.returncode != 0:
+                first = next((ln for ln in log.splitlines() if "error" in ln), log.strip()[:200])
+                raise CompileError(f"nvcc failed: {first}", log)
+            return out.read_bytes(), log
+
+
+@cache
+def _nvcc_version(nvcc: str) -> str:
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise CompileError(f"cannot run {nvcc}: {exc}") from exc
+    match = re.search(r"release [\d.]+, V([\d.]+)", out)
+    return f"nvcc {match.group(1) if match else out.strip().splitlines()[-1]}"
+
+
+class NvrtcCompiler(_CachingCompiler):
+    """NVRTC through CuPy: the compiler on a GPU machine (no toolkit install needed)."""
+
+    def __init__(self, arch: str) -> None:
+        self.arch = arch
+        self.options = NVRTC_OPTIONS
+
+    @property
+    def version(self) -> str:
+        from cupy.cuda import nvrtc
+
+        major, minor = nvrtc.getVersion()
+        return f"nvrtc {major}.{minor}"
+
+    def _build(self, source: KernelSource) -> tuple[bytes, str]:
+        from cupy.cuda import nvrtc
+
+        prog = nvrtc.createProgram(source.code, f"{source.entry}.cu", (), ())
+        try:
+            options = (f"-arch={self.arch}", *self.options)
+            try:
+                nvrtc.compileProgram(prog, options)
+            except nvrtc.NVRTCError as exc:
+                log = nvrtc.getProgramLog(prog)
+                first = next((ln for ln in log.splitlines() if "error" in ln), str(exc))
+                raise CompileError(f"nvrtc failed: {first}", log) from exc
+            return bytes(nvrtc.getCUBIN(prog)), nvrtc.getProgramLog(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+
+    def _usage(self, log: str, source: KernelSource, cubin: Path) -> ResourceUsage:
+        """ptxas's report when NVRTC's log carries it, else the loaded function's attributes
+        (the driver reports spills only as local memory, so all of it counts as stack)."""
+        try:
+            return parse_ptxas_report(log, source.entry)
+        except CompileError:
+            import cupy
+
+            attrs = cupy.RawModule(path=str(cubin)).get_function(source.entry).attributes
+            return ResourceUsage(
+                registers=int(attrs["num_regs"]),
+                smem_static_bytes=int(attrs["shared_size_bytes"]),
+                stack_bytes=int(attrs["local_size_bytes"]),
+                spill_store_bytes=0,
+                spill_load_bytes=0,
+            )
+
+
+def default_compiler(arch: str, use_gpu: bool) -> Compiler:
+    """NVRTC when a GPU is in use, else nvcc."""
+    return NvrtcCompiler(arch) if use_gpu else NvccCompiler(arch)
+
+
+def compile_many(
+    compiler: Compiler,
+    sources: Sequence[KernelSource],
+    jobs: int | None = None,
+    on_done: Callable[[KernelSource, CompiledKernel | CompileError], None] | None = None,
+) -> list[CompiledKernel | CompileError]:
+    """Compile ``sources`` on all cores (threads: nvcc runs in subprocesses and NVRTC releases
+    the GIL). Returns results in input order; a failure is returned, not raised."""
+
+    def one(source: KernelSource) -> CompiledKernel | CompileError:
+        try:
+            result: CompiledKernel | CompileError = compiler.compile(source)
+        except CompileError as exc:
+            result = exc
+        if on_done is not None:
+            on_done(source, result)
+        return result
+
+    workers = jobs or os.cpu_count() or 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, sources))
+
+
+def load_kernel(compiled: CompiledKernel) -> Any:
+    """Load a cubin on the current GPU as a CuPy RawKernel with its dynamic smem limit set."""
+    import cupy
+
+    module = cupy.RawModule(path=str(compiled.cubin))
+    kernel = module.get_function(compiled.source.entry)
+    if compiled.source.dynamic_smem_bytes:
+        kernel.max_dynamic_shared_size_bytes = compiled.source.dynamic_smem_bytes
+    return kernel
+
+
+def describe(results: Iterable[CompiledKernel | CompileError]) -> dict[str, int]:
+    """Counts of compiled, cached and failed results (for progress lines)."""
+    counts = {"compiled": 0, "cached": 0, "failed": 0}
+    for r in results:
+        if isinstance(r, CompileError):
+            counts["failed"] += 1
+        elif r.cached:
+            counts["cached"] += 1
+        else:
+            counts["compiled"] += 1
+    return counts

@@ -1,0 +1,59 @@
+"""A kernel configuration: a family plus integer parameters, with a procedural name.
+
+A :class:`Config` is a frozen, hashable value. Its name (e.g.
+``warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128``) is its identity everywhere: cache keys,
+database rows, CLI arguments and API answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# Parameter name -> the short token used in procedural kernel names. One table, so that a name
+# can always be read back (see ``tuner.families.parse_config``).
+PARAM_ABBR: dict[str, str] = {
+    "BM": "bm",
+    "BN": "bn",
+    "BK": "bk",
+    "WM": "wm",
+    "WN": "wn",
+    "WNITER": "wni",
+    "TM": "tm",
+    "TN": "tn",
+    "THREADS": "t",
+    "STAGES": "s",
+}
+ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
+
+
+@dataclass(frozen=True, order=True)
+class Config:
+    """Family name plus ``(PARAM, value)`` pairs in the family's declared parameter order.
+
+    Build configs through ``tuner.families`` (``Family.config`` / ``parse_config``) so that the
+    parameter order is canonical; two equal configs then have equal names and hashes.
+    """
+
+    family: str
+    params: tuple[tuple[str, int], ...]
+
+    def __getitem__(self, key: str) -> int:
+        for name, value in self.params:
+            if name == key:
+                return value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.params)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.params)
+
+    @property
+    def name(self) -> str:
+        tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in self.params)
+        return "_".join([self.family, *tokens])
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,70 @@
+"""The evaluator interface: config + shape -> one measured (or failed) result.
+
+Studies never know how a number was obtained. The GPU evaluator (``tuner.gpu_worker``) compiles,
+verifies and times in an isolated worker process; the replay evaluator (``tuner.replay``) answers
+from a committed table of real H100 measurements so whole studies run in CI without a GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from tuner.config import Config
+from tuner.resources import DeviceLimits
+from tuner.shape import Shape
+
+# Why a candidate did not produce a time. Every evaluated candidate gets exactly one status.
+STATUSES = (
+    "ok",
+    "invalid",  # breaks a family rule (never reaches a compiler)
+    "pruned",  # breaks a resource limit, before or after compiling (spills, no block fits)
+    "compile_failed",
+    "launch_failed",  # the launch or the worker process failed (illegal address, ...)
+    "wrong_result",  # differs from cuBLAS beyond the FP32 tolerance
+    "timeout",  # compile or run took longer than its bound
+)
+
+
+@dataclass
+class Result:
+    """What one evaluation produced; numbers are None where the status does not give them."""
+
+    config_name: str
+    family: str
+    params: dict[str, int]
+    status: str
+    reason: str | None = None
+    ms: float | None = None
+    tflops: float | None = None
+    cublas_ms: float | None = None
+    cublas_tflops: float | None = None
+    ratio: float | None = None  # cuBLAS time / our time: > 1 means faster than cuBLAS
+    rel_error: float | None = None
+    registers: int | None = None
+    smem_bytes: int | None = None
+    occupancy: float | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {self.status!r}")
+
+    @classmethod
+    def failed(cls, config: Config, status: str, reason: str, **extra: Any) -> Result:
+        return cls(config.name, config.family, config.as_dict(), status, reason, **extra)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Evaluator(Protocol):
+    """Measures configs on one device. Implementations: GPU worker, replay table."""
+
+    device: DeviceLimits
+
+    def evaluate(self, config: Config, shape: Shape) -> Result:
+        """Evaluate one rule-valid config; never raises for a bad kernel (returns a status)."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,438 @@
+"""Kernel families: their parameters, validity rules and resource footprint, in one place.
+
+Each family matches one template, ``templates/<name>.cu.j2``. A family says which parameter
+values exist (:class:`Param`), which combinations make a correct kernel (:class:`Rule`, each with
+its reason), which extra constants the template needs (``derive``), and what one block of it
+costs the chip (``footprint``: threads, shared memory, values held in registers). Everything here
+is pure arithmetic on integers; nothing compiles or touches a GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from tuner.config import ABBR_PARAM, Config
+from tuner.errors import InputError
+
+Params = Mapping[str, int]
+FLOAT_BYTES = 4
+# Extra floats per row of a shared-memory tile that is written transposed. A multiple of 4 keeps
+# every row 16-byte aligned for float4 reads; it moves successive rows to other banks.
+A_PAD = 4
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tunable integer and the values the search may give it."""
+
+    name: str
+    values: tuple[int, ...]
+    doc: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A predicate every valid config satisfies; ``reason`` says why, and is shown on failure."""
+
+    reason: str
+    holds: Callable[[Params], bool]
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one thread block of a config needs from the chip (before compiling)."""
+
+    threads: int
+    smem_bytes: int
+    dynamic_smem: bool
+    accumulators: int  # C values each thread keeps in registers
+    fragments: int  # A and B values each thread holds in registers per k step
+
+
+@dataclass(frozen=True)
+class Family:
+    """One kernel family: parameters, rules, template constants and resource footprint."""
+
+    name: str
+    doc: str
+    params: tuple[Param, ...]
+    rules: tuple[Rule, ...]
+    threads: Callable[[Params], int]
+    footprint: Callable[[Params], Footprint]
+    derive: Callable[[Params], dict[str, int]] = lambda p: {}
+
+    @property
+    def template(self) -> str:
+        return f"{self.name}.cu.j2"
+
+    def config(self, params: Params) -> Config:
+        """Build a config in canonical order; unknown or missing names and bad values raise."""
+        known = [p.name for p in self.params]
+        extra = sorted(set(params) - set(known))
+        missing = [n for n in known if n not in params]
+        if extra or missing:
+            raise InputError(
+                f"family {self.name} takes parameters {', '.join(known)}"
+                + (f"; unknown: {', '.join(extra)}" if extra else "")
+                + (f"; missing: {', '.join(missing)}" if missing else "")
+            )
+        values: list[tuple[str, int]] = []
+        for name in known:
+            value = params[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} must be a positive integer, got {value!r}")
+            values.append((name, value))
+        return Config(self.name, tuple(values))
+
+    def broken_rules(self, config: Config) -> list[str]:
+        """Reasons of the rules ``config`` breaks (empty when valid). Stops at the first break
+        of a rule that later rules' arithmetic depends on, so no rule divides by zero."""
+        params = config.as_dict()
+        broken = []
+        for rule in self.rules:
+            try:
+                ok = rule.holds(params)
+            except ZeroDivisionError:
+                ok = False
+            if not ok:
+                broken.append(rule.reason)
+        return broken
+
+    def template_values(self, config: Config) -> dict[str, int]:
+        """Every constant the template sees: the parameters plus derived integers."""
+        params = config.as_dict()
+        values = {**params, "THREADS": self.threads(params), **self.derive(params)}
+        for key, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"template constant {key} must be an int, got {value!r}")
+        return values
+
+
+# --- rules shared by several families -------------------------------------------------------
+
+
+def _whole_warps(threads: Callable[[Params], int]) -> Rule:
+    return Rule(
+        "threads per block must be a whole number of warps (a multiple of 32)",
+        lambda p: threads(p) % 32 == 0 and threads(p) >= 32,
+    )
+
+
+def _block_limit(threads: Callable[[Params], int]) -> Rule:
+    return Rule(
+        "threads per block must be at most 1024 (CUDA's limit)", lambda p: threads(p) <= 1024
+    )
+
+
+def _float4_tiles(threads: Callable[[Params], int]) -> tuple[Rule, ...]:
+    return (
+        Rule(
+            "BK must be a multiple of 4: tiles are loaded as float4 along k",
+            lambda p: p["BK"] % 4 == 0,
+        ),
+        Rule(
+            "BM*BK must be a multiple of 4*threads: the A tile loads in whole float4 passes",
+            lambda p: (p["BM"] * p["BK"]) % (4 * threads(p)) == 0,
+        ),
+        Rule(
+            "BN*BK must be a multiple of 4*threads: the B tile loads in whole float4 passes",
+            lambda p: (p["BN"] * p["BK"]) % (4 * threads(p)) == 0,
+        ),
+    )
+
+
+# --- smem_tiling -----------------------------------------------------------------------------
+
+
+def _smem_threads(p: Params) -> int:
+    return p["BM"] * p["BN"]
+
+
+SMEM_TILING = Family(
+    name="smem_tiling",
+    doc="Stage a BMxBK tile of A and a BKxBN tile of B in shared memory; one C value per thread.",
+    params=(
+        Param("BM", (8, 16, 32, 64), "rows of C per block"),
+        Param("BN", (8, 16, 32, 64), "columns of C per block"),
+        Param("BK", (8, 16, 32, 64), "depth of the k tile staged in shared memory"),
+    ),
+    rules=(_whole_warps(_smem_threads), _block_limit(_smem_threads)),
+    threads=_smem_threads,
+    footprint=lambda p: Footprint(
+        threads=_smem_threads(p),
+        smem_bytes=(p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT_BYTES,
+        dynamic_smem=False,
+        accumulators=1,
+        fragments=1,
+    ),
+)
+
+# --- blocktile_1d ----------------------------------------------------------------------------
+
+
+def _1d_threads(p: Params) -> int:
+    return p["BM"] * p["BN"] // p["TM"]
+
+
+BLOCKTILE_1D = Family(
+    name="blocktile_1d",
+    doc="Each thread computes a column of TM results of C, reusing one B value from a register.",
+    params=(
+        Param("BM", (32, 64, 128), "rows of C per block"),
+        Param("BN", (32, 64, 128), "columns of C per block"),
+        Param("BK", (4, 8, 16, 32), "depth of the k tile staged in shared memory"),
+        Param("TM", (4, 8, 16, 32), "rows of C per thread"),
+    ),
+    rules=(
+        Rule(
+            "BM must be a multiple of TM: each thread owns TM whole rows",
+            lambda p: p["BM"] % p["TM"] == 0,
+        ),
+        _whole_warps(_1d_threads),
+        _block_limit(_1d_threads),
+    ),
+    threads=_1d_threads,
+    footprint=lambda p: Footprint(
+        threads=_1d_threads(p),
+        smem_bytes=(p["BM"] * p["BK"] + p["BK"] * p["BN"]) * FLOAT_BYTES,
+        dynamic_smem=False,
+        accumulators=p["TM"],
+        fragments=1,
+    ),
+)
+
+# --- blocktile_2d and vectorized -------------------------------------------------------------
+
+
+def _2d_threads(p: Params) -> int:
+    return (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+
+
+_2D_PARAMS = (
+    Param("BM", (32, 64, 128, 256), "rows of C per block"),
+    Param("BN", (32, 64, 128, 256), "columns of C per block"),
+    Param("BK", (8, 16, 32), "depth of the k tile staged in shared memory"),
+    Param("TM", (4, 8, 16), "rows of the TMxTN register tile of each thread"),
+    Param("TN", (4, 8, 16), "columns of the TMxTN register tile of each thread"),
+)
+_2D_RULES = (
+    Rule(
+        "BM must be a multiple of TM: threads tile the block's rows exactly",
+        lambda p: p["BM"] % p["TM"] == 0,
+    ),
+    Rule(
+        "BN must be a multiple of TN: threads tile the block's columns exactly",
+        lambda p: p["BN"] % p["TN"] == 0,
+    ),
+    _whole_warps(_2d_threads),
+    _block_limit(_2d_threads),
+)
+
+
+def _2d_footprint(p: Params, smem_floats: int) -> Footprint:
+    return Footprint(
+        threads=_2d_threads(p),
+        smem_bytes=smem_floats * FLOAT_BYTES,
+        dynamic_smem=False,
+        accumulators=p["TM"] * p["TN"],
+        fragments=p["TM"] + p["TN"],
+    )
+
+
+BLOCKTILE_2D = Family(
+    name="blocktile_2d",
+    doc="Each thread computes a TMxTN tile of C as outer products of register fragments.",
+    params=_2D_PARAMS,
+    rules=_2D_RULES,
+    threads=_2d_threads,
+    footprint=lambda p: _2d_footprint(p, p["BM"] * p["BK"] + p["BK"] * p["BN"]),
+)
+
+VECTORIZED = Family(
+    name="vectorized",
+    doc="blocktile_2d with float4 global and shared loads; A stored transposed in shared memory.",
+    params=tuple(
+        Param(q.name, tuple(v for v in q.values if v % 4 == 0 and v <= 8), q.doc)
+        if q.name in ("TM", "TN")
+        else q
+        for q in _2D_PARAMS
+    ),
+    rules=(
+        *_2D_RULES,
+        Rule(
+            "TM must be a multiple of 4: A fragments are read from shared memory as float4",
+            lambda p: p["TM"] % 4 == 0,
+        ),
+        Rule(
+            "TN must be a multiple of 4: B fragments are read from shared memory as float4",
+            lambda p: p["TN"] % 4 == 0,
+        ),
+        *_float4_tiles(_2d_threads),
+    ),
+    threads=_2d_threads,
+    footprint=lambda p: _2d_footprint(p, p["BK"] * (p["BM"] + A_PAD) + p["BK"] * p["BN"]),
+    derive=lambda p: {"A_PAD": A_PAD},
+)
+
+# --- warptile and pipelined ------------------------------------------------------------------
+
+
+def _warp_threads(p: Params) -> int:
+    return p["THREADS"]
+
+
+def _wmiter(p: Params) -> int:
+    return (p["WM"] * p["WN"]) // (32 * p["TM"] * p["TN"] * p["WNITER"])
+
+
+def _warptile_derive(p: Params) -> dict[str, int]:
+    wmiter = _wmiter(p)
+    return {
+        "WMITER": wmiter,
+        "WSUBM": p["WM"] // wmiter,
+        "WSUBN": p["WN"] // p["WNITER"],
+        "A_PAD": A_PAD,
+    }
+
+
+_WARPTILE_PARAMS = (
+    Param("BM", (64, 128, 256), "rows of C per block"),
+    Param("BN", (64, 128, 256), "columns of C per block"),
+    Param("BK", (8, 16, 32), "depth of the k tile staged in shared memory"),
+    Param("WM", (32, 64, 128), "rows of C per warp"),
+    Param("WN", (32, 64, 128), "columns of C per warp"),
+    Param("WNITER", (1, 2, 4), "warp subtiles along n (WMITER along m is derived)"),
+    Param("TM", (4, 8), "rows of each thread's register tile per warp subtile"),
+    Param("TN", (4, 8), "columns of each thread's register tile per warp subtile"),
+    Param("THREADS", (128, 256), "threads per block"),
+)
+_WARPTILE_RULES = (
+    Rule(
+        "BM must be a multiple of WM: the block is a whole grid of warp tiles",
+        lambda p: p["BM"] % p["WM"] == 0,
+    ),
+    Rule(
+        "BN must be a multiple of WN: the block is a whole grid of warp tiles",
+        lambda p: p["BN"] % p["WN"] == 0,
+    ),
+    Rule(
+        "(BM/WM)*(BN/WN) must equal THREADS/32: one warp per warp tile",
+        lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32 == p["THREADS"],
+    ),
+    Rule(
+        "WM*WN must be a multiple of 32*TM*TN*WNITER: WMITER is a whole number",
+        lambda p: (p["WM"] * p["WN"]) % (32 * p["TM"] * p["TN"] * p["WNITER"]) == 0,
+    ),
+    Rule(
+        "WN must be a multiple of WNITER: warp subtiles are whole columns",
+        lambda p: p["WN"] % p["WNITER"] == 0,
+    ),
+    Rule(
+        "WM must be a multiple of WMITER: warp subtiles are whole rows",
+        lambda p: p["WM"] % _wmiter(p) == 0,
+    ),
+    Rule(
+        "WSUBN/TN must divide 32 and WSUBM/TM rows of lanes fill the warp: "
+        "the 32 lanes tile a subtile exactly",
+        lambda p: (
+            (p["WN"] // p["WNITER"]) % p["TN"] == 0
+            and 32 % ((p["WN"] // p["WNITER"]) // p["TN"]) == 0
+            and (p["WM"] // _wmiter(p)) % p["TM"] == 0
+        ),
+    ),
+    Rule(
+        "TN must be a multiple of 4: B fragments are read from shared memory as float4",
+        lambda p: p["TN"] % 4 == 0,
+    ),
+    Rule(
+        "TM must be a multiple of 4: A fragments are read from shared memory as float4",
+        lambda p: p["TM"] % 4 == 0,
+    ),
+    *_float4_tiles(_warp_threads),
+)
+
+
+def _warptile_footprint(p: Params, smem_floats: int, dynamic: bool) -> Footprint:
+    wmiter = _wmiter(p)
+    return Footprint(
+        threads=p["THREADS"],
+        smem_bytes=smem_floats * FLOAT_BYTES,
+        dynamic_smem=dynamic,
+        accumulators=wmiter * p["WNITER"] * p["TM"] * p["TN"],
+        fragments=wmiter * p["TM"] + p["WNITER"] * p["TN"],
+    )
+
+
+WARPTILE = Family(
+    name="warptile",
+    doc="Block tile -> warp tiles (WMxWN) -> WMITERxWNITER warp subtiles -> TMxTN thread tiles.",
+    params=_WARPTILE_PARAMS,
+    rules=_WARPTILE_RULES,
+    threads=_warp_threads,
+    footprint=lambda p: _warptile_footprint(
+        p, p["BK"] * (p["BM"] + A_PAD) + p["BK"] * p["BN"], dynamic=False
+    ),
+    derive=_warptile_derive,
+)
+
+PIPELINED = Family(
+    name="pipelined",
+    doc="warptile with STAGES shared-memory buffers filled ahead of use by cp.async.",
+    params=(*_WARPTILE_PARAMS, Param("STAGES", (2, 3, 4), "shared-memory buffers in flight")),
+    rules=_WARPTILE_RULES,
+    threads=_warp_threads,
+    footprint=lambda p: _warptile_footprint(
+        p, p["STAGES"] * (p["BM"] * (p["BK"] + A_PAD) + p["BK"] * p["BN"]), dynamic=True
+    ),
+    derive=_warptile_derive,
+)
+
+FAMILIES: dict[str, Family] = {
+    f.name: f for f in (SMEM_TILING, BLOCKTILE_1D, BLOCKTILE_2D, VECTORIZED, WARPTILE, PIPELINED)
+}
+
+
+def get_family(name: str) -> Family:
+    """The family called ``name``; an unknown name raises listing the known ones."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise InputError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}") from None
+
+
+_TOKEN_RE = re.compile(r"^([a-z]+)(\d+)$")
+_ASSIGN_RE = re.compile(r"^\s*([A-Za-z]+)\s*=\s*(-?\d+)\s*$")
+
+
+def parse_config(text: str, family: str | None = None) -> Config:
+    """Read a config from its procedural name, or from ``BM=128,BN=128,...`` with ``family``.
+
+    The result has canonical order but is not checked against the rules (see ``Family``).
+    """
+    text = text.strip()
+    if "=" in text:
+        if family is None:
+            raise InputError(f"config {text!r} is given as parameters: name its family too")
+        fam = get_family(family)
+        params: dict[str, int] = {}
+        for part in text.split(","):
+            match = _ASSIGN_RE.match(part)
+            if not match:
+                raise InputError(f"config parameter {part.strip()!r} must look like NAME=INTEGER")
+            params[match.group(1).upper()] = int(match.group(2))
+        return fam.config(params)
+    names = sorted((n for n in FAMILIES if text.startswith(n + "_")), key=len, reverse=True)
+    if not names:
+        raise InputError(f"config name {text!r} must start with a family: {', '.join(FAMILIES)}")
+    fam = FAMILIES[names[0]]
+    if family is not None and family != fam.name:
+        raise InputError(f"config {text!r} belongs to family {fam.name}, not {family}")
+    params = {}
+    for token in text[len(fam.name) + 1 :].split("_"):
+        match = _TOKEN_RE.match(token)
+        if not match or match.group(1) not in ABBR_PARAM:
+            raise InputError(f"config name {text!r} has an unreadable part {token!r}")
+        params[ABBR_PARAM[match.group(1)]] = int(match.group(2))
+    return fam.config(params)

@@ -1,0 +1,173 @@
+"""Kernel -> verified timing on the GPU, side by side with cuBLAS (strict FP32).
+
+Correctness first: a kernel is compared with cuBLAS on fresh random normal data, by relative
+Frobenius error, once with alpha != 1 and beta != 0, and once with beta == 0 and C poisoned with
+NaN (every element must be written, and C must not be read). Only then is it timed: CUDA events
+around each launch, warm-up, repeats until a time budget, L2 flushed before every repeat, median.
+cuBLAS is timed the same way in the same process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.render import KernelSource
+from tuner.shape import Shape
+
+FP32_EPS = 2.0**-24
+
+
+def tolerance(k: int) -> float:
+    """Allowed relative error against cuBLAS: FP32 rounding grows like sqrt(K) for random data.
+
+    Stays an order of magnitude under what TF32 (10-bit mantissa) would produce, so a kernel that
+    silently used TF32 would fail.
+    """
+    return max(1e-5, 8 * FP32_EPS * math.sqrt(k))
+
+
+def _cupy() -> Any:
+    import cupy
+
+    if os.environ.get("CUPY_TF32", "0") != "0":
+        raise RuntimeError("CUPY_TF32 is set: the cuBLAS reference would not be strict FP32")
+    return cupy
+
+
+def random_operands(shape: Shape, seed: int | None = None) -> tuple[Any, Any, Any]:
+    """Fresh A, B, C with standard normal float32 entries (never zeros)."""
+    cp = _cupy()
+    rng = cp.random.default_rng(seed)
+    a = rng.standard_normal((shape.m, shape.k), dtype=cp.float32)
+    b = rng.standard_normal((shape.k, shape.n), dtype=cp.float32)
+    c = rng.standard_normal((shape.m, shape.n), dtype=cp.float32)
+    return a, b, c
+
+
+def launch(
+    kernel: Any,
+    source: KernelSource,
+    shape: Shape,
+    alpha: float,
+    a: Any,
+    b: Any,
+    beta: float,
+    c: Any,
+) -> None:
+    """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous)."""
+    import numpy as np
+
+    geo = source.launch(shape)
+    kernel(
+        geo.grid,
+        geo.block,
+        (
+            np.int32(shape.m),
+            np.int32(shape.n),
+            np.int32(shape.k),
+            np.float32(alpha),
+            a,
+            b,
+            np.float32(beta),
+            c,
+        ),
+        shared_mem=geo.dynamic_smem_bytes,
+    )
+
+
+def cublas_gemm(alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
+    """The reference: cuBLAS SGEMM through CuPy (FP32 math, TF32 off), in place into ``c``."""
+    cp = _cupy()
+    ab = cp.matmul(a, b)
+    if beta == 0.0:
+        cp.multiply(ab, cp.float32(alpha), out=c)
+    else:
+        c *= cp.float32(beta)
+        c += cp.float32(alpha) * ab
+
+
+def relative_error(out: Any, ref: Any) -> float:
+    """||out - ref||_F / ||ref||_F in float64; NaN anywhere gives inf."""
+    cp = _cupy()
+    diff = out.astype(cp.float64) - ref.astype(cp.float64)
+    if not bool(cp.isfinite(diff).all()):
+        return math.inf
+    denom = float(cp.linalg.norm(ref.astype(cp.float64)))
+    return float(cp.linalg.norm(diff)) / (denom if denom > 0 else 1.0)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Worst relative error over the checks, and whether it passes the tolerance."""
+
+    rel_error: float
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return self.rel_error <= self.tolerance
+
+
+def verify(
+    kernel: Any, source: KernelSource, shape: Shape, seed: int | None = None
+) -> Verification:
+    """Compare with cuBLAS twice: (alpha=0.5, beta=3) on random C; (1, 0) on NaN-poisoned C."""
+    cp = _cupy()
+    a, b, c0 = random_operands(shape, seed)
+    worst = 0.0
+    for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
+        c = c0.copy() if beta != 0.0 else cp.full_like(c0, cp.nan)
+        ref = c0.copy()
+        cublas_gemm(alpha, a, b, beta, ref)
+        launch(kernel, source, shape, alpha, a, b, beta, c)
+        cp.cuda.get_current_stream().synchronize()
+        worst = max(worst, relative_error(c, ref))
+    return Verification(worst, tolerance(shape.k))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Median and spread of per-launch times in milliseconds."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    repeats: int
+
+
+def time_launches(
+    run: Callable[[], None],
+    budget_ms: float = 100.0,
+    warmup: int = 3,
+    min_repeats: int = 5,
+    max_repeats: int = 200,
+) -> Timing:
+    """Time ``run`` with CUDA events: warm up, then repeat until ``budget_ms`` of kernel time
+    (bounded by min/max repeats), flushing L2 before each repeat; median of the repeats."""
+    cp = _cupy()
+    l2 = cp.cuda.Device().attributes.get("L2CacheSize", 50 * 2**20)
+    flush = cp.empty(max(2 * l2, 2**22) // 4, dtype=cp.int32)
+    for _ in range(warmup):
+        run()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times: list[float] = []
+    total = 0.0
+    while len(times) < max_repeats and (len(times) < min_repeats or total < budget_ms):
+        flush.fill(0)
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        ms = cp.cuda.get_elapsed_time(start, stop)
+        times.append(ms)
+        total += ms
+    times.sort()
+    return Timing(times[len(times) // 2], times[0], times[-1], len(times))
+
+
+def tflops(shape: Shape, ms: float) -> float:
+    return shape.flops / (ms * 1e-3) / 1e12

@@ -1,0 +1,86 @@
+"""Config -> CUDA source, through the family's Jinja2 template.
+
+Templates see only integers that the family validated and derived (``Family.template_values``)
+plus the kernel's name; an undefined variable fails loudly (StrictUndefined). The kernel contract
+every template honours is written in ``templates/README.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import jinja2
+
+from tuner.config import Config
+from tuner.errors import InputError
+from tuner.families import get_family
+from tuner.shape import Shape
+
+
+def templates_dir() -> Path:
+    """The template folder: inside the installed package, else beside it in a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_templates", here.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"no kernel templates found next to {here}")
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir()),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # CUDA source, not HTML
+    )
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to launch a kernel for one shape."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem_bytes: int
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """Rendered CUDA source of one config, and how to launch it."""
+
+    config: Config
+    code: str
+    threads: int
+    dynamic_smem_bytes: int
+
+    @property
+    def entry(self) -> str:
+        """The ``extern "C"`` kernel symbol: the config's procedural name."""
+        return self.config.name
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.code.encode()).hexdigest()
+
+    def launch(self, shape: Shape) -> Launch:
+        bm, bn = self.config["BM"], self.config["BN"]
+        grid = (-(-shape.n // bn), -(-shape.m // bm), 1)
+        return Launch(grid, (self.threads, 1, 1), self.dynamic_smem_bytes)
+
+
+def render(config: Config) -> KernelSource:
+    """Render ``config`` (which must satisfy its family's rules) to CUDA source."""
+    family = get_family(config.family)
+    broken = family.broken_rules(config)
+    if broken:
+        raise InputError(f"config {config.name} is invalid: {broken[0]}")
+    values = family.template_values(config)
+    code = _environment().get_template(family.template).render(KERNEL_NAME=config.name, **values)
+    fp = family.footprint(config.as_dict())
+    return KernelSource(config, code, fp.threads, fp.smem_bytes if fp.dynamic_smem else 0)

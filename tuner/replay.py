@@ -1,0 +1,91 @@
+"""Replay evaluator: answers from a table of real GPU measurements (an exhaustive sweep).
+
+The table is the JSON-lines file that ``benchmarks/sweep.py`` writes on the GPU: a header with the
+device and versions, then one row per (shape, config) with its status and times. Studies run on
+it exactly as on the GPU, with real numbers, in CI and for sampler research.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tuner.config import Config
+from tuner.errors import InputError
+from tuner.evaluate import Result
+from tuner.families import parse_config
+from tuner.resources import DeviceLimits, table_device
+from tuner.shape import Shape, parse_shape
+
+DEFAULT_TABLE = (
+    Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "h100-sweep.jsonl"
+)
+
+
+class ReplayEvaluator:
+    """Looks results up by (shape, config name); counts how many it answered."""
+
+    def __init__(self, table: Path | str = DEFAULT_TABLE) -> None:
+        path = Path(table)
+        if not path.is_file():
+            raise InputError(f"replay table {str(path)!r} does not exist")
+        self.rows: dict[tuple[Shape, str], dict[str, Any]] = {}
+        header: dict[str, Any] = {}
+        with path.open() as handle:
+            for number, line in enumerate(handle, 1):
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"replay table {path.name} line {number}: {exc}") from None
+                if row.get("kind") == "header":
+                    header = row
+                elif row.get("kind") == "result":
+                    self.rows[(parse_shape(row["shape"]), row["config_name"])] = row
+        self.device: DeviceLimits = replace(
+            table_device(header.get("arch", "sm_90")), name=header.get("device", "replayed GPU")
+        )
+        self.provenance: dict[str, Any] = {
+            **header.get("provenance", {}),
+            "replayed_from": path.name,
+        }
+        self.evaluations = 0
+
+    def shapes(self) -> list[Shape]:
+        return sorted({shape for shape, _ in self.rows})
+
+    def configs(self, shape: Shape) -> list[Config]:
+        return [parse_config(name) for (s, name) in self.rows if s == shape]
+
+    def evaluate(self, config: Config, shape: Shape) -> Result:
+        self.evaluations += 1
+        row = self.rows.get((shape, config.name))
+        if row is None:
+            return Result.failed(
+                config,
+                "pruned",
+                f"not measured in the replay table for {shape}",
+                provenance=self.provenance,
+            )
+        ms, base = row.get("ms"), row.get("cublas_ms")
+        return Result(
+            config.name,
+            config.family,
+            config.as_dict(),
+            row["status"],
+            row.get("reason"),
+            ms=ms,
+            tflops=shape.flops / (ms * 1e9) if ms else None,
+            cublas_ms=base,
+            cublas_tflops=shape.flops / (base * 1e9) if base else None,
+            ratio=base / ms if ms and base else None,
+            rel_error=row.get("rel_error"),
+            registers=row.get("registers"),
+            smem_bytes=row.get("smem_bytes"),
+            occupancy=row.get("occupancy"),
+            provenance=self.provenance,
+        )
+
+    def close(self) -> None:
+        return None

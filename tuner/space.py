@@ -1,0 +1,104 @@
+"""The search space of one family for one (shape, device): every config, and why the rest are out.
+
+Enumeration is deterministic: the product of the parameter values in declared order. A config
+is dropped in three steps, each counted: it breaks a family rule (``valid``), it is wasteful for
+this shape (``useful``), or it does not fit the device (``fits``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from tuner.config import Config
+from tuner.families import Family, get_family
+from tuner.resources import DeviceLimits, ResourceCheck, static_check
+from tuner.shape import Shape
+
+
+def _pow2_ceil(value: int) -> int:
+    return 1 << max(value - 1, 0).bit_length()
+
+
+def shape_waste(family: Family, config: Config, shape: Shape) -> str | None:
+    """Why ``config`` is wasteful for ``shape``, or None.
+
+    A block tile larger than the matrix rounded up to a power of two only adds idle threads and
+    zero-filled shared memory; the family's smallest value is always kept so that every shape
+    has candidates.
+    """
+    smallest = {p.name: min(p.values) for p in family.params}
+    for param, dim, label in (("BM", shape.m, "M"), ("BN", shape.n, "N"), ("BK", shape.k, "K")):
+        value = config[param]
+        if value > smallest[param] and value > _pow2_ceil(dim):
+            return f"{param}={value} exceeds {label}={dim} rounded up to {_pow2_ceil(dim)}"
+    return None
+
+
+@dataclass
+class SpaceCounts:
+    """How many configs survive each step (raw -> valid -> useful for the shape -> fits)."""
+
+    raw: int = 0
+    valid: int = 0
+    useful: int = 0
+    fits: int = 0
+    pruned: dict[str, int] = field(default_factory=dict)  # reason -> count
+
+    def __str__(self) -> str:
+        return f"raw {self.raw} -> valid {self.valid} -> useful {self.useful} -> fits {self.fits}"
+
+
+class Space:
+    """The configs of one family for one shape and device."""
+
+    def __init__(self, family: str | Family, shape: Shape, device: DeviceLimits) -> None:
+        self.family = get_family(family) if isinstance(family, str) else family
+        self.shape = shape
+        self.device = device
+
+    def all_configs(self) -> Iterator[Config]:
+        """Every combination of parameter values, valid or not, in deterministic order."""
+        names = [p.name for p in self.family.params]
+        for values in itertools.product(*(p.values for p in self.family.params)):
+            yield self.family.config(dict(zip(names, values, strict=True)))
+
+    def evaluate(self) -> tuple[list[ResourceCheck], SpaceCounts]:
+        """Walk the whole space once: the configs that fit, and the counts of each step."""
+        counts = SpaceCounts()
+        kept: list[ResourceCheck] = []
+        for config in self.all_configs():
+            counts.raw += 1
+            broken = self.family.broken_rules(config)
+            if broken:
+                counts.pruned[broken[0]] = counts.pruned.get(broken[0], 0) + 1
+                continue
+            counts.valid += 1
+            waste = shape_waste(self.family, config, self.shape)
+            if waste:
+                counts.pruned["tile larger than the matrix"] = (
+                    counts.pruned.get("tile larger than the matrix", 0) + 1
+                )
+                continue
+            counts.useful += 1
+            check = static_check(config, self.device)
+            if not check.fits:
+                key = _problem_kind(check.problems[0])
+                counts.pruned[key] = counts.pruned.get(key, 0) + 1
+                continue
+            counts.fits += 1
+            kept.append(check)
+        return kept, counts
+
+    def candidates(self) -> list[Config]:
+        """The configs worth compiling for this shape and device, in deterministic order."""
+        return [check.config for check in self.evaluate()[0]]
+
+
+def _problem_kind(problem: str) -> str:
+    """Group resource problems by kind for the counts (drops the numbers)."""
+    for kind in ("static shared memory", "shared memory", "registers", "threads", "no block fits"):
+        if kind in problem:
+            return f"resources: {kind}"
+    return "resources"

@@ -1,0 +1,203 @@
+"""One Optuna study per (device, shape, dtype, layout, families): ask, evaluate, record, tell.
+
+Trials that sample an invalid point (a broken rule, a tile larger than the matrix, a resource
+limit) are told PRUNED at once and cost no GPU time; so are repeats of an evaluated candidate
+(they are told the stored value). ``trials`` counts evaluated candidates, across every worker and
+every run of the same study, so re-running a command after a crash resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import optuna
+
+from tuner.config import Config
+from tuner.evaluate import Evaluator, Result
+from tuner.families import get_family
+from tuner.recording import Recorder
+from tuner.samplers import make_sampler
+from tuner.shape import Shape
+from tuner.space import Space
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+# After this many proposals in a row that bring nothing new, evaluate an untried candidate
+# instead (a converged sampler keeps proposing its favourite).
+STALE_PROPOSALS = 25
+
+
+def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:
+    return f"{device}|{shape}|{shape.dtype}|{shape.layout}|{'+'.join(families)}"
+
+
+@dataclass
+class Progress:
+    """What a study has done so far (passed to the progress callback after each evaluation)."""
+
+    study: str
+    target: int
+    evaluated: int = 0
+    invalid_proposals: int = 0
+    best: Result | None = None
+    last: Result | None = None
+    history: list[Result] = field(default_factory=list)
+
+
+def suggest_config(trial: optuna.trial.BaseTrial, families: tuple[str, ...]) -> Config:
+    """Sample a config: the family, then each parameter as an index into its ordered values
+    (ordinal, so model-based samplers see that 64 lies between 32 and 128)."""
+    family = families[0] if len(families) == 1 else trial.suggest_categorical("family", families)
+    fam = get_family(str(family))
+    params = {
+        p.name: p.values[trial.suggest_int(f"{fam.name}.{p.name}", 0, len(p.values) - 1)]
+        for p in fam.params
+    }
+    return fam.config(params)
+
+
+def trial_params(config: Config, families: tuple[str, ...]) -> dict[str, object]:
+    """The Optuna parameters that make ``suggest_config`` return ``config`` (for enqueueing)."""
+    fam = get_family(config.family)
+    params: dict[str, object] = {} if len(families) == 1 else {"family": config.family}
+    for p in fam.params:
+        params[f"{fam.name}.{p.name}"] = p.values.index(config[p.name])
+    return params
+
+
+class Study:
+    """Tune one shape over some families with one evaluator and one recorder."""
+
+    def __init__(
+        self,
+        shape: Shape,
+        families: tuple[str, ...],
+        evaluator: Evaluator,
+        recorder: Recorder,
+        sampler: str = "tpe",
+        seed: int | None = None,
+        optuna_storage: str | optuna.storages.BaseStorage | None = None,
+        warm_start: int = 3,
+    ) -> None:
+        for family in families:
+            get_family(family)  # unknown names fail here, before anything runs
+        self.shape, self.families = shape, tuple(families)
+        self.evaluator, self.recorder = evaluator, recorder
+        self.sampler_name = sampler
+        self.device = evaluator.device
+        self.name = study_name(self.device.name, shape, self.families)
+        self.candidates: dict[str, Config] = {
+            c.name: c for f in self.families for c in Space(f, shape, self.device).candidates()
+        }
+        self.optuna = optuna.create_study(
+            study_name=self.name,
+            storage=optuna_storage,
+            sampler=make_sampler(sampler, seed) or optuna.samplers.RandomSampler(seed=seed),
+            direction="minimize",
+            load_if_exists=True,
+        )
+        self._order = sorted(self.candidates)  # for exhaustive walks and stale fallbacks
+        if warm_start and not self.optuna.trials:
+            self._warm_start(warm_start)
+
+    def _warm_start(self, limit: int) -> None:
+        for name in self.recorder.neighbours(self.device, self.shape, limit):
+            if name in self.candidates:
+                self.optuna.enqueue_trial(trial_params(self.candidates[name], self.families))
+
+    def run(
+        self,
+        trials: int | None = None,
+        timeout_s: float | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Progress:
+        """Evaluate candidates until ``trials`` are done in this study (all workers, all runs),
+        the space is exhausted, or ``timeout_s`` passes."""
+        target = min(trials or len(self.candidates), len(self.candidates))
+        progress = Progress(self.name, target)
+        done = self.recorder.evaluated(self.name)
+        for result in done.values():
+            self._account(progress, result)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        stale = 0
+        while progress.evaluated < target:
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            config, trial = self._next(done, stale)
+            if config is None:
+                break  # every candidate is evaluated (or claimed by another worker)
+            if config.name in done or not self.recorder.claim(self.name, config.name):
+                self._tell_known(trial, done.get(config.name))
+                stale += 1
+                continue
+            stale = 0
+            result = self.evaluator.evaluate(config, self.shape)
+            number = trial.number if trial is not None else None
+            self.recorder.record(result, self.device, self.shape, self.name, number)
+            done[config.name] = result
+            self._tell(trial, result)
+            self._account(progress, result)
+            progress.last = result
+            if on_progress is not None:
+                on_progress(progress)
+            if self.sampler_name != "exhaustive":
+                for name, other in self.recorder.evaluated(self.name).items():
+                    if name not in done:  # another worker's result
+                        done[name] = other
+                        self._account(progress, other)
+        return progress
+
+    def _next(
+        self, done: dict[str, Result], stale: int
+    ) -> tuple[Config | None, optuna.trial.Trial | None]:
+        """The next candidate: from the sampler, skipping invalid points at no cost."""
+        if self.sampler_name == "exhaustive" or stale >= STALE_PROPOSALS:
+            untried = next((n for n in self._order if n not in done), None)
+            if untried is None:
+                return None, None
+            if self.sampler_name == "exhaustive":
+                return self.candidates[untried], None
+            self.optuna.enqueue_trial(trial_params(self.candidates[untried], self.families))
+        for _ in range(10_000):
+            trial = self.optuna.ask()
+            config = suggest_config(trial, self.families)
+            if config.name in self.candidates:
+                return config, trial
+            reason = (get_family(config.family).broken_rules(config) or ["does not fit"])[0]
+            trial.set_user_attr("invalid", reason)
+            self.optuna.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        return None, None
+
+    def _tell(self, trial: optuna.trial.Trial | None, result: Result) -> None:
+        if trial is None:
+            return
+        trial.set_user_attr("config", result.config_name)
+        trial.set_user_attr("status", result.status)
+        if result.status == "ok" and result.ms is not None:
+            trial.set_user_attr("tflops", result.tflops)
+            trial.set_user_attr("ratio", result.ratio)
+            self.optuna.tell(trial, result.ms)
+        else:
+            trial.set_user_attr("reason", result.reason)
+            self.optuna.tell(trial, state=optuna.trial.TrialState.PRUNED)
+
+    def _tell_known(self, trial: optuna.trial.Trial | None, known: Result | None) -> None:
+        if trial is None:
+            return
+        if known is not None and known.status == "ok" and known.ms is not None:
+            self.optuna.tell(trial, known.ms)
+        else:  # failed before, or being measured by another worker right now
+            self.optuna.tell(trial, state=optuna.trial.TrialState.PRUNED)
+
+    @staticmethod
+    def _account(progress: Progress, result: Result) -> None:
+        progress.evaluated += 1
+        progress.history.append(result)
+        if (
+            result.status == "ok"
+            and result.ms is not None
+            and (progress.best is None or progress.best.ms is None or result.ms < progress.best.ms)
+        ):
+            progress.best = result
