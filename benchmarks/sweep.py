@@ -1,12 +1,14 @@
 """Exhaustive sweep: every candidate of some families on some shapes, measured on the GPU.
 
     python benchmarks/sweep.py --family warptile --family pipelined \
-        --shape 4096x4096x4096 --shape 1024x1024x1024 --out $OUT/sweep.jsonl [--max-minutes 8]
+        --shape 4096x4096x4096 --shape 1000x1000x1000 --out $OUT/sweep.jsonl \
+        [--resume previous.jsonl] [--max-minutes 9]
 
-Writes JSON lines: a header with device, date and versions, then one line per candidate (every
-status, failures with their reason). The replay evaluator (``tuner.replay``) reads this file.
-Compiles all candidates of a (family, shape) in parallel first, then measures them one by one in
-the isolated GPU worker.
+Writes JSON lines: a header with device, date and versions, then one line per (shape, config),
+every status, failures with their reason. ``tuner.replay`` reads the file. Kernels do not depend
+on the shape, so each family's candidates (union over shapes) compile once, in parallel; then
+they are measured one by one in the isolated GPU worker. ``--resume`` skips rows already
+measured (a sweep longer than one GPU session runs in pieces).
 """
 
 from __future__ import annotations
@@ -40,17 +42,29 @@ KEEP = (
 )
 
 
+def already_done(paths: list[Path]) -> set[tuple[str, str]]:
+    done = set()
+    for path in paths:
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("kind") == "result":
+                done.add((row["shape"], row["config_name"]))
+    return done
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--family", action="append", required=True)
     parser.add_argument("--shape", action="append", required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--budget-ms", type=float, default=30.0, help="timed kernel ms per config")
-    parser.add_argument("--max-minutes", type=float, default=8.0)
-    parser.add_argument("--stride", type=int, default=1, help="measure every n-th candidate")
+    parser.add_argument("--resume", type=Path, action="append", default=[])
+    parser.add_argument("--budget-ms", type=float, default=25.0, help="timed kernel ms per config")
+    parser.add_argument("--max-minutes", type=float, default=9.0)
     args = parser.parse_args()
 
     deadline = time.monotonic() + args.max_minutes * 60
+    done = already_done(args.resume)
+    shapes = [parse_shape(s) for s in args.shape]
     evaluator = GpuEvaluator(budget_ms=args.budget_ms)
     with args.out.open("w") as out:
         header = {
@@ -62,36 +76,41 @@ def main() -> None:
             "provenance": evaluator.provenance,
         }
         out.write(json.dumps(header) + "\n")
-        for shape_text in args.shape:
-            shape = parse_shape(shape_text)
-            for family in args.family:
-                configs = Space(family, shape, evaluator.device).candidates()[:: args.stride]
-                t0 = time.monotonic()
-                compiled = compile_many(evaluator.compiler, [render(c) for c in configs])
-                print(
-                    f"{family} {shape}: {len(configs)} compiled in {time.monotonic() - t0:.0f} s",
-                    flush=True,
+        for family in args.family:
+            todo = {
+                s: [
+                    c
+                    for c in Space(family, s, evaluator.device).candidates()
+                    if (str(s), c.name) not in done
+                ]
+                for s in shapes
+            }
+            union = sorted({c for configs in todo.values() for c in configs})
+            t0 = time.monotonic()
+            kernels = dict(
+                zip(
+                    union, compile_many(evaluator.compiler, [render(c) for c in union]), strict=True
                 )
+            )
+            print(f"{family}: {len(union)} compiled in {time.monotonic() - t0:.0f} s", flush=True)
+            for shape, configs in todo.items():
                 best = None
-                for i, (config, kernel) in enumerate(zip(configs, compiled, strict=True)):
+                for config in configs:
                     if time.monotonic() > deadline:
                         print("time limit reached", flush=True)
                         evaluator.close()
                         return
-                    r = evaluator.evaluate(config, shape, compiled=kernel)
+                    r = evaluator.evaluate(config, shape, compiled=kernels[config])
                     row = {k: getattr(r, k) for k in KEEP}
                     row.update(kind="result", shape=str(shape))
                     out.write(json.dumps(row) + "\n")
+                    out.flush()
                     if r.ms is not None and (best is None or r.ms < best.ms):
                         best = r
-                    if i % 100 == 0:
-                        out.flush()
-                        tf = f"{best.tflops:.1f}" if best and best.tflops else "-"
-                        print(f"  {i}/{len(configs)} best {tf} TFLOP/s", flush=True)
-                if best is not None:
+                if best is not None and best.tflops and best.ratio:
                     print(
-                        f"  best {best.config_name}: {best.tflops:.1f} TFLOP/s, "
-                        f"x{best.ratio:.2f} cuBLAS",
+                        f"  {shape}: {len(configs)} measured, best {best.config_name} "
+                        f"{best.tflops:.1f} TFLOP/s, x{best.ratio:.2f} cuBLAS",
                         flush=True,
                     )
     evaluator.close()

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing as mp
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -37,6 +38,9 @@ class CompileError(RuntimeError):
     def __init__(self, message: str, log: str = "") -> None:
         super().__init__(message)
         self.log = log
+
+    def __reduce__(self) -> tuple[type[CompileError], tuple[str, str]]:
+        return (CompileError, (str(self), self.log))  # keep the log across process pools
 
 
 @dataclass(frozen=True)
@@ -283,21 +287,33 @@ def compile_many(
     jobs: int | None = None,
     on_done: Callable[[KernelSource, CompiledKernel | CompileError], None] | None = None,
 ) -> list[CompiledKernel | CompileError]:
-    """Compile ``sources`` on all cores (threads: nvcc runs in subprocesses and NVRTC releases
-    the GIL). Returns results in input order; a failure is returned, not raised."""
+    """Compile ``sources`` on all cores; results in input order, failures returned, not raised.
 
-    def one(source: KernelSource) -> CompiledKernel | CompileError:
-        try:
-            result: CompiledKernel | CompileError = compiler.compile(source)
-        except CompileError as exc:
-            result = exc
-        if on_done is not None:
-            on_done(source, result)
-        return result
+    nvcc runs in subprocesses, so threads suffice; NVRTC compiles inside the calling process, so
+    it gets a pool of worker processes (none of them touches the GPU).
+    """
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(sources)))
+    pool: Executor
+    if isinstance(compiler, NvrtcCompiler) and workers > 1:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    else:
+        pool = ThreadPoolExecutor(max_workers=workers)
+    with pool:
+        futures = [pool.submit(_compile_one, compiler, source) for source in sources]
+        results = []
+        for source, future in zip(sources, futures, strict=True):
+            result = future.result()
+            if on_done is not None:
+                on_done(source, result)
+            results.append(result)
+    return results
 
-    workers = jobs or os.cpu_count() or 1
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, sources))
+
+def _compile_one(compiler: Compiler, source: KernelSource) -> CompiledKernel | CompileError:
+    try:
+        return compiler.compile(source)
+    except CompileError as exc:
+        return exc
 
 
 def load_kernel(compiled: CompiledKernel) -> Any:
@@ -309,16 +325,3 @@ def load_kernel(compiled: CompiledKernel) -> Any:
     if compiled.source.dynamic_smem_bytes:
         kernel.max_dynamic_shared_size_bytes = compiled.source.dynamic_smem_bytes
     return kernel
-
-
-def describe(results: Iterable[CompiledKernel | CompileError]) -> dict[str, int]:
-    """Counts of compiled, cached and failed results (for progress lines)."""
-    counts = {"compiled": 0, "cached": 0, "failed": 0}
-    for r in results:
-        if isinstance(r, CompileError):
-            counts["failed"] += 1
-        elif r.cached:
-            counts["cached"] += 1
-        else:
-            counts["compiled"] += 1
-    return counts
