@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,10 +104,31 @@ def _sqlite_pragmas(dbapi_connection: Any, *, wal: bool) -> None:
     try:
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         if wal:  # readers never block the writer; switching needs write access
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(cursor)
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
         cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """Switch a file to WAL, waiting for other processes as the busy timeout would.
+
+    SQLite does not call its busy handler for this switch: a process that opens a fresh file
+    while another one is switching it gets "database is locked" at once. Retry until the
+    busy timeout instead (seen with two tuning workers started together on a new file).
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
