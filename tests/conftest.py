@@ -1,11 +1,21 @@
-"""Shared test setup: GPU tests skip cleanly without a device; kernels compile into a temp cache."""
+"""Shared test setup: GPU tests skip cleanly without a device; kernels compile into a temp cache;
+``new_database`` gives fresh SQLite and PostgreSQL databases to every conformance suite."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import OperationalError
+
+PG_ADMIN_URL = os.environ.get(
+    "GEMMTUNE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+BACKENDS = ("sqlite", "postgresql")
 
 
 def gpu_available() -> bool:
@@ -34,3 +44,51 @@ def kernel_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     mp.setenv("GEMMTUNE_CACHE_DIR", str(folder))
     yield folder
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> Iterator[Engine | str]:
+    """An AUTOCOMMIT engine on the ``postgres`` database, or why it cannot be reached."""
+    engine = create_engine(
+        PG_ADMIN_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
+    )
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except OperationalError as exc:
+        engine.dispose()
+        yield f"PostgreSQL not reachable at {PG_ADMIN_URL}: {' '.join(str(exc.orig).split())}"
+        return
+    yield engine
+    engine.dispose()
+
+
+NewDatabase = Callable[[], str]
+
+
+@pytest.fixture(params=BACKENDS)
+def new_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NewDatabase]:
+    """A factory of URLs of fresh, empty databases of this test's backend; dropped afterwards."""
+    created: list[str] = []
+    backend: str = request.param
+    admin: Engine | str | None = None
+    if backend == "postgresql":
+        admin = request.getfixturevalue("pg_admin")
+        if isinstance(admin, str):
+            pytest.skip(admin)
+
+    def make() -> str:
+        name = f"gemmtune_test_{uuid.uuid4().hex[:16]}"
+        if backend == "sqlite":
+            return f"sqlite:///{tmp_path / name}.db"
+        assert isinstance(admin, Engine)
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        created.append(name)
+        return admin.url.set(database=name).render_as_string(hide_password=False)
+
+    yield make
+    if isinstance(admin, Engine):
+        with admin.connect() as connection:
+            for name in created:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

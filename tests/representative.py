@@ -15,6 +15,13 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "pipelined_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128_s3",
         "pipelined_bm64_bn128_bk8_wm32_wn64_wni2_tm4_tn4_t128_s2",
     ],
+    # Skinny-M streaming (BM=16, 64 threads), a non-power-of-two split with BK=64, and a deep
+    # split whose lanes hold B rather than A (WMITER*TM > WNITER*TN).
+    "splitk": [
+        "splitk_bm16_bn64_bk32_wm16_wn32_wni1_tm4_tn4_t64_s4_sk8",
+        "splitk_bm64_bn128_bk64_wm32_wn64_wni2_tm4_tn4_t128_s3_sk3",
+        "splitk_bm128_bn64_bk32_wm64_wn32_wni1_tm8_tn4_t128_s3_sk32",
+    ],
 }
 
 ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from storage import StorageError
-from tuner import tune_cli
+from tuner import bench_cli, tune_cli
 from tuner.candidates import compile_candidates
 from tuner.compile import CompiledKernel, CompileError, Compiler, NvccCompiler, NvrtcCompiler
 from tuner.config import Config
@@ -159,12 +159,29 @@ def compile_cmd(
     out.print(f"  verdict            {'pruned: ' + verdict if verdict else 'ok'}")
 
 
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    db: tune_cli.DbOpt = None,
+    preload: Annotated[
+        bool,
+        typer.Option(help="fill an empty database with the committed H100 results first"),
+    ] = True,
+) -> None:
+    """Run the HTTP API and dashboard (FastAPI + uvicorn) on a results database."""
+    from api.serve import serve as run_server  # FastAPI only when serving
+
+    run_server(host, port, db, preload)
+
+
 app.command("tune")(tune_cli.tune)
 app.command("tune-batch")(tune_cli.tune_batch)
 app.command("best")(tune_cli.best)
 app.command("results")(tune_cli.results)
 app.command("export")(tune_cli.export)
 app.command("import")(tune_cli.import_)
+app.command("bench")(bench_cli.bench)
 app.add_typer(tune_cli.db_app, name="db")
 
 

@@ -23,6 +23,7 @@ PARAM_ABBR: dict[str, str] = {
     "TN": "tn",
     "THREADS": "t",
     "STAGES": "s",
+    "SPLITK": "sk",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 

@@ -389,8 +389,65 @@ PIPELINED = Family(
     derive=_warptile_derive,
 )
 
+# --- splitk ---------------------------------------------------------------------------------
+
+# Output tiles that the split-K counters can serve: the template declares two module-scope arrays
+# of this many unsigned ints (a ticket counter and a "done" counter per output tile). A launch
+# whose grid has more tiles than this does not split (slice 0 does all of K; see the template),
+# so such shapes drop these configs as not useful (``tuner.space.shape_waste``).
+SPLITK_MAX_TILES = 16384
+
+
+def _splitk_derive(p: Params) -> dict[str, int]:
+    return {**_warptile_derive(p), "MAX_TILES": SPLITK_MAX_TILES}
+
+
+SPLITK = Family(
+    name="splitk",
+    doc="pipelined with K split over SPLITK blocks per output tile (grid z), reduced in C "
+    "in ticket order; for output grids too small to fill the chip.",
+    params=(
+        # Small block tiles (down to one warp row of 16) and small blocks: the grids this family
+        # serves are small, and skinny M (16) wants many blocks streaming B.
+        Param("BM", (16, 32, 64, 128), "rows of C per block"),
+        Param("BN", (64, 128, 256), "columns of C per block"),
+        Param("BK", (16, 32, 64), "depth of the k tile staged in shared memory"),
+        Param("WM", (16, 32, 64), "rows of C per warp"),
+        Param("WN", (32, 64), "columns of C per warp"),
+        Param("WNITER", (1, 2), "warp subtiles along n (WMITER along m is derived)"),
+        Param("TM", (4, 8), "rows of each thread's register tile per warp subtile"),
+        Param("TN", (4, 8), "columns of each thread's register tile per warp subtile"),
+        Param("THREADS", (64, 128), "threads per block"),
+        # A slice's k range is short, so its loads must be in flight early: 3 or 4 stages.
+        Param("STAGES", (3, 4), "shared-memory buffers in flight"),
+        Param(
+            "SPLITK",
+            (2, 3, 4, 6, 8, 12, 16, 24, 32),
+            "slices of K per output tile: blocks along grid z, each over a contiguous k range",
+        ),
+    ),
+    rules=(
+        *_WARPTILE_RULES,
+        Rule(
+            "THREADS must be a multiple of BK/4 and of BN/4: each thread copies the same "
+            "16-byte column of the A and B tiles in every pass",
+            lambda p: p["THREADS"] % (p["BK"] // 4) == 0 and p["THREADS"] % (p["BN"] // 4) == 0,
+        ),
+        Rule(
+            "SPLITK must be at most 65535: it is the grid's z dimension",
+            lambda p: p["SPLITK"] <= 65535,
+        ),
+    ),
+    threads=_warp_threads,
+    footprint=lambda p: _warptile_footprint(
+        p, p["STAGES"] * (p["BM"] * (p["BK"] + A_PAD) + p["BK"] * p["BN"]), dynamic=True
+    ),
+    derive=_splitk_derive,
+)
+
 FAMILIES: dict[str, Family] = {
-    f.name: f for f in (SMEM_TILING, BLOCKTILE_1D, BLOCKTILE_2D, VECTORIZED, WARPTILE, PIPELINED)
+    f.name: f
+    for f in (SMEM_TILING, BLOCKTILE_1D, BLOCKTILE_2D, VECTORIZED, WARPTILE, PIPELINED, SPLITK)
 }
 
 

@@ -69,8 +69,11 @@ class KernelSource:
         return hashlib.sha256(self.code.encode()).hexdigest()
 
     def launch(self, shape: Shape) -> Launch:
-        bm, bn = self.config["BM"], self.config["BN"]
-        grid = (-(-shape.n // bn), -(-shape.m // bm), 1)
+        """Grid ``(ceil(N/BN), ceil(M/BM), SPLITK)`` (z is 1 for families that do not split K),
+        ``THREADS`` threads, and the dynamic shared memory the footprint states."""
+        params = self.config.as_dict()
+        bm, bn = params["BM"], params["BN"]
+        grid = (-(-shape.n // bn), -(-shape.m // bm), params.get("SPLITK", 1))
         return Launch(grid, (self.threads, 1, 1), self.dynamic_smem_bytes)
 
 

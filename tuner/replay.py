@@ -39,10 +39,17 @@ class ReplayEvaluator:
                     row = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise InputError(f"replay table {path.name} line {number}: {exc}") from None
+                if not isinstance(row, dict):
+                    raise InputError(f"replay table {path.name} line {number}: not a JSON object")
                 if row.get("kind") == "header":
                     header = row
                 elif row.get("kind") == "result":
-                    self.rows[(parse_shape(row["shape"]), row["config_name"])] = row
+                    try:
+                        self.rows[(parse_shape(row["shape"]), str(row["config_name"]))] = row
+                    except (KeyError, TypeError, InputError) as exc:
+                        raise InputError(
+                            f"replay table {path.name} line {number}: bad result row ({exc})"
+                        ) from None
         self.device: DeviceLimits = replace(
             table_device(header.get("arch", "sm_90")), name=header.get("device", "replayed GPU")
         )

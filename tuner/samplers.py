@@ -1,4 +1,10 @@
-"""The search strategies a study can use, by name."""
+"""The search strategies a study can use, by name.
+
+``ranked`` proposes only valid candidates, in the order of an analytic cost model
+(``tuner.ranking``) corrected online by the study's own measurements. It needs to know the shape
+and its candidates: a sampler with a ``bind(shape, device, candidates, families)`` method gets
+them from the study.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from tuner.errors import InputError
 # TPE's `group` option is marked experimental; it is what conditional (per-family) spaces need.
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
-SAMPLERS = ("tpe", "random", "cmaes", "gp", "exhaustive")
+SAMPLERS = ("tpe", "ranked", "random", "cmaes", "gp", "exhaustive")
 
 
 def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSampler | None:
@@ -22,6 +28,10 @@ def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSamp
     apart) with a constant liar, so several workers sharing a study do not propose the same
     point while one is being measured.
     """
+    if name == "ranked":
+        from tuner.ranking import RankedSampler  # numpy and the cost model, only when asked
+
+        return RankedSampler(seed=seed)
     if name == "tpe":
         return optuna.samplers.TPESampler(
             seed=seed, multivariate=True, group=True, constant_liar=True, n_startup_trials=8

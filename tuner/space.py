@@ -2,7 +2,8 @@
 
 Enumeration is deterministic: the product of the parameter values in declared order. A config
 is dropped in three steps, each counted: it breaks a family rule (``valid``), it is wasteful for
-this shape (``useful``), or it does not fit the device (``fits``).
+this shape (``useful``: a tile larger than the matrix, or a K split that cannot or need not
+happen), or it does not fit the device (``fits``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tuner.config import Config
-from tuner.families import Family, get_family
+from tuner.families import SPLITK_MAX_TILES, Family, get_family
 from tuner.resources import DeviceLimits, ResourceCheck, static_check
 from tuner.shape import Shape
 
@@ -33,6 +34,67 @@ def shape_waste(family: Family, config: Config, shape: Shape) -> str | None:
         value = config[param]
         if value > smallest[param] and value > _pow2_ceil(dim):
             return f"{param}={value} exceeds {label}={dim} rounded up to {_pow2_ceil(dim)}"
+    return None
+
+
+# Split-K slices pay while they put idle SMs to work; past this many blocks per SM of the whole
+# grid (output tiles x SPLITK) a deeper split only adds read-modify-writes of C.
+SPLITK_BLOCKS_PER_SM = 4
+
+
+def splitk_waste(
+    family: Family, config: Config, shape: Shape, device: DeviceLimits
+) -> tuple[str, str] | None:
+    """Why the K split of ``config`` is wasteful for ``shape`` on ``device``, as (kind, detail),
+    or None (also for families without SPLITK).
+
+    * More output tiles than the kernel has ticket counters: it would not split at all (slice 0
+      does all of K and the other slices exit), so the config only wastes blocks.
+    * Fewer blocks than SMs while a deeper split (one the next two checks allow) would give the
+      idle SMs work.
+    * Fewer BK tiles in K than slices: split-K needs at least one BK tile per slice, else some
+      slices have nothing to add.
+    * More blocks than ``SPLITK_BLOCKS_PER_SM`` per SM: the split is deeper than the chip needs.
+
+    The last two keep the family's smallest SPLITK, so that every shape with few enough output
+    tiles has candidates.
+    """
+    params = config.as_dict()
+    if "SPLITK" not in params:
+        return None
+    split = params["SPLITK"]
+    tiles = -(-shape.m // params["BM"]) * -(-shape.n // params["BN"])
+    if tiles > SPLITK_MAX_TILES:
+        return (
+            "split-K: more output tiles than ticket counters",
+            f"{tiles} output tiles exceed the {SPLITK_MAX_TILES} split-K ticket counters: "
+            "the kernel would not split K",
+        )
+    values = next(p.values for p in family.params if p.name == "SPLITK")
+    k_tiles = -(-shape.k // params["BK"])
+    limit = SPLITK_BLOCKS_PER_SM * device.sm_count
+    if tiles * split < device.sm_count:
+        deeper = [s for s in values if split < s <= k_tiles and tiles * s <= limit]
+        if deeper:
+            return (
+                "split-K: fewer blocks than SMs",
+                f"{tiles} output tiles x SPLITK={split} = {tiles * split} blocks leave SMs of "
+                f"the {device.sm_count} idle, and SPLITK={deeper[0]} is possible",
+            )
+    if split == values[0]:
+        return None
+    if k_tiles < split:
+        return (
+            "split-K: fewer BK tiles than slices",
+            f"SPLITK={split} exceeds the {k_tiles} BK tiles of K={shape.k}: "
+            "split-K needs at least one BK tile per slice",
+        )
+    if tiles * split > limit:
+        return (
+            f"split-K: more than {SPLITK_BLOCKS_PER_SM} blocks per SM",
+            f"{tiles} output tiles x SPLITK={split} = {tiles * split} blocks exceed "
+            f"{SPLITK_BLOCKS_PER_SM} per SM ({limit} on {device.sm_count} SMs)",
+        )
     return None
 
 
@@ -80,6 +142,10 @@ class Space:
                 counts.pruned["tile larger than the matrix"] = (
                     counts.pruned.get("tile larger than the matrix", 0) + 1
                 )
+                continue
+            split = splitk_waste(self.family, config, self.shape, self.device)
+            if split:
+                counts.pruned[split[0]] = counts.pruned.get(split[0], 0) + 1
                 continue
             counts.useful += 1
             check = static_check(config, self.device)

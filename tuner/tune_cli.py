@@ -9,13 +9,16 @@ from __future__ import annotations
 import csv
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import optuna
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
@@ -45,13 +48,27 @@ FamiliesOpt = Annotated[
 ]
 EVALUATORS = ("gpu", "replay")
 DEFAULT_FAMILIES = ("warptile", "pipelined")
+SETUP_ATTEMPTS = 5
 
 
-def open_database(url: str | None) -> sessionmaker[Session]:
-    """Engine + sessions for ``url``; an empty database is migrated, an old one refused."""
+def open_database(url: str | None, *, optuna_tables: bool = False) -> sessionmaker[Session]:
+    """Engine + sessions for ``url``; an empty database is migrated, an old one refused.
+
+    Workers started together on a fresh database race to create the same tables (ours and, with
+    ``optuna_tables``, Optuna's); the losers' errors are retried once the winner has committed.
+    """
     engine = storage.make_engine(url)
-    if storage.current_revision(engine) is None:
-        storage.upgrade(engine)
+    for attempt in range(SETUP_ATTEMPTS):
+        try:
+            if storage.current_revision(engine) is None:
+                storage.upgrade(engine)
+            if optuna_tables:
+                optuna.storages.RDBStorage(storage.database_url(url)).engine.dispose()
+            break
+        except (DBAPIError, optuna.exceptions.StorageInternalError):
+            if attempt == SETUP_ATTEMPTS - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
     storage.check_schema(engine)
     return storage.make_session_factory(engine)
 
@@ -146,7 +163,7 @@ def tune(
     """Tune one shape; re-running the same command resumes the study."""
     problem, families = parse_shape(shape), _families(family)
     _check_sampler(sampler)
-    sessions = open_database(db)
+    sessions = open_database(db, optuna_tables=True)
     ev = make_evaluator(evaluator, replay_table)
     try:
         p = run_study(problem, families, ev, sessions, db, sampler, trials, timeout, seed)
@@ -173,27 +190,33 @@ def _print_outcome(p: StudyProgress) -> None:
 def read_shapes_csv(path: Path) -> list[Shape]:
     """Shapes from a CSV of ``M,N,K`` or ``class,M,N,K`` rows; ``#`` lines are comments.
     Every row is checked before anything runs; a bad one is named by its line number."""
+    return [shape for _, shape in read_suite_csv(path)]
+
+
+def read_suite_csv(path: Path) -> list[tuple[str | None, Shape]]:
+    """Like :func:`read_shapes_csv`, keeping each row's class (``None`` for ``M,N,K`` rows)."""
     if not path.is_file():
         raise InputError(f"shape file {str(path)!r} does not exist")
-    shapes = []
+    rows: list[tuple[str | None, Shape]] = []
     with path.open(newline="") as handle:
         for number, row in enumerate(csv.reader(handle), 1):
             if not row or row[0].lstrip().startswith("#") or not "".join(row).strip():
                 continue
             cells = [c.strip() for c in row]
-            dims = cells[-3:] if len(cells) >= 3 else cells
             if len(cells) not in (3, 4):
                 raise InputError(
                     f"{path.name} line {number}: expected M,N,K or class,M,N,K, "
                     f"got {','.join(cells)!r}"
                 )
             try:
-                shapes.append(parse_shape("x".join(dims)))
+                shape = parse_shape("x".join(cells[-3:]))
             except InputError as exc:
                 raise InputError(f"{path.name} line {number}: {exc}") from None
-    if not shapes:
+            label = (cells[0] or None) if len(cells) == 4 else None
+            rows.append((label, shape))
+    if not rows:
         raise InputError(f"{path.name} holds no shapes")
-    return shapes
+    return rows
 
 
 def tune_batch(
@@ -210,7 +233,7 @@ def tune_batch(
     """Tune every shape of a CSV file, one study each (resumable like ``tune``)."""
     shapes, families = read_shapes_csv(file), _families(family)
     _check_sampler(sampler)
-    sessions = open_database(db)
+    sessions = open_database(db, optuna_tables=True)
     ev = make_evaluator(evaluator, replay_table)
     try:
         for shape in shapes:

@@ -20,6 +20,9 @@ SHAPES = [
     Shape(128, 4096, 4096),
     Shape(4096, 4096, 4096),
 ]
+# Shapes split-K is for (skinny M, huge K) and an odd one: ragged tiles and a K whose BK tiles do
+# not divide evenly among the slices.
+SPLITK_SHAPES = [Shape(16, 4096, 4096), Shape(256, 256, 65536), Shape(33, 100, 5000)]
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +60,39 @@ def test_family_matches_cublas(
         assert result.ok, (
             f"{name} on {shape}: relative error {result.rel_error:.3e} > {result.tolerance:.1e}"
         )
+
+
+@pytest.mark.parametrize("shape", SPLITK_SHAPES, ids=str)
+def test_splitk_matches_cublas_on_split_shapes(
+    shape: Shape, kernels: dict[str, tuple[Any, Any]], record_property: Any
+) -> None:
+    test_family_matches_cublas("splitk", shape, kernels, record_property)
+
+
+def test_splitk_counters_reset_between_launches(kernels: dict[str, tuple[Any, Any]]) -> None:
+    """The same loaded kernel, launched again and again (other shapes in between, and a grid
+    too large to split), must be right every time: the last slice of each tile resets its
+    ticket counters."""
+    import cupy as cp
+
+    from tuner.measure import verify
+
+    shapes = [
+        Shape(16, 4096, 4096),
+        Shape(33, 100, 5000),
+        Shape(4097, 4096, 256),  # 257*64 tiles of 16x64 > 16384 counters: slice 0 does all of K
+        Shape(16, 4096, 4096),
+        Shape(16, 4096, 4096),
+    ]
+    for name in REPRESENTATIVE["splitk"]:
+        kernel, source = kernels[name]
+        for i, shape in enumerate(shapes):
+            result = verify(kernel, source, shape, seed=i)
+            assert result.ok, (
+                f"{name} on {shape} (launch {i + 1} of this kernel): relative error "
+                f"{result.rel_error:.3e} > {result.tolerance:.1e}"
+            )
+        cp.cuda.get_current_stream().synchronize()
 
 
 @pytest.mark.parametrize("family", list(REPRESENTATIVE))

@@ -1,0 +1,33 @@
+"""Print the Markdown table of a ``gemmtune bench`` result (the README's table); with
+``--chart FILE.svg`` also write its bar chart. Reads older ``benchmarks/suite.py`` files too.
+
+    python benchmarks/report.py benchmarks/results/h100-suite.json [--chart h100-suite.svg]
+
+A thin wrapper: the rendering lives in ``tuner.bench_report`` (``gemmtune bench`` writes both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tuner.bench_report import chart_title, markdown, ratio_chart
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("result", type=Path, help="JSON written by gemmtune bench")
+    parser.add_argument("--chart", type=Path, help="also write the SVG bar chart here")
+    args = parser.parse_args()
+    doc = json.loads(args.result.read_text())
+    sys.stdout.write(markdown(doc))
+    if args.chart:
+        args.chart.write_text(ratio_chart(doc.get("shapes") or [], chart_title(doc)))
+
+
+if __name__ == "__main__":
+    main()

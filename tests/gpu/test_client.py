@@ -1,0 +1,78 @@
+"""``tuner.matmul`` against cuBLAS (strict FP32) on the GPU, for tuned, nearest and odd shapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import storage
+from api.preload import preload
+
+SHAPES = [
+    (1000, 1000, 1000),
+    (128, 4096, 4096),
+    (1, 1, 1),
+    (17, 33, 65),
+    (257, 129, 1031),
+    (3000, 5, 2049),
+    (4096, 4096, 4096),
+]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The committed H100 results, so the shapes above get exact, nearest and default answers."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('client') / 'gpu.db'}"
+    engine = storage.make_engine(url)
+    storage.upgrade(engine)
+    preload(storage.make_session_factory(engine))
+    engine.dispose()
+    return url
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("m", "n", "k"), SHAPES)
+def test_matmul_matches_cupy(db: str, m: int, n: int, k: int) -> None:
+    import cupy
+
+    import tuner
+    from tuner.measure import relative_error, tolerance
+
+    rng = cupy.random.default_rng(m * 7 + n * 13 + k)
+    a = rng.standard_normal((m, k), dtype=cupy.float32)
+    b = rng.standard_normal((k, n), dtype=cupy.float32)
+    c = rng.standard_normal((m, n), dtype=cupy.float32)
+    ref = 1.5 * cupy.matmul(a, b) - 0.5 * c
+    out = tuner.matmul(a, b, alpha=1.5, beta=-0.5, c=c.copy(), db=db)
+    assert relative_error(out, ref) <= tolerance(k)
+    fresh = tuner.matmul(a, b, db=db)  # allocates C, beta = 0
+    assert relative_error(fresh, cupy.matmul(a, b)) <= tolerance(k)
+
+
+@pytest.mark.gpu
+def test_matmul_compiles_each_config_once(db: str, tmp_path: Path) -> None:
+    import cupy
+
+    import tuner
+    import tuner.client as impl
+
+    a = cupy.ones((64, 64), dtype=cupy.float32)
+    tuner.matmul(a, a, db=db)
+    before = dict(impl._kernels)
+    tuner.matmul(a, a, db=db)
+    assert impl._kernels == before
+
+
+@pytest.mark.gpu
+def test_matmul_rejects_wrong_inputs(db: str) -> None:
+    import cupy
+
+    import tuner
+    from tuner.errors import InputError
+
+    a = cupy.ones((4, 5), dtype=cupy.float32)
+    with pytest.raises(InputError, match="inner dimensions"):
+        tuner.matmul(a, a, db=db)
+    with pytest.raises(InputError, match="`a` must be a 2-D cupy float32"):
+        tuner.matmul(a.astype(cupy.float64), a.T, db=db)

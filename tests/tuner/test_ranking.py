@@ -1,0 +1,99 @@
+"""The cost model and the ranked sampler: behaviour, not numbers."""
+
+from __future__ import annotations
+
+from tuner.config import Config
+from tuner.evaluate import Result
+from tuner.families import get_family
+from tuner.ranking import estimate, rank
+from tuner.recording import MemoryRecorder
+from tuner.resources import static_check, table_device
+from tuner.shape import Shape
+from tuner.space import Space
+from tuner.study import Study
+
+H100 = table_device("sm_90")
+TILE = dict(BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4, THREADS=128)
+
+
+def warptile(**changes: int) -> Config:
+    return get_family("warptile").config({**TILE, **changes})
+
+
+def test_one_full_wave_beats_a_wave_and_a_bit_on_the_same_tile() -> None:
+    config = warptile()
+    per_wave = H100.sm_count * static_check(config, H100).occupancy.blocks_per_sm
+    one_wave = Shape(128 * per_wave, 128, 4096)
+    a_bit_more = Shape(128 * (per_wave + per_wave // 10), 128, 4096)
+    full, over = estimate(config, one_wave, H100), estimate(config, a_bit_more, H100)
+    assert full.waves == 1 and full.wave_efficiency == 1
+    assert over.waves > 1 and over.wave_efficiency < 0.6
+    # Per useful FLOP the full wave is cheaper.
+    assert full.cycles / one_wave.flops < over.cycles / a_bit_more.flops
+
+
+def test_tile_edge_waste_costs_time() -> None:
+    config = warptile()
+    per_wave = H100.sm_count * static_check(config, H100).occupancy.blocks_per_sm
+    exact = Shape(128 * per_wave, 128, 1024)  # exactly one full wave
+    ragged = Shape(128 * per_wave + 1, 128, 1024)  # one more row: a second, nearly empty wave
+    assert estimate(config, exact, H100).edge_efficiency == 1
+    assert estimate(config, ragged, H100).edge_efficiency < 1
+    assert estimate(config, ragged, H100).cycles > estimate(config, exact, H100).cycles
+
+
+def test_deeper_pipelines_hide_latency_and_rank_is_deterministic() -> None:
+    shape = Shape(1024, 1024, 1024)
+    fam = get_family("pipelined")
+    two, four = (fam.config({**TILE, "STAGES": s}) for s in (2, 4))
+    assert estimate(four, shape, H100).cycles <= estimate(two, shape, H100).cycles
+    configs = Space("warptile", shape, H100).candidates()
+    assert rank(configs, shape, H100) == rank(list(reversed(configs)), shape, H100)
+    assert sorted(rank(configs, shape, H100)) == sorted(configs)
+
+
+class FakeEvaluator:
+    """Times every candidate by a fixed arbitrary rule; records what it was asked."""
+
+    def __init__(self) -> None:
+        self.device = H100
+        self.asked: list[str] = []
+
+    def evaluate(self, config: Config, shape: Shape) -> Result:
+        self.asked.append(config.name)
+        ms = 1 + (hash(config.name) % 1000) / 1000
+        return Result(config.name, config.family, config.as_dict(), "ok", ms=ms)
+
+    def close(self) -> None:
+        return None
+
+
+def run_ranked(seed: int, trials: int = 30) -> tuple[Study, FakeEvaluator]:
+    evaluator = FakeEvaluator()
+    study = Study(
+        Shape(512, 512, 512),
+        ("warptile", "pipelined"),
+        evaluator,
+        MemoryRecorder(),
+        sampler="ranked",
+        seed=seed,
+        warm_start=0,
+    )
+    study.run(trials=trials)
+    return study, evaluator
+
+
+def test_ranked_sampler_proposes_only_valid_untried_candidates() -> None:
+    study, evaluator = run_ranked(seed=1)
+    assert len(evaluator.asked) == 30 == len(set(evaluator.asked))
+    assert set(evaluator.asked) <= set(study.candidates)
+    assert not [t for t in study.optuna.trials if "invalid" in t.user_attrs]
+
+
+def test_ranked_sampler_starts_from_the_model_and_is_deterministic_per_seed() -> None:
+    study, first = run_ranked(seed=3)
+    _, again = run_ranked(seed=3)
+    assert first.asked == again.asked
+    model = rank(list(study.candidates.values()), study.shape, H100)
+    best = estimate(model[0], study.shape, H100).cycles
+    assert estimate(study.candidates[first.asked[0]], study.shape, H100).cycles == best

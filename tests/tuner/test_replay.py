@@ -1,0 +1,98 @@
+"""The replay evaluator answers from the committed H100 sweep, exactly as recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tuner.errors import InputError
+from tuner.evaluate import STATUSES
+from tuner.families import parse_config
+from tuner.replay import DEFAULT_TABLE, ReplayEvaluator
+from tuner.shape import Shape, parse_shape
+
+SHAPES = (Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096))
+
+
+@pytest.fixture(scope="module")
+def replay() -> ReplayEvaluator:
+    return ReplayEvaluator()
+
+
+def _table_rows() -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in DEFAULT_TABLE.read_text().splitlines()]
+    return [r for r in rows if r.get("kind") == "result"]
+
+
+def test_table_covers_the_three_sweep_shapes(replay: ReplayEvaluator) -> None:
+    assert set(replay.shapes()) == set(SHAPES)
+    assert replay.device.name == "NVIDIA H100 80GB HBM3" and replay.device.arch == "sm_90"
+    for shape in SHAPES:
+        families = {c.family for c in replay.configs(shape)}
+        assert families == {"warptile", "pipelined"}
+
+
+def test_answers_every_row_from_the_table(replay: ReplayEvaluator) -> None:
+    rows = _table_rows()
+    assert len(rows) > 6000
+    for row in rows[::97]:  # a spread sample over all shapes and both families
+        shape = parse_shape(str(row["shape"]))
+        result = replay.evaluate(parse_config(str(row["config_name"])), shape)
+        assert result.status == row["status"] and result.status in STATUSES
+        assert result.ms == row["ms"] and result.cublas_ms == row["cublas_ms"]
+        assert result.registers == row["registers"] and result.occupancy == row["occupancy"]
+        if result.status == "ok":
+            assert result.ms is not None and result.cublas_ms is not None
+            assert result.tflops == pytest.approx(shape.flops / (result.ms * 1e9))
+            assert result.ratio == pytest.approx(result.cublas_ms / result.ms)
+        else:
+            assert result.reason and result.tflops is None
+    assert result.provenance["replayed_from"] == DEFAULT_TABLE.name
+    assert result.provenance["sm_count"] == 132
+
+
+def test_unknown_config_is_pruned_as_not_measured(replay: ReplayEvaluator) -> None:
+    config = parse_config("warptile_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128")
+    result = replay.evaluate(config, Shape(512, 512, 512))  # a shape the sweep did not measure
+    assert result.status == "pruned"
+    assert result.reason is not None and "not measured" in result.reason
+    assert result.ms is None and result.config_name == config.name
+
+
+def test_counts_its_evaluations() -> None:
+    replay = ReplayEvaluator()
+    config = replay.configs(SHAPES[0])[0]
+    replay.evaluate(config, SHAPES[0])
+    replay.evaluate(config, SHAPES[1])
+    assert replay.evaluations == 2
+
+
+def test_missing_table_is_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        ReplayEvaluator(tmp_path / "nope.jsonl")
+
+
+def test_malformed_table_names_the_line(tmp_path: Path) -> None:
+    table = tmp_path / "bad.jsonl"
+    lines = DEFAULT_TABLE.read_text().splitlines()[:3]
+    table.write_text("\n".join([*lines, '{"kind": "result", "shape": ']) + "\n")
+    with pytest.raises(InputError, match=r"bad\.jsonl line 4"):
+        ReplayEvaluator(table)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        '{"kind": "result", "config_name": "x"}',
+        '{"kind": "result", "shape": "4096x", "config_name": "x"}',
+        "[1, 2]",
+    ],
+    ids=["no-shape", "bad-shape", "not-an-object"],
+)
+def test_malformed_row_is_input_error(tmp_path: Path, row: str) -> None:
+    table = tmp_path / "rows.jsonl"
+    table.write_text(DEFAULT_TABLE.read_text().splitlines()[0] + "\n" + row + "\n")
+    with pytest.raises(InputError, match=r"rows\.jsonl line 2"):
+        ReplayEvaluator(table)

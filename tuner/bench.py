@@ -1,0 +1,340 @@
+"""``gemmtune bench``: every suite shape tuned (or its stored result reused), then re-measured
+side by side with cuBLAS, placed on the roofline, and checked against the issue-5 targets.
+
+For each shape: the best config stored for it on this device is used; the shape is tuned first
+only when nothing is stored (or with ``retune``). That config is then verified and timed against
+cuBLAS in alternating rounds in the same worker process (:meth:`GpuEvaluator.compare`); the
+round medians give the reported times. Everything here but the comparison itself runs without a
+GPU (tests use the replay evaluator and a fake comparison).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+import storage
+from tuner.config import Config
+from tuner.errors import InputError
+from tuner.evaluate import Evaluator
+from tuner.families import get_family, parse_config
+from tuner.roofline import Ceilings, roofline
+from tuner.shape import Shape
+from tuner.sql_recorder import SqlRecorder
+from tuner.study import study_name
+from tuner.tune_cli import read_suite_csv, run_study
+
+DEFAULT_SUITE = Path("benchmarks/shapes.csv")
+RESULTS_DIR = Path("benchmarks/results")
+TIMING = (
+    "after a correctness check against cuBLAS (strict FP32, relative Frobenius error), our kernel "
+    "and cuBLAS are timed alternately (ours, cuBLAS, ours, ...) on the same random normal "
+    "operands, alpha = 1, beta = 0; each round is the median of repeated launches (CUDA events, "
+    "3 warm-ups, L2 flushed before each repeat); reported: the median of the rounds"
+)
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One row of the suite CSV: its class (``None`` for ``M,N,K`` rows) and shape."""
+
+    label: str | None
+    shape: Shape
+
+
+def read_suite(path: Path) -> list[SuiteEntry]:
+    return [SuiteEntry(label, shape) for label, shape in read_suite_csv(path)]
+
+
+@dataclass(frozen=True)
+class Options:
+    families: tuple[str, ...]
+    sampler: str = "tpe"
+    trials: int = 48
+    retune: bool = False
+    seed: int | None = None
+    rounds: int = 5
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The config a shape is benchmarked with and where it came from, or why there is none."""
+
+    config: Config | None
+    tuned: bool
+    study: str | None = None
+    evaluated: int | None = None  # candidates evaluated in ``study``, from storage
+    stored_ms: float | None = None  # as measured while tuning
+    stored_ratio: float | None = None
+    reason: str | None = None
+
+
+class Comparer(Evaluator, Protocol):
+    """An evaluator that can also re-measure a config against cuBLAS (``GpuEvaluator``)."""
+
+    provenance: dict[str, Any]
+
+    def compare(self, config: Config, shape: Shape, rounds: int) -> dict[str, Any]: ...
+
+
+def device_slug(name: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``h100``: the words up to the first holding a digit."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w and w != "nvidia"]
+    for i, word in enumerate(words):
+        if any(ch.isdigit() for ch in word):
+            return "-".join(words[: i + 1])
+    return "-".join(words) or "gpu"
+
+
+def _stored_choice(
+    sessions: sessionmaker[Session], device: str, shape: Shape, tuned: bool
+) -> Choice | None:
+    """The best config stored for ``shape`` on ``device`` (None when nothing is stored)."""
+    with sessions() as session:
+        found = storage.best_for(
+            session, device, shape.m, shape.n, shape.k, shape.dtype, shape.layout
+        )
+        if found is None:
+            return None
+        row = found[1]
+        name, study = row.config_name, row.study
+        evaluated = len(storage.measurements_for_study(session, study)) if study else None
+        ms, ratio = row.ms, row.ratio
+    try:
+        config = parse_config(name)
+        broken = get_family(config.family).broken_rules(config)
+    except InputError:
+        broken, config = ["it is not a config of this version of the tuner"], None
+    if broken or config is None:
+        reason = f"the stored best {name} cannot be used: {broken[0]}; re-tune into a new database"
+        return Choice(None, tuned, study, evaluated, ms, ratio, reason)
+    return Choice(config, tuned, study, evaluated, ms, ratio)
+
+
+def choose_config(
+    shape: Shape,
+    evaluator: Evaluator,
+    sessions: sessionmaker[Session],
+    url: str | None,
+    options: Options,
+) -> Choice:
+    """Reuse the stored best config of ``shape`` on this device, or tune when none is stored.
+
+    With ``options.retune`` the shape's study (same families) runs ``options.trials`` more
+    evaluated candidates even when a best config is stored.
+    """
+    device = evaluator.device.name
+    stored = _stored_choice(sessions, device, shape, tuned=False)
+    if stored is not None and not options.retune:
+        return stored
+    target = options.trials
+    if options.retune:
+        name = study_name(device, shape, options.families)
+        target += len(SqlRecorder(sessions).evaluated(name))
+    progress = run_study(
+        shape,
+        options.families,
+        evaluator,
+        sessions,
+        url,
+        options.sampler,
+        target,
+        None,
+        options.seed,
+    )
+    tuned = _stored_choice(sessions, device, shape, tuned=True)
+    if tuned is not None:
+        return tuned
+    reason = f"no candidate ran correctly in {progress.evaluated} evaluated"
+    return Choice(None, True, progress.study, progress.evaluated, reason=reason)
+
+
+def shape_row(
+    entry: SuiteEntry, choice: Choice, reply: dict[str, Any] | None, ceilings: Ceilings | None
+) -> dict[str, Any]:
+    """One shape's JSON row from its choice and the comparison's reply (None: not compared)."""
+    shape = entry.shape
+    row: dict[str, Any] = {
+        "class": entry.label,
+        "m": shape.m,
+        "n": shape.n,
+        "k": shape.k,
+        "status": "no_config",
+        "reason": choice.reason,
+        "config": choice.config.name if choice.config else None,
+        "family": choice.config.family if choice.config else None,
+        "tuned": choice.tuned,
+        "study": choice.study,
+        "candidates_evaluated": choice.evaluated,
+        "stored_ms": choice.stored_ms,
+        "stored_ratio": choice.stored_ratio,
+    }
+    roof = roofline(shape, ceilings) if ceilings is not None else None
+    row["roofline"] = roof.as_dict() if roof is not None else None
+    if reply is None:
+        return row
+    row.update(status=reply["status"], reason=reply.get("reason"), rel_error=reply.get("rel_error"))
+    if reply["status"] != "ok":
+        return row
+    mine, base = list(reply["ms_rounds"]), list(reply["cublas_ms_rounds"])
+    ms, cublas_ms = statistics.median(mine), statistics.median(base)
+    tflops, cublas_tflops = _tflops(shape, ms), _tflops(shape, cublas_ms)
+    row.update(
+        ms=ms,
+        tflops=tflops,
+        cublas_ms=cublas_ms,
+        cublas_tflops=cublas_tflops,
+        ratio=cublas_ms / ms,
+        rounds={"ms": mine, "cublas_ms": base},
+    )
+    if roof is not None:
+        row["roofline"].update(
+            pct_of_bound=roof.percent(tflops), cublas_pct_of_bound=roof.percent(cublas_tflops)
+        )
+    return row
+
+
+def _tflops(shape: Shape, ms: float) -> float:
+    return shape.flops / (ms * 1e-3) / 1e12
+
+
+def run_bench(
+    suite: Sequence[SuiteEntry],
+    bench: Comparer,
+    sessions: sessionmaker[Session],
+    url: str | None,
+    options: Options,
+    ceilings: Ceilings | None,
+    on_row: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Choose (tune or reuse) and re-measure every shape, in suite order; ``on_row`` gets the
+    rows so far after each shape (to write partial results)."""
+    rows: list[dict[str, Any]] = []
+    for entry in suite:
+        choice = choose_config(entry.shape, bench, sessions, url, options)
+        reply = None
+        if choice.config is not None:
+            reply = bench.compare(choice.config, entry.shape, options.rounds)
+        rows.append(shape_row(entry, choice, reply, ceilings))
+        if on_row is not None:
+            on_row(rows)
+    return rows
+
+
+# The summary and the issue-5 targets.
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    logs = [math.log(v) for v in values]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A claim about ratios (cuBLAS time / ours): over the suite, one shape, or one class."""
+
+    name: str
+    scope: str  # "suite", "shape" or "class"
+    key: str  # the shape (MxNxK) or class it is about; "" for the suite
+    threshold: float
+
+    def rows(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.scope == "shape":
+            return [r for r in rows if f"{r['m']}x{r['n']}x{r['k']}" == self.key]
+        if self.scope == "class":
+            return [r for r in rows if r.get("class") == self.key]
+        return list(rows)
+
+    def check(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """The geometric mean of its rows' ratios against the threshold. ``met`` is None when
+        the suite has no such row, and False when any of them has no ratio (a failed shape)."""
+        mine = self.rows(rows)
+        ratios = [r["ratio"] for r in mine if r.get("ratio")]
+        value = geomean(ratios)
+        met: bool | None = None
+        if mine:
+            met = value is not None and len(ratios) == len(mine) and value >= self.threshold
+        return {
+            "name": self.name,
+            "threshold": self.threshold,
+            "value": value,
+            "measured": len(ratios),
+            "shapes": len(mine),
+            "met": met,
+        }
+
+
+TARGETS = (
+    Target("geometric mean over the suite", "suite", "", 1.00),
+    Target("4096x4096x4096", "shape", "4096x4096x4096", 0.95),
+    Target("8192x8192x8192", "shape", "8192x8192x8192", 0.95),
+    *(
+        Target(f"class {c} (geometric mean)", "class", c, 1.2)
+        for c in ("skinny", "odd", "small_k", "large_k")
+    ),
+)
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Geometric means of the ratios (over the suite and per class) and the targets."""
+    classes: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        classes.setdefault(row.get("class") or "-", []).append(row)
+    targets = [t.check(rows) for t in TARGETS]
+    return {
+        "geomean_ratio": geomean(r["ratio"] for r in rows if r.get("ratio")),
+        "shapes": len(rows),
+        "measured": sum(1 for r in rows if r.get("ratio")),
+        "by_class": {
+            name: {
+                "geomean_ratio": geomean(r["ratio"] for r in members if r.get("ratio")),
+                "shapes": len(members),
+                "measured": sum(1 for r in members if r.get("ratio")),
+            }
+            for name, members in classes.items()
+        },
+        "targets": targets,
+        "all_targets_met": all(t["met"] is True for t in targets),
+    }
+
+
+def document(
+    rows: list[dict[str, Any]],
+    bench: Comparer,
+    options: Options,
+    ceilings: Ceilings | None,
+    suite_file: Path,
+    budget_ms: float,
+) -> dict[str, Any]:
+    """The JSON written by ``gemmtune bench``: method, provenance, roofs, summary and rows."""
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return {
+        "what": "gemmtune bench: the best stored (or freshly tuned) config per suite shape, "
+        "float32 row-major, re-measured side by side with cuBLAS FP32 (CuPy, TF32 off) in one "
+        "worker process; ratio = cuBLAS time / our time",
+        "date": now,
+        "device": bench.device.name,
+        "provenance": {**bench.provenance, "date": now},
+        "suite": str(suite_file),
+        "method": {
+            "families": list(options.families),
+            "sampler": options.sampler,
+            "seed": options.seed,
+            "trials_per_tuned_shape": options.trials,
+            "retune": options.retune,
+            "rounds": options.rounds,
+            "timing_budget_ms": budget_ms,
+            "timing": TIMING,
+        },
+        "roofline": ceilings.as_dict() if ceilings is not None else None,
+        "summary": summarize(rows),
+        "shapes": rows,
+    }

@@ -1,0 +1,135 @@
+"""The ``gemmtune bench`` command (registered on the app in ``tuner.cli``; logic in
+``tuner.bench``, rendering in ``tuner.bench_report``).
+
+It needs a CUDA GPU: without one it ends with exit code 2 and one line, before it touches the
+database.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from tuner import bench as logic
+from tuner.bench_report import chart_title, markdown, ratio_chart
+from tuner.errors import InputError
+from tuner.roofline import ceilings_for
+from tuner.samplers import SAMPLERS
+from tuner.tune_cli import DbOpt, FamiliesOpt, _check_sampler, _families, err, open_database
+
+if TYPE_CHECKING:
+    from tuner.gpu_worker import GpuEvaluator
+
+
+def start_gpu(budget_ms: float) -> GpuEvaluator:
+    """The GPU worker, or an :class:`InputError` saying in one line why there is none."""
+    need = "gemmtune bench needs a CUDA GPU with CuPy"
+    if importlib.util.find_spec("cupy") is None:
+        raise InputError(f"{need}: CuPy is not installed (pip install 'gemmtune[gpu]')")
+    try:
+        import cupy
+
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # no driver, a broken install: CuPy's own error names it
+        raise InputError(f"{need}: {' '.join(str(exc).split())}") from None
+    if count < 1:
+        raise InputError(f"{need}: no CUDA device found")
+    from tuner.gpu_worker import GpuEvaluator
+
+    try:
+        return GpuEvaluator(budget_ms=budget_ms)
+    except (ImportError, RuntimeError) as exc:
+        raise InputError(f"{need}: {exc}") from None
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _progress_line(row: dict[str, Any]) -> str:
+    shape = f"{row['m']}x{row['n']}x{row['k']} [{row.get('class') or '-'}]"
+    if row.get("ratio") is None:
+        return f"{shape}: {row['status']}: {row.get('reason')} ({row.get('config')})"
+    where = "tuned" if row["tuned"] else "stored"
+    roof = row.get("roofline") or {}
+    pct = roof.get("pct_of_bound")
+    position = f", {pct:.0f}% of the {roof['limit']} bound" if pct is not None else ""
+    return (
+        f"{shape}: {row['tflops']:.1f} TFLOP/s vs cuBLAS {row['cublas_tflops']:.1f} "
+        f"(x{row['ratio']:.2f}){position}; {row['config']} ({where}, "
+        f"{row.get('candidates_evaluated')} evaluated)"
+    )
+
+
+def bench(
+    suite: Annotated[
+        Path, typer.Option("--suite", help="CSV of class,M,N,K rows ('#' comments)")
+    ] = logic.DEFAULT_SUITE,
+    db: DbOpt = None,
+    family: FamiliesOpt = None,
+    trials: Annotated[
+        int, typer.Option(min=1, help="candidates to evaluate when a shape must be tuned")
+    ] = 48,
+    retune: Annotated[
+        bool, typer.Option("--retune", help="run --trials more candidates even when stored")
+    ] = False,
+    sampler: Annotated[str, typer.Option(help=", ".join(SAMPLERS))] = "tpe",
+    seed: Annotated[int | None, typer.Option(help="sampler seed")] = None,
+    rounds: Annotated[
+        int, typer.Option(min=1, help="alternating rounds of ours and cuBLAS per shape")
+    ] = 5,
+    budget_ms: Annotated[
+        float, typer.Option(min=1.0, help="kernel time per timed block (repeats until spent)")
+    ] = 100.0,
+    bandwidth: Annotated[
+        float | None,
+        typer.Option(min=0.001, help="measured HBM TB/s for the roofline (default: datasheet)"),
+    ] = None,
+    out_json: Annotated[
+        Path | None,
+        typer.Option("--out", help="default benchmarks/results/<device>-suite.json"),
+    ] = None,
+    markdown_file: Annotated[
+        Path | None, typer.Option("--markdown", help="default: --out with .md")
+    ] = None,
+    chart: Annotated[Path | None, typer.Option("--chart", help="default: --out with .svg")] = None,
+) -> None:
+    """Tune or reuse every suite shape, re-measure it side by side with cuBLAS, write JSON,
+    a Markdown table (also printed) and an SVG chart."""
+    entries, families = logic.read_suite(suite), _families(family)
+    _check_sampler(sampler)
+    options = logic.Options(families, sampler, trials, retune, seed, rounds)
+    gpu = start_gpu(budget_ms)
+    try:
+        sessions = open_database(db, optuna_tables=True)
+        ceilings = ceilings_for(gpu.device.name)
+        if ceilings is None:
+            err.print(f"no roofline figures for {gpu.device.name}: the roofline is left out")
+        elif bandwidth is not None:
+            ceilings = ceilings.with_bandwidth(bandwidth, "measured, given with --bandwidth")
+        slug = logic.device_slug(gpu.device.name)
+        json_path = out_json or logic.RESULTS_DIR / f"{slug}-suite.json"
+
+        def save(rows: list[dict[str, Any]]) -> None:
+            doc = logic.document(rows, gpu, options, ceilings, suite, budget_ms)
+            _write(json_path, json.dumps(doc, indent=1) + "\n")
+            err.print(_progress_line(rows[-1]), markup=False, soft_wrap=True)
+
+        rows = logic.run_bench(entries, gpu, sessions, db, options, ceilings, on_row=save)
+    finally:
+        gpu.close()
+    doc = logic.document(rows, gpu, options, ceilings, suite, budget_ms)
+    _write(json_path, json.dumps(doc, indent=1) + "\n")
+    text = markdown(doc)
+    md_path = markdown_file or json_path.with_suffix(".md")
+    svg_path = chart or json_path.with_suffix(".svg")
+    _write(md_path, text)
+    _write(svg_path, ratio_chart(rows, chart_title(doc)))
+    sys.stdout.write(text)
+    err.print(f"wrote {json_path}, {md_path}, {svg_path}", markup=False, soft_wrap=True)

@@ -1,0 +1,295 @@
+"""An analytic cost model of the warptile-style kernels, to rank candidates before measuring.
+
+The model knows only a config's parameters, the shape and the device's limits (plus a few
+published throughput figures per architecture, below); it has never seen a measurement. It
+estimates a kernel's time in SM clock cycles:
+
+* the grid is ``ceil(M/BM) * ceil(N/BN)`` output tiles (padding at the matrix edges is paid in
+  full) times SPLITK blocks per tile for ``splitk``, each over ``1/SPLITK`` of the k tiles;
+* ``r`` blocks share an SM (the occupancy estimate of ``tuner.resources.static_check``, or fewer
+  when the grid is small); the grid runs in full waves of ``SMs * r`` blocks and a last, partial
+  wave whose blocks share their SMs with fewer others (wave quantization);
+* one k tile of one SM costs the largest of: instruction issue (FMAs, float4 shared loads of the
+  fragments, the global loads and shared stores of the tile; ``fma_lanes / 32`` warp
+  instructions a clock), shared-memory bandwidth, L2 bandwidth for the block tiles, and the
+  global-load latency divided by the tiles loaded ahead (1 for warptile with register prefetch,
+  STAGES-1 for pipelined and splitk; without prefetch the latency adds to every tile);
+* split-K adds, per wave, the serialized turns of a tile's slices: each of the SPLITK-1 later
+  slices waits for the one before it to publish its C tile (a fence and a flag: about two
+  global-memory latencies) and then reads and writes the BMxBN tile through L2.
+
+Families other than warptile, pipelined and splitk are ranked by the same arithmetic with their own
+thread tiles (one warp tile per block row of threads), which is rougher but never invalid.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import optuna
+
+from tuner.config import Config
+from tuner.families import SPLITK_MAX_TILES, get_family
+from tuner.resources import DeviceLimits, static_check
+from tuner.shape import Shape
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Published per-SM rates of an architecture (not measured by this project)."""
+
+    fma_lanes: int  # FP32 FMA lanes per SM (warp instructions a clock = fma_lanes / 32)
+    smem_bytes_per_clk: int  # shared-memory bandwidth per SM
+    l2_bytes_per_clk: int  # L2 -> SM bandwidth per SM
+    global_latency: int  # clocks from a global load to its data (L2 hit / DRAM mix)
+
+
+THROUGHPUT: dict[str, Throughput] = {
+    "sm_80": Throughput(64, 128, 64, 600),
+    "sm_86": Throughput(128, 128, 64, 600),
+    "sm_89": Throughput(128, 128, 64, 600),
+    "sm_90": Throughput(128, 128, 64, 600),
+}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The model's view of one config on one shape."""
+
+    cycles: float
+    blocks: int  # output tiles x SPLITK
+    blocks_per_sm: int  # resident blocks per SM in a full wave
+    waves: float  # blocks / (SMs * blocks_per_sm)
+    wave_efficiency: float  # waves / ceil(waves)
+    edge_efficiency: float  # useful M*N / padded M*N
+
+
+def _tiles(config: Config) -> tuple[int, int, int, int]:
+    """(accumulators, fragment floats, WM, WN) of one thread / one warp for any family."""
+    fp = get_family(config.family).footprint(config.as_dict())
+    params = config.as_dict()
+    if "WM" in params:
+        return fp.accumulators, fp.fragments, params["WM"], params["WN"]
+    # Families without warp tiles: a warp covers 32 thread tiles laid out along n.
+    tm, tn = params.get("TM", 1), params.get("TN", 1)
+    return fp.accumulators, fp.fragments, tm, 32 * tn
+
+
+def _loads_ahead(config: Config, accumulators: int, fragments: int, tile_loads: int) -> int:
+    """How many k tiles a block requests before it needs them (0: the latency is exposed)."""
+    if config.family in ("pipelined", "splitk"):
+        return config["STAGES"] - 1
+    if config.family == "warptile":
+        # The template prefetches the next tile into registers when they leave room for it.
+        return 1 if accumulators + fragments + 4 * tile_loads + 40 <= 248 else 0
+    return 0
+
+
+def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
+    """Estimated cycles of ``config`` on ``shape`` (lower is better)."""
+    rates = THROUGHPUT.get(device.arch, THROUGHPUT["sm_90"])
+    params = config.as_dict()
+    bm, bn, bk = params["BM"], params["BN"], params["BK"]
+    check = static_check(config, device)
+    threads = check.threads
+    warps = -(-threads // device.warp_size)
+    accumulators, fragments, wm, wn = _tiles(config)
+
+    tiles = -(-shape.m // bm) * -(-shape.n // bn)
+    # The kernel splits only when every tile has its ticket counters (see templates/splitk).
+    split = params.get("SPLITK", 1) if tiles <= SPLITK_MAX_TILES else 1
+    blocks = tiles * split
+    all_k_tiles = -(-shape.k // bk)
+    k_tiles = -(-all_k_tiles // split)  # k tiles of the longest slice
+    per_sm = max(check.occupancy.blocks_per_sm, 1)
+    r_full = min(per_sm, -(-blocks // device.sm_count))
+    tile_loads = max((bm + bn) * bk // (4 * threads), 1)  # float4 loads per thread per tile
+    ahead = _loads_ahead(config, accumulators, fragments, tile_loads)
+
+    def tile_cycles(resident: int) -> float:
+        """Clocks for one k tile of every block resident on one SM."""
+        per_thread = bk * (accumulators + fragments / 4) + 2 * tile_loads + 2
+        issue = resident * warps * per_thread / (rates.fma_lanes / 32)
+        smem = resident * (warps * bk * (wm + wn) + (bm + bn) * bk) * 4 / rates.smem_bytes_per_clk
+        l2 = resident * (bm + bn) * bk * 4 / rates.l2_bytes_per_clk
+        busy = max(issue, smem, l2)
+        if ahead == 0:  # a block waits for its tile; the other resident blocks fill the wait
+            return max(busy, rates.global_latency + busy / resident)
+        return max(busy, rates.global_latency / ahead)
+
+    full_waves, rest = divmod(blocks, device.sm_count * r_full)
+    cycles = full_waves * k_tiles * tile_cycles(r_full)
+    if rest:
+        r_last = -(-rest // device.sm_count)
+        cycles += k_tiles * tile_cycles(r_last)
+    if split > 1:  # each later slice's turn: a handoff, then the C tile read and written via L2
+        turn = 2 * rates.global_latency + 2 * bm * bn * 4 / rates.l2_bytes_per_clk
+        cycles += (full_waves + (1 if rest else 0)) * (split - 1) * turn
+    waves = blocks / (device.sm_count * r_full)
+    return Estimate(
+        cycles=cycles,
+        blocks=blocks,
+        blocks_per_sm=r_full,
+        waves=waves,
+        wave_efficiency=waves / -(-blocks // (device.sm_count * r_full)),
+        edge_efficiency=(shape.m * shape.n) / (tiles * bm * bn),
+    )
+
+
+def rank(configs: list[Config], shape: Shape, device: DeviceLimits) -> list[Config]:
+    """``configs`` from the fastest estimate to the slowest (ties by name, so deterministic)."""
+    return sorted(configs, key=lambda c: (estimate(c, shape, device).cycles, c.name))
+
+
+# --- a sampler that follows the model, corrected by what the study has measured -------------
+
+NEIGHBOURS = 3  # measured configs whose error corrects a candidate's estimate
+
+
+class RankedSampler(optuna.samplers.BaseSampler):
+    """Proposes only valid candidates: the one with the lowest estimate, corrected online.
+
+    Before anything is measured it follows the model's ranking. Afterwards each untried
+    candidate's estimate is multiplied by the geometric mean of measured/estimated over its
+    ``NEIGHBOURS`` nearest measured candidates (L1 distance over the parameters' ordinal
+    indices, +1 across families), so the model's errors in one region of the space are learned
+    from this study's own measurements and nothing else. Among equal scores (the model cannot
+    tell them apart) it takes the candidates farthest from every measured one, then one at
+    random (``seed``).
+    Needs :meth:`bind` (``tuner.study.Study`` calls it) to know the shape and its candidates.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._names: list[str] = []
+        self._configs: list[Config] = []
+        self._log_est = np.zeros(0)
+        self._coords = np.zeros((0, 0))
+        self._index: dict[str, int] = {}
+        self._families: tuple[str, ...] = ()
+        self._chosen: dict[int, Config] = {}
+        self._fallback = optuna.samplers.RandomSampler(seed=seed)
+
+    def bind(
+        self,
+        shape: Shape,
+        device: DeviceLimits,
+        candidates: list[Config],
+        families: tuple[str, ...],
+    ) -> None:
+        self._configs = sorted(candidates, key=lambda c: c.name)
+        self._names = [c.name for c in self._configs]
+        self._index = {name: i for i, name in enumerate(self._names)}
+        self._families = families
+        self._log_est = np.log(
+            np.array([estimate(c, shape, device).cycles for c in self._configs], dtype=float)
+        )
+        keys = sorted({p.name for f in families for p in get_family(f).params})
+        coords = np.zeros((len(self._configs), len(keys) + 1))
+        for row, config in enumerate(self._configs):
+            fam = get_family(config.family)
+            values = {p.name: p.values.index(config[p.name]) for p in fam.params}
+            coords[row, :-1] = [values.get(key, -1) for key in keys]
+            coords[row, -1] = families.index(config.family)
+        self._coords = coords
+
+    def infer_relative_search_space(
+        self, study: optuna.Study, trial: optuna.trial.FrozenTrial
+    ) -> dict[str, optuna.distributions.BaseDistribution]:
+        return {}
+
+    def sample_relative(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        search_space: dict[str, optuna.distributions.BaseDistribution],
+    ) -> dict[str, Any]:
+        return {}
+
+    def before_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        if self._configs and "fixed_params" not in trial.system_attrs:
+            choice = self._choose(study)
+            if choice is not None:
+                self._chosen[trial.number] = choice
+
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        param_name: str,
+        param_distribution: optuna.distributions.BaseDistribution,
+    ) -> Any:
+        config = self._chosen.get(trial.number)
+        if config is None:
+            return self._fallback.sample_independent(study, trial, param_name, param_distribution)
+        if param_name == "family":
+            return config.family
+        family, _, name = param_name.partition(".")
+        if family != config.family:  # a parameter of another family: not used by this config
+            return self._fallback.sample_independent(study, trial, param_name, param_distribution)
+        param = next(p for p in get_family(family).params if p.name == name)
+        return param.values.index(config[name])
+
+    def after_trial(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        state: optuna.trial.TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self._chosen.pop(trial.number, None)
+
+    def _choose(self, study: optuna.Study) -> Config | None:
+        """The untried candidate with the lowest corrected estimate."""
+        tried = np.zeros(len(self._configs), dtype=bool)
+        measured: list[int] = []
+        log_ms: list[float] = []
+        for other in study.get_trials(deepcopy=False):
+            name = other.user_attrs.get("config")
+            if name is None:  # not measured (yet): mark the config its parameters name
+                name = self._name_of(other.params)
+            row = self._index.get(name) if name is not None else None
+            if row is None:
+                continue
+            tried[row] = True
+            if other.state == optuna.trial.TrialState.COMPLETE and other.value is not None:
+                measured.append(row)
+                log_ms.append(math.log(other.value))
+        for name in self._pending():  # proposed by this process and not told yet
+            tried[self._index[name]] = True
+        untried = np.flatnonzero(~tried)
+        if untried.size == 0:
+            return None
+        score = self._log_est[untried].copy()
+        if measured:
+            rows = np.array(measured)
+            error = np.array(log_ms) - self._log_est[rows]  # log(measured / estimated)
+            distance = np.abs(self._coords[untried, None, :] - self._coords[None, rows, :]).sum(2)
+            k = min(NEIGHBOURS, rows.size)
+            nearest = np.argpartition(distance, k - 1, axis=1)[:, :k]
+            score += error[nearest].mean(axis=1)
+        best = np.flatnonzero(score <= score.min() + 1e-9)
+        if measured and best.size > 1:  # a tie: explore, take those farthest from any measured
+            gap = distance[best].min(axis=1)
+            best = best[gap == gap.max()]
+        return self._configs[int(untried[self._rng.choice(best)])]
+
+    def _pending(self) -> set[str]:
+        return {config.name for config in self._chosen.values()}
+
+    def _name_of(self, params: dict[str, Any]) -> str | None:
+        if not params:
+            return None
+        family = params.get("family", self._families[0] if self._families else None)
+        if family is None:
+            return None
+        fam = get_family(str(family))
+        try:
+            values = {p.name: p.values[int(params[f"{fam.name}.{p.name}"])] for p in fam.params}
+        except (KeyError, IndexError, ValueError):
+            return None
+        return fam.config(values).name

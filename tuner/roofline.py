@@ -1,0 +1,90 @@
+"""Where a GEMM sits on the roofline: the best FP32 rate its arithmetic intensity allows.
+
+A shape needs ``2MNK`` flops and must move at least its operands through HBM once. The benchmark
+runs with ``beta = 0``, so C is only written, never read: the minimum traffic is
+``4(MK + KN + MN)`` bytes. The bound is ``min(FFMA ceiling, intensity x bandwidth)``; a shape whose
+intensity is under the ridge point (ceiling / bandwidth) is memory-bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tuner.shape import Shape
+
+FLOAT_BYTES = 4
+BYTES_MODEL = (
+    "4(MK + KN + MN) bytes: A and B read once, C written once (beta = 0, so C is not read)"
+)
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The two roofs of a device, with where each number comes from."""
+
+    ffma_tflops: float
+    ffma_source: str
+    bandwidth_tb_s: float  # 1 TB = 1e12 bytes
+    bandwidth_source: str
+
+    @property
+    def ridge(self) -> float:
+        """Arithmetic intensity (flop/byte) where the two roofs meet."""
+        return self.ffma_tflops / self.bandwidth_tb_s
+
+    def with_bandwidth(self, tb_s: float, source: str) -> Ceilings:
+        if not tb_s > 0:
+            raise ValueError(f"bandwidth must be > 0 TB/s, got {tb_s}")
+        return Ceilings(self.ffma_tflops, self.ffma_source, tb_s, source)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ridge_flop_per_byte": self.ridge, "bytes_model": BYTES_MODEL}
+
+
+H100_SXM = Ceilings(
+    ffma_tflops=63.7,
+    ffma_source="measured on the lent H100 (a pure-FMA kernel, 8 independent chains per "
+    "thread; datasheet 66.9): shared/bench/README.md",
+    bandwidth_tb_s=3.35,
+    bandwidth_source="NVIDIA H100 SXM5 80GB HBM3 datasheet",
+)
+# Device name as CUDA reports it -> its roofs; other devices get no roofline rather than a guess.
+KNOWN_CEILINGS: dict[str, Ceilings] = {"NVIDIA H100 80GB HBM3": H100_SXM}
+
+
+def ceilings_for(device_name: str) -> Ceilings | None:
+    return KNOWN_CEILINGS.get(device_name)
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """One shape against the roofs of one device."""
+
+    flops: int
+    min_bytes: int
+    intensity: float  # flop/byte
+    bound_tflops: float
+    limit: str  # "compute" or "memory"
+
+    def percent(self, tflops: float | None) -> float | None:
+        """An achieved rate as % of the bound."""
+        return None if tflops is None else 100.0 * tflops / self.bound_tflops
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def min_bytes(shape: Shape) -> int:
+    """HBM traffic no kernel can avoid with beta = 0 (see the module docstring)."""
+    m, n, k = shape.m, shape.n, shape.k
+    return FLOAT_BYTES * (m * k + k * n + m * n)
+
+
+def roofline(shape: Shape, ceilings: Ceilings) -> Roofline:
+    flops, traffic = shape.flops, min_bytes(shape)
+    intensity = flops / traffic
+    memory_tflops = intensity * ceilings.bandwidth_tb_s  # flop/B x 1e12 B/s = TFLOP/s
+    if memory_tflops < ceilings.ffma_tflops:
+        return Roofline(flops, traffic, intensity, memory_tflops, "memory")
+    return Roofline(flops, traffic, intensity, ceilings.ffma_tflops, "compute")
