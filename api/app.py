@@ -1,0 +1,46 @@
+"""The FastAPI application: ``create_app(settings)`` wires storage, the best-config index, routes.
+
+``uvicorn api.app:create_app --factory`` (what ``gemmtune serve`` does) reads settings from the
+environment; tests pass their own :class:`api.settings.Settings`.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse
+
+import storage
+from api.errors import validation_handler
+from api.lookup import BestIndex
+from api.routes import configs, dashboard, health, results, studies
+from api.settings import Settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """An app on ``settings.database_url``; an empty database is migrated, an old one refused."""
+    settings = settings or Settings()
+    engine = storage.make_engine(settings.database_url)
+    if storage.current_revision(engine) is None:
+        storage.upgrade(engine)
+    storage.check_schema(engine)
+    sessions = storage.make_session_factory(engine)
+
+    app = FastAPI(
+        title="gemmtune",
+        version="0.1.0",
+        summary="Best GEMM kernel configs per shape and device, tuned on real GPUs.",
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessions = sessions
+    app.state.index = BestIndex(sessions, ttl_s=settings.cache_ttl_s)
+    app.add_exception_handler(RequestValidationError, validation_handler)
+    for module in (configs, results, studies, health, dashboard):
+        app.include_router(module.router)
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/dashboard")
+
+    return app

@@ -1,0 +1,132 @@
+"""What the dashboard pages show, gathered from storage and drawn as SVG (see :mod:`api.charts`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+import storage
+from api.charts import Bar, Point, bar_chart, best_so_far_chart, scatter_chart
+from api.lookup import Tuned, load_snapshot
+from api.responses import study_trials
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    name: str
+    trials: int
+    ok: int
+    best_ms: float | None
+
+
+def study_summaries(session: Session) -> list[StudySummary]:
+    """Every study with its number of trials, ok trials and best time."""
+    ok = func.count().filter(storage.Measurement.status == "ok")
+    query = (
+        select(
+            storage.Measurement.study,
+            func.count(),
+            ok,
+            func.min(storage.Measurement.ms).filter(storage.Measurement.status == "ok"),
+        )
+        .where(storage.Measurement.study.is_not(None))
+        .group_by(storage.Measurement.study)
+        .order_by(storage.Measurement.study)
+    )
+    return [
+        StudySummary(str(name), int(count), int(n_ok or 0), best)
+        for name, count, n_ok, best in session.execute(query)
+    ]
+
+
+def _pct(entry: Tuned) -> float | None:
+    return None if entry.ratio is None else 100.0 * entry.ratio
+
+
+def overview(session: Session) -> dict[str, Any]:
+    """Template context of /dashboard: best configs grouped by device, one chart per device."""
+    entries = sorted(
+        load_snapshot(session).entries,
+        key=lambda e: (e.device.name, e.m * e.n * e.k, e.m, e.n, e.k),
+    )
+    devices: dict[str, list[Tuned]] = {}
+    for entry in entries:
+        devices.setdefault(entry.device.name, []).append(entry)
+    charts: dict[str, Markup] = {}
+    for name, rows in devices.items():
+        bars = [
+            Bar(
+                f"{e.m}x{e.n}x{e.k}",
+                pct,
+                f"{e.m}x{e.n}x{e.k}: {e.config_name}, {e.tflops or 0:.1f} TFLOP/s, "
+                f"{pct:.1f}% of cuBLAS",
+            )
+            for e in rows
+            if (pct := _pct(e)) is not None
+        ]
+        charts[name] = bar_chart(bars, title=f"% of cuBLAS per shape on {name}")
+    return {
+        "devices": devices,
+        "charts": charts,
+        "pct": _pct,
+        "studies": study_summaries(session),
+        "measurements": session.scalar(select(func.count(storage.Measurement.id))) or 0,
+    }
+
+
+def study_page(session: Session, name: str) -> dict[str, Any] | None:
+    """Template context of /dashboard/studies/{name}, or ``None`` when there is no such study."""
+    rows = storage.measurements_for_study(session, name)
+    if not rows:
+        return None
+    trials = study_trials(rows)
+    ok = [t for t in trials if t.status == "ok" and t.tflops is not None]
+    dots, steps = [], []
+    for i, t in enumerate(trials):
+        x = float(t.trial_number if t.trial_number is not None else i)
+        if t.status == "ok" and t.tflops is not None:
+            dots.append(Point(x, t.tflops, t.family, f"#{x:g} {t.config_name}: {t.tflops:.2f}"))
+        if t.best_so_far_tflops is not None:
+            steps.append(Point(x, t.best_so_far_tflops))
+    scatter = [
+        Point(
+            float(t.registers),
+            t.tflops or 0.0,
+            t.family,
+            f"{t.config_name}: {t.tflops or 0:.2f} TFLOP/s, {t.registers} registers, "
+            f"occupancy {t.occupancy or 0:.0%}",
+        )
+        for t in ok
+        if t.registers is not None
+    ]
+    shape = rows[0].shape
+    failed: dict[str, int] = {}
+    for t in trials:
+        if t.status != "ok":
+            failed[t.status] = failed.get(t.status, 0) + 1
+    best = max(ok, key=lambda t: t.tflops or 0.0) if ok else None
+    return {
+        "name": name,
+        "shape": f"{shape.m}x{shape.n}x{shape.k}",
+        "device": rows[0].device.name,
+        "trials": len(trials),
+        "ok": len(ok),
+        "failed": failed,
+        "best": best,
+        "curve": best_so_far_chart(
+            dots, steps, title="Best so far (line) and every trial (dots)", y_label="TFLOP/s"
+        ),
+        "scatter": scatter_chart(
+            scatter,
+            title="Explored configs: TFLOP/s vs registers per thread, by family",
+            x_label="registers per thread",
+            y_label="TFLOP/s",
+        )
+        if scatter
+        else None,
+        "top": sorted(ok, key=lambda t: -(t.tflops or 0.0))[:10],
+    }

@@ -1,0 +1,33 @@
+"""``POST /v1/configs/best``: which config to run for a GEMM."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from api import schemas
+from api.deps import IndexDep
+from api.responses import best_response
+
+router = APIRouter(prefix="/v1/configs", tags=["configs"])
+
+
+MAX_CACHED = 8192
+
+
+@router.post("/best", response_class=Response, responses={200: {"model": schemas.BestResponse}})
+async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
+    """The best config for (m, n, k): ``exact``, ``nearest`` (log-space distance) or ``default``.
+
+    For ``nearest`` the numbers were measured on ``measured_on``, not on the requested shape.
+    Async and answered from memory (the snapshot, then a cache of rendered answers), so the hot
+    path neither queries the database nor hops to a worker thread.
+    """
+    snapshot = index.snapshot()
+    key = (body.m, body.n, body.k, body.dtype, body.layout, body.device, body.include_source)
+    content = snapshot.responses.get(key)
+    if content is None:
+        answer = snapshot.answer(body.m, body.n, body.k, body.dtype, body.layout, body.device)
+        content = best_response(answer, body.include_source).model_dump_json().encode()
+        if len(snapshot.responses) < MAX_CACHED:
+            snapshot.responses[key] = content
+    return Response(content, media_type="application/json")

@@ -1,0 +1,83 @@
+"""``GET /v1/results`` (open), ``POST /v1/results`` (bearer token), ``GET /v1/devices``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+
+import storage
+from api import schemas
+from api.deps import IndexDep, SessionDep, SessionsDep, TokenDep
+from api.responses import measurement_out
+from tuner.shape import MAX_DIM
+
+router = APIRouter(prefix="/v1", tags=["results"])
+
+DimQuery = Annotated[int | None, Query(ge=1, le=MAX_DIM)]
+
+
+@router.get("/results", response_model=schemas.ResultsPage)
+def list_results(
+    session: SessionDep,
+    device: Annotated[str | None, Query(max_length=200, description="device name")] = None,
+    family: Annotated[str | None, Query(max_length=64)] = None,
+    status_: Annotated[schemas.Status | None, Query(alias="status")] = None,
+    m_min: DimQuery = None,
+    m_max: DimQuery = None,
+    n_min: DimQuery = None,
+    n_max: DimQuery = None,
+    k_min: DimQuery = None,
+    k_max: DimQuery = None,
+    limit: Annotated[int, Query(ge=1, le=storage.queries.MAX_PAGE)] = 100,
+    offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
+) -> schemas.ResultsPage:
+    """Stored measurements, newest first; dimension bounds are inclusive."""
+    rows, total = storage.list_measurements(
+        session,
+        device=device,
+        family=family,
+        status=status_,
+        m_min=m_min,
+        m_max=m_max,
+        n_min=n_min,
+        n_max=n_max,
+        k_min=k_min,
+        k_max=k_max,
+        limit=limit,
+        offset=offset,
+    )
+    items = [measurement_out(row) for row in rows]
+    return schemas.ResultsPage(total=total, limit=limit, offset=offset, items=items)
+
+
+@router.post(
+    "/results",
+    response_model=schemas.UploadResponse,
+    status_code=status.HTTP_201_CREATED,
+    dependencies=[TokenDep],
+    responses={401: {"description": "missing or wrong token"}, 403: {"description": "off"}},
+)
+def upload_results(
+    body: schemas.ResultsUpload, sessions: SessionsDep, index: IndexDep
+) -> schemas.UploadResponse:
+    """Store a worker's measurements of one device and shape (one transaction)."""
+    try:
+        device = storage.DeviceIn(**body.device.model_dump())
+        shape = storage.ShapeIn(**body.shape.model_dump())
+        measurements = [storage.MeasurementIn(**m.model_dump()) for m in body.measurements]
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+    with sessions.begin() as session:
+        ids = [storage.record_measurement(session, device, shape, m).id for m in measurements]
+    index.invalidate()
+    return schemas.UploadResponse(stored=len(ids), ids=ids)
+
+
+@router.get("/devices", response_model=list[schemas.DeviceOut])
+def list_devices(session: SessionDep) -> list[schemas.DeviceOut]:
+    """Every device with stored measurements."""
+    return [
+        schemas.DeviceOut(name=d.name, arch=d.arch, sm_count=d.sm_count)
+        for d in storage.list_devices(session)
+    ]

@@ -1,0 +1,151 @@
+"""POST /v1/configs/best: exact, nearest and default answers, and 422 for bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.lookup import DEFAULT_LARGE, DEFAULT_SMALL, default_config
+from tests.api.conftest import FAST, PIPE, SLOW, make_app
+from tuner.families import get_family
+
+
+def post(client: TestClient, **body: object) -> dict[str, object]:
+    response = client.post("/v1/configs/best", json=body)
+    assert response.status_code == 200, response.text
+    data: dict[str, object] = response.json()
+    return data
+
+
+def test_exact_answer_is_the_fastest_config_for_the_shape(client: TestClient) -> None:
+    data = post(client, m=1024, n=1024, k=1024)
+    assert data["source"] == "exact"
+    assert data["name"] == FAST
+    assert data["family"] == "warptile"
+    assert data["params"] == {
+        "BM": 128,
+        "BN": 128,
+        "BK": 16,
+        "WM": 64,
+        "WN": 64,
+        "WNITER": 4,
+        "TM": 8,
+        "TN": 4,
+        "THREADS": 128,
+    }
+    assert data["distance"] == 0.0
+    assert data["measured_on"] == {"m": 1024, "n": 1024, "k": 1024}
+    assert data["ms"] == 0.5
+    assert data["tflops"] == pytest.approx(2 * 1024**3 / 0.5e-3 / 1e12)
+    assert data["cublas_tflops"] == pytest.approx(2 * 1024**3 / 1e-3 / 1e12)
+    assert data["ratio"] == pytest.approx(2.0)
+    assert data["device"] == {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "sm_count": 132}
+    assert data["provenance"] == {"test": True}
+    assert data["kernel"] is None
+
+
+def test_exact_without_device_takes_the_fastest_device(client: TestClient) -> None:
+    assert post(client, m=4096, n=4096, k=4096)["name"] == PIPE
+    a100 = post(client, m=4096, n=4096, k=4096, device="NVIDIA A100-SXM4-40GB")
+    assert (a100["name"], a100["source"]) == (SLOW, "exact")
+
+
+def test_nearest_says_which_shape_its_numbers_come_from(client: TestClient) -> None:
+    data = post(client, m=1024, n=2048, k=1024)
+    assert data["source"] == "nearest"
+    assert data["name"] == FAST
+    assert data["measured_on"] == {"m": 1024, "n": 1024, "k": 1024}
+    assert data["distance"] == pytest.approx(math.log(2))
+    assert data["ms"] == 0.5  # measured on 1024^3, and labelled so
+    assert "1024x1024x1024" in str(data["note"]) and "measured on that shape" in str(data["note"])
+
+
+def test_nearest_stays_on_the_requested_device(client: TestClient) -> None:
+    data = post(client, m=1000, n=1000, k=1000, device="NVIDIA A100-SXM4-40GB")
+    assert data["source"] == "nearest"
+    assert data["measured_on"] == {"m": 4096, "n": 4096, "k": 4096}
+    assert data["name"] == SLOW
+
+
+def test_unknown_device_gets_the_default(client: TestClient) -> None:
+    data = post(client, m=1024, n=1024, k=1024, device="no such GPU")
+    assert data["source"] == "default"
+    assert data["device"] is None and data["ms"] is None and data["distance"] is None
+
+
+def test_empty_database_gets_a_valid_default_for_any_shape(db_url: str) -> None:
+    app = make_app(db_url)
+    with TestClient(app) as client:
+        small = post(client, m=1, n=7, k=13)
+        large = post(client, m=4096, n=8192, k=3)
+    app.state.engine.dispose()
+    assert (small["source"], small["name"]) == ("default", DEFAULT_SMALL)
+    assert large["name"] == DEFAULT_LARGE
+    assert "rule" in small["provenance"]  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("name", [DEFAULT_SMALL, DEFAULT_LARGE])
+def test_default_configs_satisfy_every_family_rule(name: str) -> None:
+    from tuner.families import parse_config
+    from tuner.resources import static_check, table_device
+
+    config = parse_config(name)
+    assert get_family(config.family).broken_rules(config) == []
+    assert static_check(config, table_device("sm_90")).fits
+
+
+def test_default_rule_switches_at_one_wave_of_128x128_tiles() -> None:
+    assert default_config(12 * 128, 11 * 128).name == DEFAULT_LARGE  # 132 tiles
+    assert default_config(12 * 128, 10 * 128 + 1).name == DEFAULT_LARGE
+    assert default_config(131 * 128, 1).name == DEFAULT_SMALL
+
+
+def test_include_source_gives_code_and_launch_geometry(sqlite_client: TestClient) -> None:
+    data = post(sqlite_client, m=1000, n=3000, k=64, include_source=True)
+    kernel = data["kernel"]
+    assert isinstance(kernel, dict)
+    assert kernel["entry"] == data["name"]
+    assert 'extern "C"' in kernel["code"] and data["name"] in kernel["code"]
+    bm, bn = data["params"]["BM"], data["params"]["BN"]  # type: ignore[index]
+    assert kernel["grid"] == [-(-3000 // bn), -(-1000 // bm), 1]
+    assert kernel["block"] == [data["params"]["THREADS"], 1, 1]  # type: ignore[index]
+    assert kernel["dynamic_smem_bytes"] == 0
+
+
+BAD = [
+    ({"m": 0, "n": 1, "k": 1}, "m", "1..2147483647"),
+    ({"m": -1, "n": 1, "k": 1}, "m", "1..2147483647"),
+    ({"m": 1, "n": "x", "k": 1}, "n", "1..2147483647"),
+    ({"m": 1, "n": 1, "k": 2**40}, "k", "1..2147483647"),
+    ({"m": 1, "n": 1, "k": 2**31}, "k", "1..2147483647"),
+    ({"m": 1.5, "n": 1, "k": 1}, "m", "integer"),
+    ({"n": 1, "k": 1}, "m", "required"),
+    ({"m": 1, "n": 1}, "k", "required"),
+    ({"m": 1, "n": 1, "k": 1, "dtype": "float16"}, "dtype", "'float32'"),
+    ({"m": 1, "n": 1, "k": 1, "layout": "column-major"}, "layout", "'row-major'"),
+    ({"m": 1, "n": 1, "k": 1, "devcie": "x"}, "devcie", "not a known field"),
+]
+
+
+@pytest.mark.parametrize(("body", "field", "allowed"), BAD)
+def test_bad_input_is_422_naming_the_field(
+    sqlite_client: TestClient, body: dict[str, object], field: str, allowed: str
+) -> None:
+    response = sqlite_client.post("/v1/configs/best", json=body)
+    assert response.status_code == 422
+    errors = response.json()["detail"]
+    mine = [e for e in errors if e["field"] == field]
+    assert mine, errors
+    assert mine[0]["msg"].startswith(f"`{field}`")
+    assert allowed in mine[0]["msg"]
+    if field in body:
+        assert repr(body[field]) in mine[0]["msg"]
+
+
+def test_not_json_is_422(sqlite_client: TestClient) -> None:
+    response = sqlite_client.post(
+        "/v1/configs/best", content=b"m=1", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422

@@ -1,0 +1,149 @@
+"""GET /v1/results, /v1/devices, /v1/studies/{id}, /healthz; POST /v1/results with its token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import FAST, SLOW, TOKEN, make_app
+
+
+def test_results_filter_and_paginate(client: TestClient) -> None:
+    everything = client.get("/v1/results").json()
+    assert everything["total"] == 8
+    assert len(everything["items"]) == 8
+    page = client.get("/v1/results", params={"limit": 3, "offset": 6}).json()
+    assert (page["total"], page["limit"], page["offset"], len(page["items"])) == (8, 3, 6, 2)
+    a100 = client.get("/v1/results", params={"device": "NVIDIA A100-SXM4-40GB"}).json()
+    assert a100["total"] == 1 and a100["items"][0]["config_name"] == SLOW
+    cube = client.get("/v1/results", params={"m_min": 1024, "m_max": 1024, "k_max": 1024}).json()
+    assert cube["total"] == 2
+    assert {i["shape"]["m"] for i in cube["items"]} == {1024}
+    failed = client.get("/v1/results", params={"status": "compile_failed"}).json()
+    assert failed["total"] == 1 and failed["items"][0]["reason"] == "nvrtc failed"
+    fam = client.get("/v1/results", params={"family": "pipelined", "status": "ok"}).json()
+    assert fam["total"] == 2
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 5000}, "limit"),
+        ({"offset": -1}, "offset"),
+        ({"m_min": 0}, "m_min"),
+        ({"status": "great"}, "status"),
+    ],
+)
+def test_results_bad_query_is_422(
+    sqlite_client: TestClient, params: dict[str, Any], field: str
+) -> None:
+    response = sqlite_client.get("/v1/results", params=params)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["msg"].startswith(f"`{field}`")
+
+
+def test_devices(client: TestClient) -> None:
+    names = [d["name"] for d in client.get("/v1/devices").json()]
+    assert names == ["NVIDIA A100-SXM4-40GB", "NVIDIA H100 80GB HBM3"]
+
+
+def test_study_trials_in_order_with_best_so_far(client: TestClient) -> None:
+    response = client.get("/v1/studies/sweep%2F2048%20%231")
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert data["study"] == "sweep/2048 #1"
+    assert [t["trial_number"] for t in data["trials"]] == [0, 1, 2, 3]
+    assert [t["status"] for t in data["trials"]] == ["ok", "compile_failed", "ok", "ok"]
+    assert [t["best_so_far_ms"] for t in data["trials"]] == [4.0, 4.0, 3.5, 3.5]
+    assert data["best"]["config_name"] == FAST
+    assert client.get("/v1/studies/nope").status_code == 404
+
+
+def test_healthz(client: TestClient) -> None:
+    data = client.get("/healthz").json()
+    assert data["status"] == "ok" and data["database"] in ("sqlite", "postgresql")
+    assert data["best_configs"] == 4
+
+
+def upload(ms: float, name: str = SLOW) -> dict[str, Any]:
+    from tuner.families import parse_config
+
+    return {
+        "device": {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "sm_count": 132},
+        "shape": {"m": 1024, "n": 1024, "k": 1024},
+        "measurements": [
+            {
+                "family": "warptile",
+                "config_name": name,
+                "params": parse_config(name).as_dict(),
+                "ms": ms,
+                "cublas_ms": 1.0,
+                "provenance": {"worker": "test"},
+            },
+            {
+                "family": "warptile",
+                "config_name": name,
+                "params": parse_config(name).as_dict(),
+                "status": "timeout",
+                "reason": "over budget",
+            },
+        ],
+    }
+
+
+def test_upload_needs_the_bearer_token(client: TestClient) -> None:
+    assert client.post("/v1/results", json=upload(0.1)).status_code == 401
+    wrong = client.post("/v1/results", json=upload(0.1), headers={"Authorization": "Bearer no"})
+    assert wrong.status_code == 401
+    assert wrong.headers["www-authenticate"] == "Bearer"
+    assert "GEMMTUNE_API_TOKEN" in wrong.json()["detail"]
+    assert client.get("/v1/results").json()["total"] == 8  # nothing stored
+
+
+def test_upload_stores_and_the_next_answer_sees_it(client: TestClient) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    response = client.post("/v1/results", json=upload(0.25), headers=auth)
+    assert response.status_code == 201, response.text
+    assert response.json()["stored"] == 2
+    best = client.post("/v1/configs/best", json={"m": 1024, "n": 1024, "k": 1024}).json()
+    assert (best["name"], best["ms"], best["provenance"]) == (SLOW, 0.25, {"worker": "test"})
+    assert client.get("/v1/results", params={"status": "timeout"}).json()["total"] == 1
+
+
+def test_upload_invalidates_a_cached_snapshot(seeded: str) -> None:
+    from api.app import create_app
+    from api.settings import Settings
+
+    app = create_app(Settings(database_url=seeded, api_token=TOKEN, cache_ttl_s=3600))
+    with TestClient(app) as client:
+        body = {"m": 1024, "n": 1024, "k": 1024}
+        assert client.post("/v1/configs/best", json=body).json()["ms"] == 0.5
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        assert client.post("/v1/results", json=upload(0.2), headers=auth).status_code == 201
+        assert client.post("/v1/configs/best", json=body).json()["ms"] == 0.2
+    app.state.engine.dispose()
+
+
+def test_upload_is_off_without_a_configured_token(seeded: str) -> None:
+    app = make_app(seeded, token=None)
+    with TestClient(app) as client:
+        response = client.post(
+            "/v1/results", json=upload(0.1), headers={"Authorization": "Bearer anything"}
+        )
+    app.state.engine.dispose()
+    assert response.status_code == 403
+    assert "disabled" in response.json()["detail"]
+
+
+def test_upload_bad_body_is_422(sqlite_client: TestClient) -> None:
+    body = upload(0.1)
+    body["measurements"][0]["status"] = "great"
+    body["shape"]["m"] = 0
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    response = sqlite_client.post("/v1/results", json=body, headers=auth)
+    assert response.status_code == 422
+    fields = {e["field"] for e in response.json()["detail"]}
+    assert fields == {"shape.m", "measurements.0.status"}
