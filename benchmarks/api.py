@@ -58,16 +58,26 @@ def build(url: str, n_shapes: int = 500, per_shape: int = 200) -> None:
             name = CONFIGS[i % 2]
             params = parse_config(name).as_dict()
             best = storage.record_measurement(
-                session, DEVICE, storage.ShapeIn(m, n, k),
+                session,
+                DEVICE,
+                storage.ShapeIn(m, n, k),
                 storage.MeasurementIn("warptile", name, params, ms=1.0, cublas_ms=1.1),
             )
             for j in range(per_shape - 1):
-                rows.append({
-                    "device_id": best.device_id, "shape_id": best.shape_id,
-                    "family": "warptile", "config_name": name, "params": params,
-                    "status": "ok", "ms": 1.5 + j, "cublas_ms": 1.1, "provenance": {},
-                    "created_at": storage.models.utcnow(),
-                })
+                rows.append(
+                    {
+                        "device_id": best.device_id,
+                        "shape_id": best.shape_id,
+                        "family": "warptile",
+                        "config_name": name,
+                        "params": params,
+                        "status": "ok",
+                        "ms": 1.5 + j,
+                        "cublas_ms": 1.1,
+                        "provenance": {},
+                        "created_at": storage.models.utcnow(),
+                    }
+                )
         session.execute(insert(storage.Measurement), rows)
     engine.dispose()
 
@@ -104,8 +114,19 @@ def run_wrk(base: str, seconds: int, rate: int | None = None, connections: int =
         + (f"delay = function() return {connections * 1000 / rate:.3f} end\n" if rate else "")
     )
     done = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script),
-         f"{base}/v1/configs/best"], capture_output=True, text=True, check=True,
+        [
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--latency",
+            "-s",
+            str(script),
+            f"{base}/v1/configs/best",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return done.stdout
 
@@ -123,9 +144,19 @@ def main() -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [sys.executable, "-c", "from tuner.cli import main; main()", "serve", "--db", url,
-         "--port", str(port), "--no-preload"],
-        stdout=subprocess.DEVNULL, env={**os.environ, "GEMMTUNE_CACHE_TTL_S": "2"},
+        [
+            sys.executable,
+            "-c",
+            "from tuner.cli import main; main()",
+            "serve",
+            "--db",
+            url,
+            "--port",
+            str(port),
+            "--no-preload",
+        ],
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "GEMMTUNE_CACHE_TTL_S": "2"},
     )
     try:
         for _ in range(200):

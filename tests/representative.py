@@ -22,6 +22,14 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "splitk_bm64_bn128_bk64_wm32_wn64_wni2_tm4_tn4_t128_s3_sk3",
         "splitk_bm128_bn64_bk32_wm64_wn32_wni1_tm8_tn4_t128_s3_sk32",
     ],
+    # One row, no split, scalar A loads (KU=1); a deep split with a lane per k along the warp;
+    # 8-wide lanes with odd-sized chunks (KU=2) and a 64-way split.
+    "skinny": [
+        "skinny_bm1_bn32_tn4_lk4_ku1_sk1",
+        "skinny_bm16_bn32_tn4_lk16_ku8_sk2",
+        "skinny_bm8_bn256_tn8_lk8_ku2_sk64",
+        "skinny_bm32_bn64_tn4_lk2_ku4_sk8",
+    ],
 }
 
 ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

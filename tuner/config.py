@@ -24,6 +24,8 @@ PARAM_ABBR: dict[str, str] = {
     "THREADS": "t",
     "STAGES": "s",
     "SPLITK": "sk",
+    "LK": "lk",
+    "KU": "ku",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tuner.config import ABBR_PARAM, Config
 from tuner.errors import InputError
+from tuner.shape import Shape
 
 Params = Mapping[str, int]
 FLOAT_BYTES = 4
@@ -62,6 +63,10 @@ class Family:
     threads: Callable[[Params], int]
     footprint: Callable[[Params], Footprint]
     derive: Callable[[Params], dict[str, int]] = lambda p: {}
+    # The smallest piece of K one block works on at a time (a split-K slice needs at least one).
+    k_step: Callable[[Params], int] = lambda p: p["BK"]
+    # Why a valid config is wasteful for a shape beyond the generic checks, or None.
+    waste: Callable[[Params, Shape], str | None] = lambda p, shape: None
 
     @property
     def template(self) -> str:
@@ -422,7 +427,7 @@ SPLITK = Family(
         Param("STAGES", (3, 4), "shared-memory buffers in flight"),
         Param(
             "SPLITK",
-            (2, 3, 4, 6, 8, 12, 16, 24, 32),
+            (2, 3, 4, 6, 8, 12, 16, 24, 32, 64),
             "slices of K per output tile: blocks along grid z, each over a contiguous k range",
         ),
     ),
@@ -445,9 +450,85 @@ SPLITK = Family(
     derive=_splitk_derive,
 )
 
+# --- skinny ---------------------------------------------------------------------------------
+
+# A streaming kernel reads B once per block row; past this many block rows a tiled family,
+# which shares B tiles across more rows, moves fewer bytes.
+SKINNY_MAX_ROW_BLOCKS = 8
+
+
+def _skinny_threads(p: Params) -> int:
+    return p["BN"] * p["LK"] // p["TN"]
+
+
+def _skinny_waste(p: Params, shape: Shape) -> str | None:
+    row_blocks = -(-shape.m // p["BM"])
+    if row_blocks > SKINNY_MAX_ROW_BLOCKS:
+        return (
+            f"BM={p['BM']} gives {row_blocks} block rows for M={shape.m}: B would be streamed "
+            f"from memory more than {SKINNY_MAX_ROW_BLOCKS} times"
+        )
+    return None
+
+
+SKINNY = Family(
+    name="skinny",
+    doc="Few rows of C: lanes stream B from global memory into registers (no shared-memory "
+    "tiles), LK lanes per column split k and meet by shuffles, blocks split K (grid z) and "
+    "meet in C by atomic adds; for small M, where reading B bounds the time.",
+    params=(
+        Param("BM", (1, 2, 4, 8, 16, 32), "rows of C per block (all held by every lane)"),
+        Param("BN", (32, 64, 128, 256, 512), "columns of C per block"),
+        Param("TN", (4, 8), "columns per lane, read from B as float4"),
+        Param("LK", (1, 2, 4, 8, 16, 32), "lanes of a warp along k (32/LK along n)"),
+        Param("KU", (1, 2, 4, 8), "consecutive k per lane and step: B loads in flight"),
+        Param(
+            "SPLITK",
+            (1, 2, 4, 8, 16, 32, 64),
+            "slices of K per output tile: blocks along grid z, summed in C",
+        ),
+    ),
+    rules=(
+        Rule(
+            "TN must be a multiple of 4: B is read as float4",
+            lambda p: p["TN"] % 4 == 0,
+        ),
+        Rule(
+            "BN must be a multiple of (32/LK)*TN: warps cover whole column strips",
+            lambda p: p["BN"] % ((32 // p["LK"]) * p["TN"]) == 0,
+        ),
+        _whole_warps(_skinny_threads),
+        _block_limit(_skinny_threads),
+        Rule(
+            "SPLITK must be at most 65535: it is the grid's z dimension",
+            lambda p: p["SPLITK"] <= 65535,
+        ),
+    ),
+    threads=_skinny_threads,
+    footprint=lambda p: Footprint(
+        threads=_skinny_threads(p),
+        smem_bytes=FLOAT_BYTES if p["SPLITK"] > 1 else 0,  # the block's split-K ticket
+        dynamic_smem=False,
+        accumulators=p["BM"] * p["TN"],
+        fragments=p["KU"] * p["TN"] + p["KU"],
+    ),
+    derive=lambda p: {"MAX_TILES": SPLITK_MAX_TILES},
+    k_step=lambda p: p["KU"] * p["LK"],
+    waste=_skinny_waste,
+)
+
 FAMILIES: dict[str, Family] = {
     f.name: f
-    for f in (SMEM_TILING, BLOCKTILE_1D, BLOCKTILE_2D, VECTORIZED, WARPTILE, PIPELINED, SPLITK)
+    for f in (
+        SMEM_TILING,
+        BLOCKTILE_1D,
+        BLOCKTILE_2D,
+        VECTORIZED,
+        WARPTILE,
+        PIPELINED,
+        SPLITK,
+        SKINNY,
+    )
 }
 
 

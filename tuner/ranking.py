@@ -14,9 +14,10 @@ estimates a kernel's time in SM clock cycles:
   instructions a clock), shared-memory bandwidth, L2 bandwidth for the block tiles, and the
   global-load latency divided by the tiles loaded ahead (1 for warptile with register prefetch,
   STAGES-1 for pipelined and splitk; without prefetch the latency adds to every tile);
-* split-K adds, per wave, the serialized turns of a tile's slices: each of the SPLITK-1 later
-  slices waits for the one before it to publish its C tile (a fence and a flag: about two
-  global-memory latencies) and then reads and writes the BMxBN tile through L2.
+* split-K adds, per wave, one hand-off (the first slice stores its C tile, fences and raises
+  a flag: about two global-memory latencies) and the atomic adds of the SPLITK-1 later slices
+  into C (one 16-byte reduction per four values, ``REDUCTIONS_PER_CLK`` chip-wide).
+* ``skinny`` (no shared-memory tiles, B streamed) has a model of its own, ``_stream_estimate``.
 
 Families other than warptile, pipelined and splitk are ranked by the same arithmetic with their own
 thread tiles (one warp tile per block row of threads), which is rougher but never invalid.
@@ -46,14 +47,21 @@ class Throughput:
     smem_bytes_per_clk: int  # shared-memory bandwidth per SM
     l2_bytes_per_clk: int  # L2 -> SM bandwidth per SM
     global_latency: int  # clocks from a global load to its data (L2 hit / DRAM mix)
+    dram_bytes_per_clk: int  # device-memory bandwidth of the whole chip, per SM clock
 
 
 THROUGHPUT: dict[str, Throughput] = {
-    "sm_80": Throughput(64, 128, 64, 600),
-    "sm_86": Throughput(128, 128, 64, 600),
-    "sm_89": Throughput(128, 128, 64, 600),
-    "sm_90": Throughput(128, 128, 64, 600),
+    # DRAM: datasheet bandwidth / boost clock (A100 80GB, RTX A6000, L40S-class, H100 SXM).
+    "sm_80": Throughput(64, 128, 64, 600, 1400),
+    "sm_86": Throughput(128, 128, 64, 600, 550),
+    "sm_89": Throughput(128, 128, 64, 600, 400),
+    "sm_90": Throughput(128, 128, 64, 600, 1690),
 }
+
+
+# 16-byte atomic reductions into C that L2 completes per SM clock, chip-wide (an assumption of
+# this model, not a measured figure).
+REDUCTIONS_PER_CLK = 64
 
 
 @dataclass(frozen=True)
@@ -89,8 +97,57 @@ def _loads_ahead(config: Config, accumulators: int, fragments: int, tile_loads: 
     return 0
 
 
+def _stream_estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
+    """``skinny``: no shared-memory tiles; B streams from memory once per block row.
+
+    Time is the largest of: reading every byte once from DRAM (and B again from L2 for each
+    further block row; at most the L2 bandwidth of each SM with a block), scaled up when the
+    resident lanes keep too few bytes in flight to cover the latency; and issuing the FMAs and
+    loads of the padded product. Split-K adds the atomic adds of the later slices into C (one
+    16-byte reduction per four values) and one hand-off latency."""
+    rates = THROUGHPUT.get(device.arch, THROUGHPUT["sm_90"])
+    p = config.as_dict()
+    bm, bn = p["BM"], p["BN"]
+    check = static_check(config, device)
+    row_blocks, col_blocks = -(-shape.m // bm), -(-shape.n // bn)
+    tiles = row_blocks * col_blocks
+    split = p["SPLITK"] if tiles <= SPLITK_MAX_TILES else 1
+    blocks = tiles * split
+    per_sm = max(check.occupancy.blocks_per_sm, 1)
+    r_full = min(per_sm, -(-blocks // device.sm_count))
+    dram = 4 * (shape.k * shape.n + shape.m * shape.k + shape.m * shape.n)
+    l2 = 4 * shape.k * shape.n * (row_blocks - 1)
+    active_sms = min(device.sm_count, blocks)  # each SM pulls at most its L2 bandwidth
+    memory = max(
+        dram / rates.dram_bytes_per_clk, (dram + l2) / (active_sms * rates.l2_bytes_per_clk)
+    )
+    resident = min(blocks, device.sm_count * per_sm)
+    in_flight = resident * check.threads * p["KU"] * p["TN"] * 4  # bytes requested, chip-wide
+    needed = rates.global_latency * rates.dram_bytes_per_clk  # Little's law at full bandwidth
+    memory *= max(1.0, needed / max(in_flight, 1))
+    # Per block row, k and lane: BM*TN FMAs, TN/4 loads of B, BM loads of A (a quarter as
+    # many when chunks of 4 k are read as float4).
+    a_loads = bm / 4 if p["KU"] % 4 == 0 else bm
+    per_lane_k = bm * p["TN"] + p["TN"] / 4 + a_loads
+    lanes = row_blocks * col_blocks * bn / p["TN"]
+    arithmetic = lanes * shape.k * per_lane_k / (device.sm_count * rates.fma_lanes)
+    reductions = (split - 1) * tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
+    cycles = max(memory, arithmetic) + reductions + (rates.global_latency if split > 1 else 0)
+    waves = blocks / (device.sm_count * r_full)
+    return Estimate(
+        cycles=cycles,
+        blocks=blocks,
+        blocks_per_sm=r_full,
+        waves=waves,
+        wave_efficiency=waves / -(-blocks // (device.sm_count * r_full)),
+        edge_efficiency=(shape.m * shape.n) / (tiles * bm * bn),
+    )
+
+
 def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
     """Estimated cycles of ``config`` on ``shape`` (lower is better)."""
+    if config.family == "skinny":
+        return _stream_estimate(config, shape, device)
     rates = THROUGHPUT.get(device.arch, THROUGHPUT["sm_90"])
     params = config.as_dict()
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
@@ -126,9 +183,10 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
     if rest:
         r_last = -(-rest // device.sm_count)
         cycles += k_tiles * tile_cycles(r_last)
-    if split > 1:  # each later slice's turn: a handoff, then the C tile read and written via L2
-        turn = 2 * rates.global_latency + 2 * bm * bn * 4 / rates.l2_bytes_per_clk
-        cycles += (full_waves + (1 if rest else 0)) * (split - 1) * turn
+    if split > 1:  # the first slice's hand-off, then the later slices' atomic adds into C
+        handoff = 2 * rates.global_latency
+        adds = (split - 1) * tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
+        cycles += (full_waves + (1 if rest else 0)) * handoff + adds
     waves = blocks / (device.sm_count * r_full)
     return Estimate(
         cycles=cycles,

@@ -30,16 +30,25 @@ def shape_waste(family: Family, config: Config, shape: Shape) -> str | None:
     has candidates.
     """
     smallest = {p.name: min(p.values) for p in family.params}
+    params = config.as_dict()
     for param, dim, label in (("BM", shape.m, "M"), ("BN", shape.n, "N"), ("BK", shape.k, "K")):
-        value = config[param]
+        if param not in params:
+            continue
+        value = params[param]
         if value > smallest[param] and value > _pow2_ceil(dim):
             return f"{param}={value} exceeds {label}={dim} rounded up to {_pow2_ceil(dim)}"
     return None
 
 
-# Split-K slices pay while they put idle SMs to work; past this many blocks per SM of the whole
-# grid (output tiles x SPLITK) a deeper split only adds read-modify-writes of C.
-SPLITK_BLOCKS_PER_SM = 4
+# Split-K slices pay while they put idle SMs to work; past this many threads per SM of the
+# whole grid (output tiles x SPLITK blocks) a deeper split only adds work in C: 4 blocks of 128
+# threads, 8 of 64, 16 of a one-warp streaming kernel.
+SPLITK_THREADS_PER_SM = 512
+
+
+def split_blocks_per_sm(threads: int) -> int:
+    """Blocks per SM past which a deeper K split is wasteful (``SPLITK_THREADS_PER_SM``)."""
+    return max(1, SPLITK_THREADS_PER_SM // max(threads, 1))
 
 
 def splitk_waste(
@@ -54,7 +63,7 @@ def splitk_waste(
       idle SMs work.
     * Fewer BK tiles in K than slices: split-K needs at least one BK tile per slice, else some
       slices have nothing to add.
-    * More blocks than ``SPLITK_BLOCKS_PER_SM`` per SM: the split is deeper than the chip needs.
+    * More blocks per SM than ``split_blocks_per_sm``: the split is deeper than the chip needs.
 
     The last two keep the family's smallest SPLITK, so that every shape with few enough output
     tiles has candidates.
@@ -71,8 +80,9 @@ def splitk_waste(
             "the kernel would not split K",
         )
     values = next(p.values for p in family.params if p.name == "SPLITK")
-    k_tiles = -(-shape.k // params["BK"])
-    limit = SPLITK_BLOCKS_PER_SM * device.sm_count
+    k_tiles = -(-shape.k // family.k_step(params))
+    per_sm = split_blocks_per_sm(family.threads(params))
+    limit = per_sm * device.sm_count
     if tiles * split < device.sm_count:
         deeper = [s for s in values if split < s <= k_tiles and tiles * s <= limit]
         if deeper:
@@ -91,9 +101,9 @@ def splitk_waste(
         )
     if tiles * split > limit:
         return (
-            f"split-K: more than {SPLITK_BLOCKS_PER_SM} blocks per SM",
+            "split-K: more blocks per SM than needed",
             f"{tiles} output tiles x SPLITK={split} = {tiles * split} blocks exceed "
-            f"{SPLITK_BLOCKS_PER_SM} per SM ({limit} on {device.sm_count} SMs)",
+            f"{per_sm} per SM ({limit} on {device.sm_count} SMs)",
         )
     return None
 
@@ -142,6 +152,10 @@ class Space:
                 counts.pruned["tile larger than the matrix"] = (
                     counts.pruned.get("tile larger than the matrix", 0) + 1
                 )
+                continue
+            if self.family.waste(config.as_dict(), self.shape):
+                key = f"{self.family.name}: wasteful for this shape"
+                counts.pruned[key] = counts.pruned.get(key, 0) + 1
                 continue
             split = splitk_waste(self.family, config, self.shape, self.device)
             if split:

@@ -62,14 +62,21 @@ def test_family_matches_cublas(
         )
 
 
+SPLIT_FAMILIES = ("splitk", "skinny")
+
+
 @pytest.mark.parametrize("shape", SPLITK_SHAPES, ids=str)
-def test_splitk_matches_cublas_on_split_shapes(
-    shape: Shape, kernels: dict[str, tuple[Any, Any]], record_property: Any
+@pytest.mark.parametrize("family", SPLIT_FAMILIES)
+def test_split_families_match_cublas_on_split_shapes(
+    family: str, shape: Shape, kernels: dict[str, tuple[Any, Any]], record_property: Any
 ) -> None:
-    test_family_matches_cublas("splitk", shape, kernels, record_property)
+    test_family_matches_cublas(family, shape, kernels, record_property)
 
 
-def test_splitk_counters_reset_between_launches(kernels: dict[str, tuple[Any, Any]]) -> None:
+@pytest.mark.parametrize("family", SPLIT_FAMILIES)
+def test_split_counters_reset_between_launches(
+    family: str, kernels: dict[str, tuple[Any, Any]]
+) -> None:
     """The same loaded kernel, launched again and again (other shapes in between, and a grid
     too large to split), must be right every time: the last slice of each tile resets its
     ticket counters."""
@@ -80,11 +87,13 @@ def test_splitk_counters_reset_between_launches(kernels: dict[str, tuple[Any, An
     shapes = [
         Shape(16, 4096, 4096),
         Shape(33, 100, 5000),
-        Shape(4097, 4096, 256),  # 257*64 tiles of 16x64 > 16384 counters: slice 0 does all of K
+        # 257*64 tiles of 16x64 (splitk) and 4097*128 tiles of 1x32 (skinny) exceed the 16384
+        # counters: slice 0 does all of K
+        Shape(4097, 4096, 256),
         Shape(16, 4096, 4096),
         Shape(16, 4096, 4096),
     ]
-    for name in REPRESENTATIVE["splitk"]:
+    for name in REPRESENTATIVE[family]:
         kernel, source = kernels[name]
         for i, shape in enumerate(shapes):
             result = verify(kernel, source, shape, seed=i)

@@ -1,0 +1,130 @@
+"""The streaming small-M family on the CPU: rules, footprint, rendering, launch geometry, the
+space's limits for it and the cost model. Compiling the representative configs (zero spills)
+is in test_compile.py; correctness against cuBLAS is in tests/gpu."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.representative import REPRESENTATIVE
+from tuner.compile import NvccCompiler, parse_ptxas_report
+from tuner.config import Config
+from tuner.families import SKINNY_MAX_ROW_BLOCKS, SPLITK_MAX_TILES, get_family, parse_config
+from tuner.ranking import estimate
+from tuner.render import render
+from tuner.resources import DEVICE_TABLE
+from tuner.shape import Shape
+from tuner.space import Space, split_blocks_per_sm
+
+H100 = DEVICE_TABLE["sm_90"]
+FAMILY = get_family("skinny")
+BASE = dict(BM=16, BN=128, TN=4, LK=4, KU=4, SPLITK=8)
+
+
+def skinny(**changes: int) -> Config:
+    return FAMILY.config({**BASE, **changes})
+
+
+def test_name_round_trips_and_threads_follow_the_lane_layout() -> None:
+    config = skinny()
+    assert config.name == "skinny_bm16_bn128_tn4_lk4_ku4_sk8"
+    assert parse_config(config.name) == config
+    # 128 columns / 4 per lane = 32 column lanes, times 4 lanes along k = 128 threads.
+    assert FAMILY.threads(config.as_dict()) == 128
+    assert FAMILY.broken_rules(config) == []
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        # 8 lanes along n x 4 columns = 32 columns per warp: BN=48 is not whole warps.
+        (dict(BN=48, LK=4), "whole column strips"),
+        # 32 columns, one lane along k: 8 threads, not a warp.
+        (dict(BN=32, LK=1), "whole number of warps"),
+        # 512 columns / 4 x 16 lanes along k = 2048 threads.
+        (dict(BN=512, LK=16), "at most 1024"),
+        (dict(TN=6), "multiple of 4"),
+    ],
+)
+def test_rules_reject_with_their_reason(params: dict[str, int], reason: str) -> None:
+    broken = FAMILY.broken_rules(skinny(**params))
+    assert any(reason in b for b in broken), broken
+
+
+def test_footprint_by_hand() -> None:
+    # 16 rows x 4 columns of accumulators; 4 k x 4 columns of B plus 4 values of A per step;
+    # 4 bytes of shared memory for the split-K ticket, none without a split.
+    fp = FAMILY.footprint(skinny().as_dict())
+    assert (fp.threads, fp.smem_bytes, fp.dynamic_smem) == (128, 4, False)
+    assert (fp.accumulators, fp.fragments) == (64, 20)
+    assert FAMILY.footprint(skinny(SPLITK=1).as_dict()).smem_bytes == 0
+
+
+def test_launch_grid() -> None:
+    source = render(skinny())
+    launch = source.launch(Shape(16, 4096, 4096))
+    assert launch.grid == (32, 1, 8) and launch.block == (128, 1, 1)
+    assert launch.dynamic_smem_bytes == 0
+    assert source.launch(Shape(33, 100, 5000)).grid == (1, 3, 8)
+
+
+def test_rendered_kernel_holds_the_split_protocol() -> None:
+    code = render(skinny()).code
+    for counter in ("arrivals", "done", "finished"):
+        assert f"static __device__ unsigned int skinny_{counter}[{SPLITK_MAX_TILES}];" in code
+    assert "ld.acquire.gpu.u32" in code and "st.release.gpu.u32" in code
+    assert "red.global.add.v4.f32" in code and "__threadfence();" in code
+    assert "first = ticket == 0u;" in code
+    assert "atomicAdd(&skinny_finished[tile], 1u) == 7u" in code  # 8 slices
+    # Lanes along k meet by shuffles over offsets 16 .. 8 (4 lanes of 8 columns groups).
+    assert "offset >= 8" in code
+    unsplit = render(skinny(SPLITK=1, LK=1, BN=128)).code
+    assert "skinny_arrivals" not in unsplit and "__shfl_xor_sync" not in unsplit
+
+
+def test_scalar_a_loads_when_chunks_are_not_float4() -> None:
+    assert "load4_or_zero(A" in render(skinny(KU=4)).code
+    code = render(skinny(KU=2)).code
+    assert "load4_or_zero(A" not in code and "load_or_zero(A, row0 + m, k + j" in code
+
+
+def test_compiler_reports_the_counters_the_ticket_and_no_spills() -> None:
+    source = render(skinny())
+    _, log = NvccCompiler("sm_90")._build(source)
+    assert f"{3 * SPLITK_MAX_TILES * 4} bytes gmem" in log
+    usage = parse_ptxas_report(log, source.entry)
+    assert usage.smem_static_bytes == 4 and not usage.spills
+
+
+def test_space_keeps_it_to_small_m() -> None:
+    assert Space("skinny", Shape(4096, 4096, 4096), H100).candidates() == []
+    checks, counts = Space("skinny", Shape(128, 4096, 4096), H100).evaluate()
+    assert checks and counts.pruned.get("skinny: wasteful for this shape", 0) > 0
+    assert all(-(-128 // c.config["BM"]) <= SKINNY_MAX_ROW_BLOCKS for c in checks)
+
+
+def test_space_split_limits_scale_with_block_size() -> None:
+    shape = Shape(16, 4096, 4096)
+    checks, _ = Space("skinny", shape, H100).evaluate()
+    assert len(checks) > 100
+    for check in checks:
+        p = check.config.as_dict()
+        tiles = -(-shape.m // p["BM"]) * -(-shape.n // p["BN"])
+        if p["SPLITK"] > 1:
+            assert tiles * p["SPLITK"] <= split_blocks_per_sm(check.threads) * H100.sm_count
+            assert shape.k // (p["KU"] * p["LK"]) >= p["SPLITK"]
+
+
+def test_estimate_prefers_enough_blocks_and_bytes_in_flight() -> None:
+    shape = Shape(16, 4096, 4096)
+    # 32 blocks of 128 threads leave 100 SMs idle; 8 slices fill the chip.
+    one, eight = estimate(skinny(SPLITK=1), shape, H100), estimate(skinny(), shape, H100)
+    assert (one.blocks, eight.blocks) == (32, 256)
+    assert eight.cycles < one.cycles / 2
+    # One k per lane and step keeps a quarter of the bytes in flight of four.
+    assert estimate(skinny(KU=1), shape, H100).cycles > eight.cycles
+
+
+@pytest.mark.parametrize("name", REPRESENTATIVE["skinny"])
+def test_representatives_are_valid(name: str) -> None:
+    assert FAMILY.broken_rules(parse_config(name)) == []
