@@ -1,0 +1,51 @@
+"""Launch configs and cuBLAS on one shape a few times each, for a profiler to read (GPU only).
+
+    ncu --section SpeedOfLight --section Occupancy --section WarpStateStats \
+        python benchmarks/profile_launch.py --shape 256x256x65536 --config NAME [--config ...]
+
+Each config is compiled with NVRTC, checked against cuBLAS (strict FP32), then launched
+``--launches`` times on random operands (alpha = 1, beta = 0); cuBLAS runs on the same operands
+in between, so one profile holds both kernels side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tuner.compile import NvrtcCompiler, load_kernel
+from tuner.families import parse_config
+from tuner.measure import cublas_gemm, launch, random_operands, verify
+from tuner.render import render
+from tuner.resources import live_device
+from tuner.shape import parse_shape
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shape", required=True)
+    parser.add_argument("--config", action="append", required=True)
+    parser.add_argument("--launches", type=int, default=2)
+    args = parser.parse_args()
+
+    import cupy as cp
+
+    shape = parse_shape(args.shape)
+    compiler = NvrtcCompiler(live_device().arch)
+    a, b, c = random_operands(shape, seed=0)
+    for name in args.config:
+        source = render(parse_config(name))
+        kernel = load_kernel(compiler.compile(source))
+        check = verify(kernel, source, shape)
+        print(f"{name} on {shape}: relative error {check.rel_error:.2e} (ok={check.ok})")
+        for _ in range(args.launches):
+            launch(kernel, source, shape, 1.0, a, b, 0.0, c)
+            cublas_gemm(1.0, a, b, 0.0, c)
+    cp.cuda.get_current_stream().synchronize()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Per-shape tuning summary of the suite: ``gemmtune bench``'s result plus what the tuning cost.
+
+    python benchmarks/tuning_summary.py --bench benchmarks/results/h100-suite.json \
+        --db sqlite:///bench.db --out benchmarks/results/h100.json
+
+For every shape of the bench document (best config, its re-measured ms and TFLOP/s beside
+cuBLAS, the ratio, provenance) it adds, from the tuning database: the studies that tuned the
+shape on that device, the candidates they evaluated (all statuses), and the tuning wall time:
+the sum of the intervals between consecutive stored results of the shape, leaving out gaps of
+more than ``--gap-s`` seconds (a study resumed in a later run), so the time between runs does
+not count. ``gemmtune serve`` preloads the output (``api/preload.py`` reads ``shapes``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sqlalchemy import select
+
+import storage
+from storage.models import Device, Measurement, Shape
+
+KEEP = (
+    "class", "m", "n", "k", "config", "family", "status", "reason", "ms", "tflops", "cublas_ms",
+    "cublas_tflops", "ratio", "rel_error", "roofline",
+)  # fmt: skip
+
+
+def tuning_cost(db: str, device: str, gap_s: float) -> dict[tuple[int, int, int], dict[str, Any]]:
+    """Studies, evaluated candidates and active wall time per shape tuned on ``device``."""
+    engine = storage.make_engine(db, writable=False)
+    rows = defaultdict(list)
+    with storage.make_session_factory(engine)() as session:
+        query = (
+            select(Shape.m, Shape.n, Shape.k, Measurement.study, Measurement.created_at)
+            .join(Shape, Measurement.shape_id == Shape.id)
+            .join(Device, Measurement.device_id == Device.id)
+            .where(Device.name == device)
+        )
+        for m, n, k, study, created in session.execute(query):
+            rows[(m, n, k)].append((created, study))
+    engine.dispose()
+    cost = {}
+    for shape, stamps in rows.items():
+        stamps.sort()
+        wall = sum(
+            gap
+            for (before, _), (after, _) in itertools.pairwise(stamps)
+            if (gap := (after - before).total_seconds()) <= gap_s
+        )
+        studies: dict[str, int] = defaultdict(int)
+        for _, study in stamps:
+            studies[study or "(none)"] += 1
+        cost[shape] = {
+            "studies": dict(studies),
+            "candidates_evaluated": len(stamps),
+            "tuning_wall_s": round(wall, 1),
+        }
+    return cost
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bench", type=Path, required=True)
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--gap-s", type=float, default=60.0)
+    args = parser.parse_args()
+
+    bench = json.loads(args.bench.read_text())
+    cost = tuning_cost(args.db, bench["device"], args.gap_s)
+    shapes = []
+    for row in bench["shapes"]:
+        entry = {key: row.get(key) for key in KEEP}
+        entry.update(cost.get((row["m"], row["n"], row["k"]), {}))
+        shapes.append(entry)
+    doc = {
+        "what": "best config per suite shape after tuning, re-measured beside cuBLAS, and the "
+        "cost of tuning it",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "measured": bench["date"],
+        "device": bench["device"],
+        "provenance": bench["provenance"],
+        "method": bench["method"],
+        "wall_time": f"sum of intervals between consecutive stored results of a shape, gaps over "
+        f"{args.gap_s:.0f} s (between runs) left out",
+        "source": {"bench": args.bench.name, "database": "the tuning database of those runs"},
+        "summary": bench["summary"],
+        "shapes": shapes,
+    }
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {args.out}: {len(shapes)} shapes")
+
+
+if __name__ == "__main__":
+    main()
