@@ -75,6 +75,29 @@ class Estimate:
     wave_efficiency: float  # waves / ceil(waves)
     edge_efficiency: float  # useful M*N / padded M*N
 
+    @classmethod
+    def of(
+        cls,
+        cycles: float,
+        blocks: int,
+        per_sm: int,
+        tile: tuple[int, int],
+        shape: Shape,
+        device: DeviceLimits,
+    ) -> Estimate:
+        """An estimate of ``cycles`` for ``blocks`` blocks of ``tile`` (BM, BN), ``per_sm`` of
+        them resident per SM."""
+        waves = blocks / (device.sm_count * per_sm)
+        tiles = -(-shape.m // tile[0]) * -(-shape.n // tile[1])
+        return cls(
+            cycles=cycles,
+            blocks=blocks,
+            blocks_per_sm=per_sm,
+            waves=waves,
+            wave_efficiency=waves / -(-blocks // (device.sm_count * per_sm)),
+            edge_efficiency=(shape.m * shape.n) / (tiles * tile[0] * tile[1]),
+        )
+
 
 def _tiles(config: Config) -> tuple[int, int, int, int]:
     """(accumulators, fragment floats, WM, WN) of one thread / one warp for any family."""
@@ -133,15 +156,7 @@ def _stream_estimate(config: Config, shape: Shape, device: DeviceLimits) -> Esti
     arithmetic = lanes * shape.k * per_lane_k / (device.sm_count * rates.fma_lanes)
     reductions = (split - 1) * tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
     cycles = max(memory, arithmetic) + reductions + (rates.global_latency if split > 1 else 0)
-    waves = blocks / (device.sm_count * r_full)
-    return Estimate(
-        cycles=cycles,
-        blocks=blocks,
-        blocks_per_sm=r_full,
-        waves=waves,
-        wave_efficiency=waves / -(-blocks // (device.sm_count * r_full)),
-        edge_efficiency=(shape.m * shape.n) / (tiles * bm * bn),
-    )
+    return Estimate.of(cycles, blocks, r_full, (bm, bn), shape, device)
 
 
 def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
@@ -187,15 +202,7 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
         handoff = 2 * rates.global_latency
         adds = (split - 1) * tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
         cycles += (full_waves + (1 if rest else 0)) * handoff + adds
-    waves = blocks / (device.sm_count * r_full)
-    return Estimate(
-        cycles=cycles,
-        blocks=blocks,
-        blocks_per_sm=r_full,
-        waves=waves,
-        wave_efficiency=waves / -(-blocks // (device.sm_count * r_full)),
-        edge_efficiency=(shape.m * shape.n) / (tiles * bm * bn),
-    )
+    return Estimate.of(cycles, blocks, r_full, (bm, bn), shape, device)
 
 
 def rank(configs: list[Config], shape: Shape, device: DeviceLimits) -> list[Config]:
