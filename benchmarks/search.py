@@ -1,54 +1,68 @@
 """Search efficiency on the replay table: evaluations until within 2 % of the exhaustive best.
 
     python benchmarks/search.py [--sampler tpe --sampler random ...] [--seeds 20] [--cap 600]
-        [--shape 4096x4096x4096 ...] [--jobs N] [--table benchmarks/results/h100-sweep.jsonl]
-        [--markdown benchmarks/search.md] [--json out.json]
+        [--cap-for tpe=130 ...] [--shape 4096x4096x4096 ...] [--jobs N]
+        [--table benchmarks/results/h100-sweep.jsonl] [--markdown benchmarks/search.md]
+        [--json out.json]
 
 For every shape of the table, sampler and seed, a study (``tuner.study.Study``, in-memory Optuna
 storage, a MemoryRecorder, no warm start) runs on the warptile and pipelined families with the
 replay evaluator; it stops as soon as the best result so far is within ``--tolerance`` of the
-best of the whole table for that shape, or after ``--cap`` evaluated candidates (a capped run).
+best of the whole table for that shape, or after ``--cap`` evaluated candidates (a capped run;
+``--cap-for SAMPLER=N`` gives one sampler another cap, e.g. a slow model-based one).
 Prints, per shape and sampler, the quantiles of the count of evaluated candidates, as a number
-and as a share of the valid space, plus the wall time; random's expected count is also computed
-exactly from the table as a cross-check.
+and as a share of the valid space, plus the wall time; whether the search target holds per shape
+(the best sampler's median count at most ``TARGET_SHARE`` of the valid space and at most
+``TARGET_VS_RANDOM`` of random's); random's expected count is also computed exactly from the
+table as a cross-check. ``--markdown`` writes the same report, with the date, machine and the
+command that reproduces it, to a file.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
+import importlib.metadata
+import importlib.util
 import json
-import statistics
+import os
+import platform
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.search_report import (
+    FAMILIES,
+    ROOT,
+    Run,
+    code_version,
+    machine,
+    relative,
+    render,
+    table_best,
+    table_header,
+)
 from tuner.evaluate import Result
-from tuner.families import get_family
 from tuner.recording import MemoryRecorder
 from tuner.replay import DEFAULT_TABLE, ReplayEvaluator
 from tuner.samplers import SAMPLERS
-from tuner.shape import Shape, parse_shape
-from tuner.space import Space
+from tuner.shape import parse_shape
 from tuner.study import Progress, Study
 
-FAMILIES = ("warptile", "pipelined")
+# tuner.samplers imports the cost model only when "ranked" is first asked for; import it now so
+# that every run uses the code there was at the start (and that code_version() names).
+importlib.import_module("tuner.ranking")
+
 DEFAULT_SAMPLERS = ("ranked", "tpe", "random", "cmaes")
-
-
-@dataclass
-class Run:
-    shape: str
-    sampler: str
-    seed: int
-    evaluations: int
-    capped: bool
-    wall_s: float
-    best_ratio: float  # best found / best of the table
+# Model-based samplers whose proposals get slower as the study grows: started first, so that the
+# cheap runs fill the workers at the end.
+SLOW_SAMPLERS = ("gp", "tpe")
 
 
 class Reached(Exception):
@@ -63,15 +77,6 @@ def _evaluator(table: str) -> ReplayEvaluator:
     if _EVALUATOR is None:
         _EVALUATOR = ReplayEvaluator(table)
     return _EVALUATOR
-
-
-def table_best(evaluator: ReplayEvaluator, shape: Shape) -> float:
-    times = [
-        float(row["ms"])
-        for (s, _), row in evaluator.rows.items()
-        if s == shape and row["status"] == "ok" and row.get("ms")
-    ]
-    return min(times)
 
 
 def one_run(table: str, shape_text: str, sampler: str, seed: int, cap: int, tol: float) -> Run:
@@ -99,97 +104,25 @@ def one_run(table: str, shape_text: str, sampler: str, seed: int, cap: int, tol:
     times = [r.ms for r in done.values() if r.status == "ok" and r.ms is not None]
     count = len(done) if progress is None else progress.evaluated
     return Run(
-        shape_text,
-        sampler,
-        seed,
-        count,
-        not reached,
-        wall,
-        min(times) / table_best(evaluator, shape) if times else float("inf"),
+        shape=shape_text,
+        sampler=sampler,
+        seed=seed,
+        evaluations=count,
+        capped=not reached,
+        wall_s=wall,
+        best_ratio=min(times) / table_best(evaluator, shape) if times else float("inf"),
+        cap=cap,
     )
 
 
-def space_size(evaluator: ReplayEvaluator, shape: Shape) -> int:
-    return sum(len(Space(f, shape, evaluator.device).candidates()) for f in FAMILIES)
-
-
-def random_expectations(
-    evaluator: ReplayEvaluator, shape: Shape, tol: float
-) -> tuple[float, float]:
-    """Expected evaluations until a within-``tol`` candidate for (a) uniform sampling without
-    replacement over the candidates (hypergeometric: (N+1)/(K+1)) and (b) Optuna's random sampler
-    as the study drives it: the family is drawn first (each equally likely), then each parameter
-    index uniformly; invalid points and repeats cost nothing, so candidate c is drawn with weight
-    w_c = 1/(F * raw_f). For such successive sampling, E[T] = 1 + sum over the other candidates of
-    w_i / (w_i + W_good) (order by exponential clocks: i precedes every good one with that
-    probability)."""
-    goal = (1 + tol) * table_best(evaluator, shape)
-    weights: list[tuple[float, bool]] = []
-    for name in FAMILIES:
-        fam = get_family(name)
-        raw = 1
-        for p in fam.params:
-            raw *= len(p.values)
-        for config in Space(fam, shape, evaluator.device).candidates():
-            row = evaluator.rows.get((shape, config.name), {})
-            good = row.get("status") == "ok" and row.get("ms") is not None and row["ms"] <= goal
-            weights.append((1 / (len(FAMILIES) * raw), good))
-    n, k = len(weights), sum(good for _, good in weights)
-    w_good = sum(w for w, good in weights if good)
-    weighted = 1 + sum(w / (w + w_good) for w, good in weights if not good)
-    return (n + 1) / (k + 1), weighted
-
-
-def quantile(values: list[int], q: float) -> float:
-    ordered = sorted(values)
-    pos = q * (len(ordered) - 1)
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
-def summarize(runs: list[Run], evaluator: ReplayEvaluator, tol: float, cap: int) -> str:
-    lines = [
-        "| shape | space | within 2 % | sampler | median | p25 - p75 | min - max "
-        "| median % of space | capped | median wall s |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    notes = []
-    for shape_text in dict.fromkeys(r.shape for r in runs):
-        shape = parse_shape(shape_text)
-        size = space_size(evaluator, shape)
-        goal = (1 + tol) * table_best(evaluator, shape)
-        good = sum(
-            1
-            for (s, _), row in evaluator.rows.items()
-            if s == shape and row["status"] == "ok" and row.get("ms") and row["ms"] <= goal
-        )
-        for sampler in dict.fromkeys(r.sampler for r in runs):
-            mine = [r for r in runs if r.shape == shape_text and r.sampler == sampler]
-            if not mine:
-                continue
-            counts = [r.evaluations for r in mine]
-            med = statistics.median(counts)
-            capped = sum(r.capped for r in mine)
-            lines.append(
-                f"| {shape_text} | {size} | {good} | {sampler} | {med:g} "
-                f"| {quantile(counts, 0.25):g} - {quantile(counts, 0.75):g} "
-                f"| {min(counts)} - {max(counts)}{'+' if capped else ''} "
-                f"| {100 * med / size:.1f} % | {capped}/{len(mine)} "
-                f"| {statistics.median(r.wall_s for r in mine):.2f} |"
-            )
-        uniform, weighted = random_expectations(evaluator, shape, tol)
-        notes.append(
-            f"- {shape_text}: {good} of {size} candidates within {100 * tol:g} % -> random's "
-            f"expected count {uniform:.0f} drawing uniformly over candidates ((N+1)/(K+1)), "
-            f"{weighted:.0f} as Optuna's random sampler draws (family first)."
-        )
-    return (
-        "\n".join(lines)
-        + f"\n\nExact expectation for random (the runs above stop at {cap}):\n\n"
-        + "\n".join(notes)
-        + "\n"
-    )
+def parse_caps(items: list[str], default: int) -> dict[str, int]:
+    caps: dict[str, int] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in SAMPLERS or not value.isdigit() or int(value) < 1:
+            raise SystemExit(f"--cap-for wants SAMPLER=N (N >= 1), got {item!r}")
+        caps[name] = int(value)
+    return caps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,32 +131,75 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", action="append")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--cap", type=int, default=600)
+    parser.add_argument(
+        "--cap-for",
+        action="append",
+        default=[],
+        metavar="SAMPLER=N",
+        help="another cap for one sampler (repeatable)",
+    )
     parser.add_argument("--tolerance", type=float, default=0.02)
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--table", default=str(DEFAULT_TABLE))
-    parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--markdown", help="also write the report to this file")
+    parser.add_argument("--json", dest="json_out", help="write the runs and their setting here")
+    parser.add_argument(
+        "--report-from",
+        metavar="JSON",
+        help="run nothing: rebuild the report from a file that --json wrote",
+    )
     args = parser.parse_args(argv)
 
-    evaluator = _evaluator(args.table)
-    shapes = args.shape or [str(s) for s in evaluator.shapes()]
-    samplers = args.sampler or list(DEFAULT_SAMPLERS)
-    tasks = [
-        (args.table, shape, sampler, seed, args.cap, args.tolerance)
-        for shape in shapes
-        for sampler in samplers
-        for seed in range(args.seeds)
-    ]
-    start = time.perf_counter()
-    with ProcessPoolExecutor(args.jobs) as pool:
-        runs = list(pool.map(one_run, *zip(*tasks, strict=True), chunksize=1))
-    total = time.perf_counter() - start
-    print(
-        f"# {dt.date.today()} · table {Path(args.table).name} · {args.seeds} seeds · "
-        f"cap {args.cap} · families {'+'.join(FAMILIES)} · {total:.0f} s in all\n"
-    )
-    print(summarize(runs, evaluator, args.tolerance, args.cap))
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps([asdict(r) for r in runs], indent=1))
+    if args.report_from:
+        saved = json.loads(Path(args.report_from).read_text())
+        meta: dict[str, Any] = saved["meta"]
+        runs = [Run(**r) for r in saved["runs"]]
+        evaluator = _evaluator(str(ROOT / meta["table"]))
+    else:
+        evaluator = _evaluator(args.table)
+        shapes = args.shape or [str(s) for s in evaluator.shapes()]
+        samplers = list(dict.fromkeys(args.sampler or DEFAULT_SAMPLERS))
+        caps = {s: args.cap for s in samplers} | parse_caps(args.cap_for, args.cap)
+        tasks = [
+            (args.table, shape, sampler, seed, caps[sampler], args.tolerance)
+            for sampler in sorted(samplers, key=lambda s: s not in SLOW_SAMPLERS)
+            for shape in shapes
+            for seed in range(args.seeds)
+        ]
+        jobs = args.jobs or os.cpu_count() or 1
+        code = code_version()
+        started = dt.datetime.now(dt.UTC)
+        start = time.perf_counter()
+        with ProcessPoolExecutor(jobs) as pool:
+            runs = list(pool.map(one_run, *zip(*tasks, strict=True), chunksize=1))
+        header = table_header(Path(args.table))
+        meta = {
+            "started": f"{started:%Y-%m-%d %H:%M}",
+            "total_s": time.perf_counter() - start,
+            "jobs": jobs,
+            "machine": machine(),
+            "python": platform.python_version(),
+            "optuna": importlib.metadata.version("optuna"),
+            "code": code,
+            "table": relative(Path(args.table)),
+            "table_device": header.get("device", "an unknown device"),
+            "table_date": header.get("date", "date unknown"),
+            "shapes": shapes,
+            "samplers": samplers,
+            "seeds": args.seeds,
+            "cap": args.cap,
+            "caps": caps,
+            "tolerance": args.tolerance,
+            "argv": sys.argv[1:] if argv is None else argv,
+        }
+        if args.json_out:
+            Path(args.json_out).write_text(
+                json.dumps({"meta": meta, "runs": [asdict(r) for r in runs]}, indent=1) + "\n"
+            )
+    report = render(meta, runs, evaluator, args.report_from or args.json_out)
+    print(report)
+    if args.markdown:
+        Path(args.markdown).write_text(report)
     return 0
 
 
