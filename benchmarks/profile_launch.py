@@ -16,11 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.compile import NvrtcCompiler, load_kernel
-from tuner.families import parse_config
+from tuner.client import compiled
 from tuner.measure import cublas_gemm, launch, random_operands, verify
-from tuner.render import render
-from tuner.resources import live_device
 from tuner.shape import parse_shape
 
 
@@ -34,11 +31,9 @@ def main() -> None:
     import cupy as cp
 
     shape = parse_shape(args.shape)
-    compiler = NvrtcCompiler(live_device().arch)
     a, b, c = random_operands(shape, seed=0)
     for name in args.config:
-        source = render(parse_config(name))
-        kernel = load_kernel(compiler.compile(source))
+        kernel, source = compiled(name)
         check = verify(kernel, source, shape)
         print(f"{name} on {shape}: relative error {check.rel_error:.2e} (ok={check.ok})")
         for _ in range(args.launches):

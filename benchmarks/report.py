@@ -1,5 +1,5 @@
 """Print the Markdown table of a ``gemmtune bench`` result (the README's table); with
-``--chart FILE.svg`` also write its bar chart. Reads older ``benchmarks/suite.py`` files too.
+``--chart FILE.svg`` also write its bar chart. Reads older per-shape tuning files too.
 
     python benchmarks/report.py benchmarks/results/h100-suite.json [--chart h100-suite.svg]
 

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.families import get_family, parse_config
 from tuner.gpu_worker import GpuEvaluator
+from tuner.measure import tflops
 from tuner.shape import parse_shape
 
 
@@ -51,7 +52,7 @@ def main() -> None:
                     cublas_ms = statistics.median(reply["cublas_ms_rounds"])
                     row |= {
                         "ms": ms,
-                        "tflops": shape.flops / (ms * 1e-3) / 1e12,
+                        "tflops": tflops(shape, ms),
                         "cublas_ms": cublas_ms,
                         "ratio": cublas_ms / ms,
                     }

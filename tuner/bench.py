@@ -26,6 +26,7 @@ from tuner.config import Config
 from tuner.errors import InputError
 from tuner.evaluate import Evaluator
 from tuner.families import get_family, parse_config
+from tuner.measure import tflops as measured_tflops
 from tuner.roofline import Ceilings, roofline
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
@@ -186,7 +187,7 @@ def shape_row(
         return row
     mine, base = list(reply["ms_rounds"]), list(reply["cublas_ms_rounds"])
     ms, cublas_ms = statistics.median(mine), statistics.median(base)
-    tflops, cublas_tflops = _tflops(shape, ms), _tflops(shape, cublas_ms)
+    tflops, cublas_tflops = measured_tflops(shape, ms), measured_tflops(shape, cublas_ms)
     row.update(
         ms=ms,
         tflops=tflops,
@@ -200,10 +201,6 @@ def shape_row(
             pct_of_bound=roof.percent(tflops), cublas_pct_of_bound=roof.percent(cublas_tflops)
         )
     return row
-
-
-def _tflops(shape: Shape, ms: float) -> float:
-    return shape.flops / (ms * 1e-3) / 1e12
 
 
 def run_bench(

@@ -2,8 +2,8 @@
 
 Both read only the document, so they re-render a committed result without a GPU. The chart is
 hand-written SVG with no dependency (the dashboard has its own in ``api.charts``; ``tuner`` does
-not import ``api``). Rows written by the older ``benchmarks/suite.py`` (no roofline, no cuBLAS
-ms) render too, with "-" where a figure is missing.
+not import ``api``). Rows without a roofline or cuBLAS ms (older per-shape tuning files) render
+too, with "-" where a figure is missing.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ import optuna
 
 from tuner.config import Config
 from tuner.families import SPLITK_MAX_TILES, get_family
-from tuner.resources import DeviceLimits, static_check
+from tuner.resources import DeviceLimits, ResourceCheck, static_check
 from tuner.shape import Shape
 
 
@@ -120,6 +120,29 @@ def _loads_ahead(config: Config, accumulators: int, fragments: int, tile_loads: 
     return 0
 
 
+@dataclass(frozen=True)
+class _Grid:
+    """How a config's blocks meet the chip: shared by both cost models."""
+
+    check: ResourceCheck
+    tiles: int  # output tiles
+    split: int  # SPLITK blocks per tile (1 when the grid has more tiles than ticket counters)
+    blocks: int
+    per_sm: int  # resident blocks per SM the resources allow
+    r_full: int  # resident blocks per SM in a full wave of this grid
+
+
+def _grid(config: Config, shape: Shape, device: DeviceLimits) -> _Grid:
+    params = config.as_dict()
+    check = static_check(config, device)
+    tiles = -(-shape.m // params["BM"]) * -(-shape.n // params["BN"])
+    # The kernel splits only when every tile has its ticket counters (see templates/splitk).
+    split = params.get("SPLITK", 1) if tiles <= SPLITK_MAX_TILES else 1
+    blocks = tiles * split
+    per_sm = max(check.occupancy.blocks_per_sm, 1)
+    return _Grid(check, tiles, split, blocks, per_sm, min(per_sm, -(-blocks // device.sm_count)))
+
+
 def _stream_estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
     """``skinny``: no shared-memory tiles; B streams from memory once per block row.
 
@@ -131,21 +154,16 @@ def _stream_estimate(config: Config, shape: Shape, device: DeviceLimits) -> Esti
     rates = THROUGHPUT.get(device.arch, THROUGHPUT["sm_90"])
     p = config.as_dict()
     bm, bn = p["BM"], p["BN"]
-    check = static_check(config, device)
+    g = _grid(config, shape, device)
     row_blocks, col_blocks = -(-shape.m // bm), -(-shape.n // bn)
-    tiles = row_blocks * col_blocks
-    split = p["SPLITK"] if tiles <= SPLITK_MAX_TILES else 1
-    blocks = tiles * split
-    per_sm = max(check.occupancy.blocks_per_sm, 1)
-    r_full = min(per_sm, -(-blocks // device.sm_count))
     dram = 4 * (shape.k * shape.n + shape.m * shape.k + shape.m * shape.n)
     l2 = 4 * shape.k * shape.n * (row_blocks - 1)
-    active_sms = min(device.sm_count, blocks)  # each SM pulls at most its L2 bandwidth
+    active_sms = min(device.sm_count, g.blocks)  # each SM pulls at most its L2 bandwidth
     memory = max(
         dram / rates.dram_bytes_per_clk, (dram + l2) / (active_sms * rates.l2_bytes_per_clk)
     )
-    resident = min(blocks, device.sm_count * per_sm)
-    in_flight = resident * check.threads * p["KU"] * p["TN"] * 4  # bytes requested, chip-wide
+    resident = min(g.blocks, device.sm_count * g.per_sm)
+    in_flight = resident * g.check.threads * p["KU"] * p["TN"] * 4  # bytes requested, chip-wide
     needed = rates.global_latency * rates.dram_bytes_per_clk  # Little's law at full bandwidth
     memory *= max(1.0, needed / max(in_flight, 1))
     # Per block row, k and lane: BM*TN FMAs, TN/4 loads of B, BM loads of A (a quarter as
@@ -154,9 +172,9 @@ def _stream_estimate(config: Config, shape: Shape, device: DeviceLimits) -> Esti
     per_lane_k = bm * p["TN"] + p["TN"] / 4 + a_loads
     lanes = row_blocks * col_blocks * bn / p["TN"]
     arithmetic = lanes * shape.k * per_lane_k / (device.sm_count * rates.fma_lanes)
-    reductions = (split - 1) * tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
-    cycles = max(memory, arithmetic) + reductions + (rates.global_latency if split > 1 else 0)
-    return Estimate.of(cycles, blocks, r_full, (bm, bn), shape, device)
+    reductions = (g.split - 1) * g.tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
+    cycles = max(memory, arithmetic) + reductions + (rates.global_latency if g.split > 1 else 0)
+    return Estimate.of(cycles, g.blocks, g.r_full, (bm, bn), shape, device)
 
 
 def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
@@ -166,19 +184,14 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
     rates = THROUGHPUT.get(device.arch, THROUGHPUT["sm_90"])
     params = config.as_dict()
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
-    check = static_check(config, device)
-    threads = check.threads
+    g = _grid(config, shape, device)
+    tiles, split, blocks, r_full = g.tiles, g.split, g.blocks, g.r_full
+    threads = g.check.threads
     warps = -(-threads // device.warp_size)
     accumulators, fragments, wm, wn = _tiles(config)
 
-    tiles = -(-shape.m // bm) * -(-shape.n // bn)
-    # The kernel splits only when every tile has its ticket counters (see templates/splitk).
-    split = params.get("SPLITK", 1) if tiles <= SPLITK_MAX_TILES else 1
-    blocks = tiles * split
     all_k_tiles = -(-shape.k // bk)
     k_tiles = -(-all_k_tiles // split)  # k tiles of the longest slice
-    per_sm = max(check.occupancy.blocks_per_sm, 1)
-    r_full = min(per_sm, -(-blocks // device.sm_count))
     tile_loads = max((bm + bn) * bk // (4 * threads), 1)  # float4 loads per thread per tile
     ahead = _loads_ahead(config, accumulators, fragments, tile_loads)
 
