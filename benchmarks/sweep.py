@@ -2,13 +2,14 @@
 
     python benchmarks/sweep.py --family warptile --family pipelined \
         --shape 4096x4096x4096 --shape 1000x1000x1000 --out $OUT/sweep.jsonl \
-        [--resume previous.jsonl] [--max-minutes 9]
+        [--resume previous.jsonl] [--max-minutes 9] [--where THREADS=128,256 --where BK=16,32]
 
 Writes JSON lines: a header with device, date and versions, then one line per (shape, config),
 every status, failures with their reason. ``tuner.replay`` reads the file. Kernels do not depend
 on the shape, so each family's candidates (union over shapes) compile once, in parallel; then
 they are measured one by one in the isolated GPU worker. ``--resume`` skips rows already
-measured (a sweep longer than one GPU session runs in pieces).
+measured (a sweep longer than one GPU session runs in pieces). ``--where NAME=V1,V2`` keeps
+only the candidates whose parameter NAME takes one of the values (a slice of a large space).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.compile import compile_many
+from tuner.config import Config
 from tuner.gpu_worker import GpuEvaluator
 from tuner.render import render
 from tuner.shape import parse_shape
@@ -52,6 +54,27 @@ def already_done(paths: list[Path]) -> set[tuple[str, str]]:
     return done
 
 
+def parse_where(items: list[str]) -> dict[str, set[int]]:
+    """``["THREADS=128,256", "BK=32"]`` -> ``{"THREADS": {128, 256}, "BK": {32}}``."""
+    where: dict[str, set[int]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        try:
+            parsed = {int(v) for v in values.split(",")}
+        except ValueError:
+            parsed = set()
+        if not sep or not name.strip() or not parsed:
+            raise SystemExit(f"--where {item!r} must look like NAME=INT[,INT...]")
+        where[name.strip().upper()] = parsed
+    return where
+
+
+def selected(config: Config, where: dict[str, set[int]]) -> bool:
+    """True when every parameter named in ``where`` that the config has takes a listed value."""
+    params = config.as_dict()
+    return all(params[name] in values for name, values in where.items() if name in params)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--family", action="append", required=True)
@@ -60,7 +83,9 @@ def main() -> None:
     parser.add_argument("--resume", type=Path, action="append", default=[])
     parser.add_argument("--budget-ms", type=float, default=25.0, help="timed kernel ms per config")
     parser.add_argument("--max-minutes", type=float, default=9.0)
+    parser.add_argument("--where", action="append", default=[], help="NAME=V1,V2: a slice")
     args = parser.parse_args()
+    where = parse_where(args.where)
 
     deadline = time.monotonic() + args.max_minutes * 60
     done = already_done(args.resume)
@@ -73,6 +98,7 @@ def main() -> None:
             "arch": evaluator.device.arch,
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "budget_ms": args.budget_ms,
+            "where": {name: sorted(values) for name, values in where.items()},
             "provenance": evaluator.provenance,
         }
         out.write(json.dumps(header) + "\n")
@@ -81,7 +107,7 @@ def main() -> None:
                 s: [
                     c
                     for c in Space(family, s, evaluator.device).candidates()
-                    if (str(s), c.name) not in done
+                    if (str(s), c.name) not in done and selected(c, where)
                 ]
                 for s in shapes
             }

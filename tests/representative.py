@@ -11,6 +11,13 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128",
         "warptile_bm64_bn128_bk8_wm32_wn64_wni2_tm4_tn4_t128",
     ],
+    # Past the 48 KiB of static shared memory; a tile too heavy for the register prefetch; a
+    # small 4-warp tile.
+    "doublebuf": [
+        "doublebuf_bm256_bn128_bk16_wm64_wn64_wni2_tm4_tn8_t256",
+        "doublebuf_bm128_bn128_bk32_wm64_wn64_wni4_tm4_tn4_t128",
+        "doublebuf_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128",
+    ],
     "pipelined": [
         "pipelined_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128_s3",
         "pipelined_bm64_bn128_bk8_wm32_wn64_wni2_tm4_tn4_t128_s2",
@@ -21,6 +28,14 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "splitk_bm16_bn64_bk32_wm16_wn32_wni1_tm4_tn4_t64_s4_sk8",
         "splitk_bm64_bn128_bk64_wm32_wn64_wni2_tm4_tn4_t128_s3_sk3",
         "splitk_bm128_bn64_bk32_wm64_wn32_wni1_tm8_tn4_t128_s3_sk32",
+    ],
+    # 8 warps in 128x128 tiles split 32 ways (the large-K shape); one 2-warp block with a
+    # non-power-of-two split; a tile whose registers leave no room for the prefetch (the loop
+    # that loads each tile where it is used).
+    "warptile_splitk": [
+        "warptile_splitk_bm128_bn128_bk32_wm64_wn32_wni1_tm8_tn4_t256_sk32",
+        "warptile_splitk_bm32_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t64_sk3",
+        "warptile_splitk_bm128_bn128_bk32_wm64_wn64_wni4_tm4_tn4_t128_sk6",
     ],
     # One row, no split, scalar A loads (KU=1); a deep split with a lane per k along the warp;
     # 8-wide lanes with odd-sized chunks (KU=2) and a 64-way split.

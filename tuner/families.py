@@ -370,16 +370,30 @@ def _warptile_footprint(p: Params, smem_floats: int, dynamic: bool) -> Footprint
     )
 
 
+def _warptile_buffer_floats(p: Params) -> int:
+    """Floats of one shared-memory buffer of warptile.cu.j2: As[BK][BM+A_PAD] and Bs[BK][BN]."""
+    return p["BK"] * (p["BM"] + A_PAD) + p["BK"] * p["BN"]
+
+
 WARPTILE = Family(
     name="warptile",
     doc="Block tile -> warp tiles (WMxWN) -> WMITERxWNITER warp subtiles -> TMxTN thread tiles.",
     params=_WARPTILE_PARAMS,
     rules=_WARPTILE_RULES,
     threads=_warp_threads,
-    footprint=lambda p: _warptile_footprint(
-        p, p["BK"] * (p["BM"] + A_PAD) + p["BK"] * p["BN"], dynamic=False
-    ),
-    derive=_warptile_derive,
+    footprint=lambda p: _warptile_footprint(p, _warptile_buffer_floats(p), dynamic=False),
+    derive=lambda p: {**_warptile_derive(p), "BUFFERS": 1},
+)
+
+DOUBLEBUF = Family(
+    name="doublebuf",
+    doc="warptile with two shared-memory buffers (dynamic): the next k tile is stored into one "
+    "while the other is read, so a k tile needs one barrier instead of two.",
+    params=_WARPTILE_PARAMS,
+    rules=_WARPTILE_RULES,
+    threads=_warp_threads,
+    footprint=lambda p: _warptile_footprint(p, 2 * _warptile_buffer_floats(p), dynamic=True),
+    derive=lambda p: {**_warptile_derive(p), "BUFFERS": 2},
 )
 
 PIPELINED = Family(
@@ -448,6 +462,28 @@ SPLITK = Family(
         p, p["STAGES"] * (p["BM"] * (p["BK"] + A_PAD) + p["BK"] * p["BN"]), dynamic=True
     ),
     derive=_splitk_derive,
+)
+
+# --- warptile_splitk -------------------------------------------------------------------------
+
+
+def _with_values(params: tuple[Param, ...], **values: tuple[int, ...]) -> tuple[Param, ...]:
+    """``params`` with other value lists for the names given."""
+    return tuple(Param(p.name, values[p.name], p.doc) if p.name in values else p for p in params)
+
+
+WARPTILE_SPLITK = Family(
+    name="warptile_splitk",
+    doc="warptile (register-prefetched main loop) with K split over SPLITK blocks per output "
+    "tile (grid z), reduced in C as splitk does; for output grids too small to fill the chip.",
+    params=(
+        *_with_values(_WARPTILE_PARAMS, BM=(32, 64, 128, 256), THREADS=(64, 128, 256)),
+        SPLITK.params[-1],
+    ),
+    rules=SPLITK.rules,
+    threads=_warp_threads,
+    footprint=WARPTILE.footprint,
+    derive=lambda p: {**_splitk_derive(p), "BUFFERS": 1},
 )
 
 # --- skinny ---------------------------------------------------------------------------------
@@ -525,8 +561,10 @@ FAMILIES: dict[str, Family] = {
         BLOCKTILE_2D,
         VECTORIZED,
         WARPTILE,
+        DOUBLEBUF,
         PIPELINED,
         SPLITK,
+        WARPTILE_SPLITK,
         SKINNY,
     )
 }

@@ -5,22 +5,25 @@ published throughput figures per architecture, below); it has never seen a measu
 estimates a kernel's time in SM clock cycles:
 
 * the grid is ``ceil(M/BM) * ceil(N/BN)`` output tiles (padding at the matrix edges is paid in
-  full) times SPLITK blocks per tile for ``splitk``, each over ``1/SPLITK`` of the k tiles;
+  full) times SPLITK blocks per tile for ``splitk`` and ``warptile_splitk``, each over
+  ``1/SPLITK`` of the k tiles;
 * ``r`` blocks share an SM (the occupancy estimate of ``tuner.resources.static_check``, or fewer
   when the grid is small); the grid runs in full waves of ``SMs * r`` blocks and a last, partial
   wave whose blocks share their SMs with fewer others (wave quantization);
 * one k tile of one SM costs the largest of: instruction issue (FMAs, float4 shared loads of the
   fragments, the global loads and shared stores of the tile; ``fma_lanes / 32`` warp
   instructions a clock), shared-memory bandwidth, L2 bandwidth for the block tiles, and the
-  global-load latency divided by the tiles loaded ahead (1 for warptile with register prefetch,
-  STAGES-1 for pipelined and splitk; without prefetch the latency adds to every tile);
+  global-load latency divided by the tiles loaded ahead (1 for warptile, doublebuf and
+  warptile_splitk with register prefetch, STAGES-1 for pipelined and splitk; without prefetch
+  the latency adds to every tile);
 * split-K adds, per wave, one hand-off (the first slice stores its C tile, fences and raises
   a flag: about two global-memory latencies) and the atomic adds of the SPLITK-1 later slices
   into C (one 16-byte reduction per four values, ``REDUCTIONS_PER_CLK`` chip-wide).
 * ``skinny`` (no shared-memory tiles, B streamed) has a model of its own, ``_stream_estimate``.
 
-Families other than warptile, pipelined and splitk are ranked by the same arithmetic with their own
-thread tiles (one warp tile per block row of threads), which is rougher but never invalid.
+Families other than the warp-tiled ones are ranked by the same arithmetic with their own thread
+tiles (one warp tile per block row of threads), which is rougher but never invalid. The model
+does not see ``doublebuf``'s one barrier less per k tile.
 """
 
 from __future__ import annotations
@@ -114,7 +117,7 @@ def _loads_ahead(config: Config, accumulators: int, fragments: int, tile_loads: 
     """How many k tiles a block requests before it needs them (0: the latency is exposed)."""
     if config.family in ("pipelined", "splitk"):
         return config["STAGES"] - 1
-    if config.family == "warptile":
+    if config.family in ("warptile", "doublebuf", "warptile_splitk"):
         # The template prefetches the next tile into registers when they leave room for it.
         return 1 if accumulators + fragments + 4 * tile_loads + 40 <= 248 else 0
     return 0

@@ -62,7 +62,7 @@ def test_family_matches_cublas(
         )
 
 
-SPLIT_FAMILIES = ("splitk", "skinny")
+SPLIT_FAMILIES = ("splitk", "warptile_splitk", "skinny")
 
 
 @pytest.mark.parametrize("shape", SPLITK_SHAPES, ids=str)
@@ -87,9 +87,9 @@ def test_split_counters_reset_between_launches(
     shapes = [
         Shape(16, 4096, 4096),
         Shape(33, 100, 5000),
-        # 257*64 tiles of 16x64 (splitk) and 4097*128 tiles of 1x32 (skinny) exceed the 16384
-        # counters: slice 0 does all of K
-        Shape(4097, 4096, 256),
+        # 257*128 tiles of 16x64 (splitk), 129*128 of 32x64 (warptile_splitk) and 4097*256 of
+        # 1x32 (skinny) exceed the 16384 counters: slice 0 does all of K
+        Shape(4097, 8192, 256),
         Shape(16, 4096, 4096),
         Shape(16, 4096, 4096),
     ]

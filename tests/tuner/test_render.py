@@ -58,15 +58,21 @@ def test_missing_template_variable_fails_loudly() -> None:
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_each_template_uses_no_undeclared_names(family: str) -> None:
-    """Every name a template reads is a family constant or KERNEL_NAME: nothing else leaks in."""
+    """Every name a template reads (with the templates it extends, includes and imports) is a
+    family constant or KERNEL_NAME: nothing else leaks in."""
+    from jinja2 import meta
+
     env = _environment()
     fam = get_family(family)
     names: set[str] = set()
-    for template_name in (fam.template, "_common.cuh.j2", "_gpu_sync.cuh.j2"):
-        src = env.loader.get_source(env, template_name)[0]  # type: ignore[union-attr]
-        from jinja2 import meta
-
-        names |= meta.find_undeclared_variables(env.parse(src))
+    pending, seen = [fam.template], set()
+    while pending:
+        template_name = pending.pop()
+        seen.add(template_name)
+        ast = env.parse(env.loader.get_source(env, template_name)[0])  # type: ignore[union-attr]
+        names |= meta.find_undeclared_variables(ast)
+        pending += [t for t in meta.find_referenced_templates(ast) if t and t not in seen]
+    assert "_common.cuh.j2" in seen
     config = parse_config(_several(family)[0])
     allowed = set(fam.template_values(config)) | {"KERNEL_NAME"}
     assert names <= allowed, names - allowed
