@@ -2,9 +2,11 @@
 
 Two files under ``benchmarks/results/`` (or ``$GEMMTUNE_RESULTS_DIR``), each used when present:
 
-* ``h100-sweep.jsonl``: the exhaustive sweep (a header, then one row per shape and config, ok
-  or pruned). Every row is stored, one study per shape (``h100-sweep-MxNxK``, trials in file
-  order), so the dashboard can show how the space was explored.
+* ``h100-sweep*.jsonl``: sweep tables (a header, then one row per shape and config, ok or
+  pruned): ``h100-sweep.jsonl``, the exhaustive sweep, and slices of larger spaces
+  (``h100-sweep-<slice>.jsonl``). Every row is stored, one study per file and shape
+  (``<file stem>-MxNxK``, trials in file order), so the dashboard can show how the space was
+  explored.
 * ``h100.json``: best configs of the whole public suite (per shape m, n, k, config, ms, tflops,
   cublas_tflops, ratio, provenance), stored as ok measurements.
 
@@ -31,6 +33,7 @@ from tuner.shape import parse_shape
 
 RESULTS_ENV_VAR = "GEMMTUNE_RESULTS_DIR"
 SWEEP_FILE = "h100-sweep.jsonl"
+SWEEP_GLOB = "h100-sweep*.jsonl"
 SUITE_FILE = "h100.json"
 H100 = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
 
@@ -98,7 +101,7 @@ def sweep_records(path: Path) -> Iterator[Record]:
                     registers=row.get("registers"),
                     smem_bytes=row.get("smem_bytes"),
                     occupancy=row.get("occupancy"),
-                    study=f"h100-sweep-{row['shape']}",
+                    study=f"{path.stem}-{row['shape']}",
                     trial_number=number_in_study,
                     provenance=provenance,
                 ),
@@ -148,8 +151,8 @@ def preload(sessions: sessionmaker[Session], directory: Path | None = None) -> i
         if session.scalar(select(func.count(storage.Measurement.id))):
             return 0
     records: list[Record] = []
-    if (folder / SWEEP_FILE).is_file():
-        records.extend(sweep_records(folder / SWEEP_FILE))
+    for sweep in sorted(folder.glob(SWEEP_GLOB)):
+        records.extend(sweep_records(sweep))
     if (folder / SUITE_FILE).is_file():
         records.extend(suite_records(folder / SUITE_FILE))
     with sessions.begin() as session:

@@ -9,6 +9,12 @@ shape on that device, the candidates they evaluated (all statuses), and the tuni
 the sum of the intervals between consecutive stored results of the shape, leaving out gaps of
 more than ``--gap-s`` seconds (a study resumed in a later run), so the time between runs does
 not count. ``gemmtune serve`` preloads the output (``api/preload.py`` reads ``shapes``).
+
+When the database was seeded from committed files (``api.preload``: an earlier summary and sweep
+tables) rather than filled by the studies themselves, pass ``--seeded EARLIER.json``: a shape
+whose best config is the one EARLIER.json lists keeps EARLIER.json's studies, candidates and
+wall time; any other shape gets the database's sweep counts and no wall time (the sweep tables
+hold no timestamps; their stamps are the seeding's).
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ KEEP = (
     "class", "m", "n", "k", "config", "family", "status", "reason", "ms", "tflops", "cublas_ms",
     "cublas_tflops", "ratio", "rel_error", "roofline",
 )  # fmt: skip
+
+
+COST = ("studies", "candidates_evaluated", "tuning_wall_s")
 
 
 def tuning_cost(db: str, device: str, gap_s: float) -> dict[tuple[int, int, int], dict[str, Any]]:
@@ -74,15 +83,44 @@ def main() -> None:
     parser.add_argument("--db", required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--gap-s", type=float, default=60.0)
+    parser.add_argument(
+        "--seeded", type=Path, help="the earlier summary the database was seeded with"
+    )
     args = parser.parse_args()
 
     bench = json.loads(args.bench.read_text())
     cost = tuning_cost(args.db, bench["device"], args.gap_s)
+    earlier = {}
+    if args.seeded is not None:
+        earlier = {
+            (r["m"], r["n"], r["k"]): r for r in json.loads(args.seeded.read_text())["shapes"]
+        }
     shapes = []
     for row in bench["shapes"]:
-        entry = {key: row.get(key) for key in KEEP}
-        entry.update(cost.get((row["m"], row["n"], row["k"]), {}))
+        key = (row["m"], row["n"], row["k"])
+        entry = {k: row.get(k) for k in KEEP}
+        if args.seeded is None:
+            entry.update(cost.get(key, {}))
+        elif key in earlier and earlier[key]["config"] == row["config"]:
+            entry.update({k: earlier[key].get(k) for k in COST})
+        else:
+            studies = {
+                s: n for s, n in cost.get(key, {}).get("studies", {}).items() if s != "(none)"
+            }
+            entry.update(
+                studies=studies, candidates_evaluated=sum(studies.values()), tuning_wall_s=None
+            )
         shapes.append(entry)
+    wall = (
+        f"sum of intervals between consecutive stored results of a shape, gaps over "
+        f"{args.gap_s:.0f} s (between runs) left out"
+    )
+    if args.seeded is not None:
+        wall = (
+            f"carried from {args.seeded.name} where the best config did not change; null for "
+            "configs found by sweeps (benchmarks/sweep.py tables keep no timestamps), whose "
+            "studies count the sweep rows of the shape"
+        )
     doc = {
         "what": "best config per suite shape after tuning, re-measured beside cuBLAS, and the "
         "cost of tuning it",
@@ -91,8 +129,7 @@ def main() -> None:
         "device": bench["device"],
         "provenance": bench["provenance"],
         "method": bench["method"],
-        "wall_time": f"sum of intervals between consecutive stored results of a shape, gaps over "
-        f"{args.gap_s:.0f} s (between runs) left out",
+        "wall_time": wall,
         "source": {"bench": args.bench.name, "database": "the tuning database of those runs"},
         "summary": bench["summary"],
         "shapes": shapes,

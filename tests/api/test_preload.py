@@ -9,7 +9,7 @@ from pathlib import Path
 
 import storage
 from api.lookup import load_snapshot
-from api.preload import SUITE_FILE, SWEEP_FILE, preload, results_dir
+from api.preload import SUITE_FILE, SWEEP_FILE, preload, results_dir, sweep_records
 
 
 def small_results(folder: Path, rows: int = 40) -> Path:
@@ -59,9 +59,27 @@ def test_preload_fills_an_empty_database_once(db_url: str, tmp_path: Path) -> No
     assert [t.trial_number for t in trials] == list(range(40))
 
 
-def test_committed_sweep_parses(tmp_path: Path) -> None:
-    from api.preload import sweep_records
+def test_every_sweep_table_is_a_study_per_file_and_shape(db_url: str, tmp_path: Path) -> None:
+    folder = small_results(tmp_path / "results", rows=3)
+    with (results_dir() / "h100-sweep-warptile_splitk-large_k.jsonl").open() as source:
+        head = list(itertools.islice(source, 6))
+    (folder / "h100-sweep-warptile_splitk-large_k.jsonl").write_text("".join(head))
+    engine = storage.make_engine(db_url)
+    storage.upgrade(engine)
+    sessions = storage.make_session_factory(engine)
+    assert preload(sessions, folder) == 3 + 5 + 1
+    with sessions() as session:
+        sliced = storage.measurements_for_study(
+            session, "h100-sweep-warptile_splitk-large_k-256x256x65536"
+        )
+        main = storage.measurements_for_study(session, "h100-sweep-4096x4096x4096")
+    engine.dispose()
+    assert [t.trial_number for t in sliced] == list(range(5))
+    assert {t.family for t in sliced} == {"warptile_splitk"}
+    assert len(main) == 3
 
+
+def test_committed_sweep_parses(tmp_path: Path) -> None:
     records = list(sweep_records(results_dir() / SWEEP_FILE))
     assert len(records) > 5000
     assert {r[0].name for r in records} == {"NVIDIA H100 80GB HBM3"}
