@@ -111,8 +111,12 @@ def test_launch_grid_has_a_z_dimension_of_splitk() -> None:
     assert other.launch(Shape(33, 100, 5000)).grid[2] == 1
 
 
-def test_rendered_kernel_holds_the_ticket_protocol() -> None:
-    code = render(parse_config(SKINNY)).code
+@pytest.mark.parametrize(
+    "name", [SKINNY, "warptile_splitk_bm128_bn128_bk16_wm64_wn32_wni1_tm8_tn4_t256_sk8"]
+)
+def test_rendered_kernel_holds_the_ticket_protocol(name: str) -> None:
+    """Both split-K families on warp tiles render the same hand-off (_splitk_handoff)."""
+    code = render(parse_config(name)).code
     for counter in ("arrivals", "done", "finished"):
         assert f"static __device__ unsigned int splitk_{counter}[{SPLITK_MAX_TILES}];" in code
     assert "atomicAdd(&splitk_arrivals[tile], 1u)" in code
