@@ -179,3 +179,23 @@ def test_doublebuf_tiles_warptile_cannot_fit_statically_are_candidates() -> None
     big["THREADS"] = 256
     assert not static_check(get_family("warptile").config(big), H100).fits
     assert DOUBLE.config(big) in Space(DOUBLE, shape, H100).candidates()
+
+
+# --- the outer product's order ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "warptile_bm128_bn256_bk16_wm32_wn128_wni2_tm8_tn4_t256",
+        REPRESENTATIVE["doublebuf"][0],
+        REPRESENTATIVE["warptile_splitk"][0],
+    ],
+)
+def test_outer_product_walks_rows_in_serpentine_order(name: str) -> None:
+    config = parse_config(name)
+    values = get_family(config.family).template_values(config)
+    cols = values["WNITER"] * values["TN"]
+    code = render(config).code
+    assert f"const int j = (i & 1) ? {cols - 1} - jj : jj;" in code
+    assert "acc[i][j] = fmaf(a[i], b[j], acc[i][j]);" in code
