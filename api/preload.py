@@ -10,8 +10,9 @@ Two files under ``benchmarks/results/`` (or ``$GEMMTUNE_RESULTS_DIR``), each use
 * ``h100.json``: best configs of the whole public suite (per shape m, n, k, config, ms, tflops,
   cublas_tflops, ratio, provenance), stored as ok measurements.
 
-Everything goes through :func:`storage.record_measurement`, so best_config is computed exactly
-as for live tuning. Idempotent: a database that already holds measurements is left alone.
+Everything goes through :func:`storage.record_measurements`, which stores the same rows and
+best_config as live tuning's :func:`storage.record_measurement` one record at a time would.
+Idempotent: a database that already holds measurements is left alone.
 """
 
 from __future__ import annotations
@@ -156,6 +157,5 @@ def preload(sessions: sessionmaker[Session], directory: Path | None = None) -> i
     if (folder / SUITE_FILE).is_file():
         records.extend(suite_records(folder / SUITE_FILE))
     with sessions.begin() as session:
-        for device, shape, measurement in records:
-            storage.record_measurement(session, device, shape, measurement)
+        storage.record_measurements(session, records)
     return len(records)

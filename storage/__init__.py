@@ -28,7 +28,7 @@ from storage.queries import (
     nearest_best,
     shape_distance,
 )
-from storage.records import record_measurement
+from storage.records import record_measurement, record_measurements
 from storage.schema import (
     UPGRADE_COMMAND,
     check_schema,
@@ -74,6 +74,7 @@ __all__ = [
     "measurements_for_study",
     "nearest_best",
     "record_measurement",
+    "record_measurements",
     "shape_distance",
     "upgrade",
 ]

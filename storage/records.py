@@ -15,6 +15,8 @@ best_config lock is held briefly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session, lazyload
 
@@ -33,8 +35,52 @@ def record_measurement(
     current best, so the first of equally fast configs stays. Failed measurements are stored
     with their status and reason and never become best.
     """
-    device_row = _get_or_create_device(session, device)
-    shape_row = _get_or_create_shape(session, shape)
+    measurement = _new_measurement(
+        _get_or_create_device(session, device), _get_or_create_shape(session, shape), m
+    )
+    session.add(measurement)
+    session.flush()
+    if m.status == "ok" and m.ms is not None:
+        _offer_best(session, measurement, m.ms)
+    return measurement
+
+
+def record_measurements(
+    session: Session, records: Iterable[tuple[DeviceIn, ShapeIn, MeasurementIn]]
+) -> list[Measurement]:
+    """Store many measurements in one go (a bulk load such as the committed results).
+
+    The rows and the best_config are exactly those of calling :func:`record_measurement` for
+    each record in order, with fewer statements: each device and shape is looked up once, the
+    rows are inserted together, and each (device, shape) offers best_config only its first
+    fastest ok measurement (a later one only replaces the best when strictly faster, so no other
+    record of the batch could win). Meant for loads into a database no tuner writes to at the
+    same time: the best_config rows stay locked until the caller commits.
+    """
+    devices: dict[DeviceIn, Device] = {}
+    shapes: dict[ShapeIn, Shape] = {}
+    stored: list[tuple[Measurement, MeasurementIn]] = []
+    for device, shape, m in records:
+        if device not in devices:
+            devices[device] = _get_or_create_device(session, device)
+        if shape not in shapes:
+            shapes[shape] = _get_or_create_shape(session, shape)
+        stored.append((_new_measurement(devices[device], shapes[shape], m), m))
+    session.add_all([measurement for measurement, _ in stored])
+    session.flush()
+    fastest: dict[tuple[int, int], tuple[float, Measurement]] = {}
+    for measurement, m in stored:
+        if m.status != "ok" or m.ms is None:
+            continue
+        key = (measurement.device_id, measurement.shape_id)
+        if key not in fastest or m.ms < fastest[key][0]:
+            fastest[key] = (m.ms, measurement)
+    for ms, measurement in fastest.values():
+        _offer_best(session, measurement, ms)
+    return [measurement for measurement, _ in stored]
+
+
+def _new_measurement(device_row: Device, shape_row: Shape, m: MeasurementIn) -> Measurement:
     measurement = Measurement(
         device=device_row,
         shape=shape_row,
@@ -58,10 +104,6 @@ def record_measurement(
     )
     if m.created_at is not None:
         measurement.created_at = m.created_at
-    session.add(measurement)
-    session.flush()
-    if m.status == "ok" and m.ms is not None:
-        _offer_best(session, measurement, m.ms)
     return measurement
 
 

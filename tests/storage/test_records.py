@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+import storage
 import storage.records
 from storage import (
     BestConfig,
@@ -18,7 +19,9 @@ from storage import (
     ShapeIn,
     make_session_factory,
     record_measurement,
+    record_measurements,
 )
+from tests.conftest import NewDatabase
 
 from .factories import A100, H100, SQUARE, measurement
 
@@ -143,3 +146,77 @@ def test_measurement_input_is_frozen() -> None:
     m: MeasurementIn = measurement()
     with pytest.raises(AttributeError):
         m.ms = 0.5  # type: ignore[misc]
+
+
+def _outcome(session: Session) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Every measurement (in id order) and every best_config, by content rather than by id."""
+    rows = session.execute(
+        select(
+            Device.name,
+            Shape.m,
+            Shape.k,
+            Measurement.config_name,
+            Measurement.status,
+            Measurement.ms,
+            Measurement.study,
+        )
+        .join(Measurement.device)
+        .join(Measurement.shape)
+        .order_by(Measurement.id)
+    ).all()
+    best = session.execute(
+        select(Device.name, Shape.m, Measurement.config_name, Measurement.ms)
+        .select_from(BestConfig)
+        .join(BestConfig.device)
+        .join(BestConfig.shape)
+        .join(Measurement, BestConfig.measurement_id == Measurement.id)
+        .order_by(Device.name, Shape.m)
+    ).all()
+    return [tuple(r) for r in rows], [tuple(b) for b in best]
+
+
+def test_bulk_load_stores_what_one_at_a_time_stores(new_database: NewDatabase) -> None:
+    """record_measurements == record_measurement per record: the same rows, and the same best
+    config per device and shape, with ties (the first stays), failures (never best), a fast
+    wrong result, and a best that already existed before the load (faster for one shape,
+    slower for the other)."""
+    small = ShapeIn(1000, 1000, 1000)
+    before = [
+        (H100, SQUARE, measurement(ms=0.9, config_name="old_fast")),
+        (H100, small, measurement(ms=5.0, config_name="old_slow")),
+    ]
+    batch = [
+        (H100, SQUARE, measurement(ms=1.0, config_name="a")),
+        (H100, small, measurement(ms=2.0, config_name="b")),
+        (H100, small, measurement(ms=1.5, config_name="c")),
+        (H100, small, measurement(ms=1.5, config_name="tie_after_c")),
+        (H100, small, measurement(ms=0.1, status="wrong_result", config_name="wrong")),
+        (H100, small, measurement(ms=None, status="pruned", config_name="pruned")),
+        (A100, small, measurement(ms=3.0, config_name="d")),
+        (A100, small, measurement(ms=3.0, config_name="tie_after_d")),
+    ]
+    outcomes = []
+    for bulk in (False, True):
+        engine = storage.make_engine(new_database())
+        storage.upgrade(engine)
+        factory = make_session_factory(engine)
+        with factory.begin() as session:
+            for device, shape, m in before:
+                record_measurement(session, device, shape, m)
+        with factory.begin() as session:
+            if bulk:
+                stored = record_measurements(session, batch)
+                assert len(stored) == len(batch) and all(s.id for s in stored)
+            else:
+                for device, shape, m in batch:
+                    record_measurement(session, device, shape, m)
+        with factory() as session:
+            outcomes.append(_outcome(session))
+        engine.dispose()
+    assert outcomes[0] == outcomes[1]
+    _, best = outcomes[1]
+    assert best == [
+        (A100.name, 1000, "d", 3.0),
+        (H100.name, 1000, "c", 1.5),
+        (H100.name, 4096, "old_fast", 0.9),
+    ]
