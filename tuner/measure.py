@@ -88,6 +88,7 @@ def cublas_gemm(alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
     product C^T = B^T A^T, so nothing is copied. FP32 math: CuPy's handle is in the default
     math mode, and :func:`_cupy` refuses to run with TF32 switched on from the environment.
     """
+    _cupy()  # refuses TF32 from the environment
     from cupy import cublas
 
     cublas.gemm("N", "N", a, b, out=c, alpha=alpha, beta=beta)
