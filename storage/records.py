@@ -35,14 +35,7 @@ def record_measurement(
     current best, so the first of equally fast configs stays. Failed measurements are stored
     with their status and reason and never become best.
     """
-    measurement = _new_measurement(
-        _get_or_create_device(session, device), _get_or_create_shape(session, shape), m
-    )
-    session.add(measurement)
-    session.flush()
-    if m.status == "ok" and m.ms is not None:
-        _offer_best(session, measurement, m.ms)
-    return measurement
+    return record_measurements(session, [(device, shape, m)])[0]
 
 
 def record_measurements(

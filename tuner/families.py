@@ -148,6 +148,11 @@ def _float4_tiles(threads: Callable[[Params], int]) -> tuple[Rule, ...]:
     )
 
 
+def _with_values(params: tuple[Param, ...], **values: tuple[int, ...]) -> tuple[Param, ...]:
+    """``params`` with other value lists for the names given."""
+    return tuple(Param(p.name, values[p.name], p.doc) if p.name in values else p for p in params)
+
+
 # --- smem_tiling -----------------------------------------------------------------------------
 
 
@@ -258,12 +263,8 @@ BLOCKTILE_2D = Family(
 VECTORIZED = Family(
     name="vectorized",
     doc="blocktile_2d with float4 global and shared loads; A stored transposed in shared memory.",
-    params=tuple(
-        Param(q.name, tuple(v for v in q.values if v % 4 == 0 and v <= 8), q.doc)
-        if q.name in ("TM", "TN")
-        else q
-        for q in _2D_PARAMS
-    ),
+    # TM and TN 4 or 8: fragments are read from shared memory as float4.
+    params=_with_values(_2D_PARAMS, TM=(4, 8), TN=(4, 8)),
     rules=(
         *_2D_RULES,
         Rule(
@@ -465,11 +466,6 @@ SPLITK = Family(
 )
 
 # --- warptile_splitk -------------------------------------------------------------------------
-
-
-def _with_values(params: tuple[Param, ...], **values: tuple[int, ...]) -> tuple[Param, ...]:
-    """``params`` with other value lists for the names given."""
-    return tuple(Param(p.name, values[p.name], p.doc) if p.name in values else p for p in params)
 
 
 WARPTILE_SPLITK = Family(
