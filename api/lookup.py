@@ -154,8 +154,10 @@ def kernel_source(name: str) -> KernelSource:
     return render(parse_config(name))
 
 
-def launch_geometry(name: str, m: int, n: int, k: int) -> Launch:
-    return kernel_source(name).launch(Shape(m, n, k))
+def launch_geometry(name: str, m: int, n: int, k: int, sm_count: int | None) -> Launch:
+    """Grid, block and dynamic shared memory of ``name`` for the shape; a persistent grid
+    (``streamk``) is sized for ``sm_count``, the SMs of the device it was measured on."""
+    return kernel_source(name).launch(Shape(m, n, k), sm_count)
 
 
 class Snapshot:

@@ -13,7 +13,8 @@ def best_response(answer: Answer, include_source: bool) -> schemas.BestResponse:
     kernel = None
     if include_source:
         source = kernel_source(answer.name)
-        geo = launch_geometry(answer.name, answer.m, answer.n, answer.k)
+        sm_count = answer.device.sm_count if answer.device else None
+        geo = launch_geometry(answer.name, answer.m, answer.n, answer.k, sm_count)
         kernel = schemas.KernelOut(
             entry=source.entry,
             code=source.code,

@@ -26,6 +26,7 @@ PARAM_ABBR: dict[str, str] = {
     "SPLITK": "sk",
     "LK": "lk",
     "KU": "ku",
+    "SMBLOCKS": "smb",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 

@@ -482,6 +482,68 @@ WARPTILE_SPLITK = Family(
     derive=lambda p: {**_splitk_derive(p), "BUFFERS": 1},
 )
 
+# --- streamk --------------------------------------------------------------------------------
+
+# The stream-K tiles' ticket counters (templates/streamk.cu.j2): fewer stream-K tiles than blocks
+# in the grid, so a grid of at most this many blocks never runs out of them.
+STREAMK_MAX_BLOCKS = 1024
+
+
+def warptile_register_budget(p: Params) -> int:
+    """Registers warptile.cu.j2 budgets per thread when it prefetches the next k tile:
+    accumulators, fragments, four per float4 staged, and 40 for addresses and indices."""
+    loads = (p["BM"] + p["BN"]) * p["BK"] // (4 * p["THREADS"])
+    fp = _warptile_footprint(p, 0, dynamic=False)
+    return fp.accumulators + fp.fragments + 4 * loads + 40
+
+
+def warptile_prefetches(p: Params) -> bool:
+    """Whether warptile.cu.j2 fetches the next k tile into registers during the current one:
+    when its register budget stays below the 255-register cap (the template's test)."""
+    return warptile_register_budget(p) <= 248
+
+
+def _streamk_max_registers(p: Params) -> int:
+    """streamk's register cap (``__maxnreg__``): warptile's budget, at least 128, and no more
+    than SMBLOCKS blocks per SM leave (a multiple of 8). Left to itself the compiler took 249
+    registers for the 128x256 tile where warptile takes 216, and its k loop issued less often
+    (Nsight Compute at 4096^3: issue active 0.77 against 0.82; see benchmarks/speed.md)."""
+    per_sm = 65536 // (p["THREADS"] * p["SMBLOCKS"])
+    return min(max(warptile_register_budget(p), 128), per_sm, 255) // 8 * 8
+
+
+def persistent_blocks(p: Params, sm_count: int) -> int:
+    """Blocks in a persistent grid of ``streamk``: SMBLOCKS per SM, at most STREAMK_MAX_BLOCKS."""
+    return min(sm_count * p["SMBLOCKS"], STREAMK_MAX_BLOCKS)
+
+
+STREAMK = Family(
+    name="streamk",
+    doc="warptile's main loop in a persistent grid (SMBLOCKS blocks per SM): whole output tiles "
+    "in data-parallel waves, then the k tiles of the last partial wave's tiles shared evenly "
+    "over all blocks (stream-K), their pieces summed in C as splitk does; the next tile's loads "
+    "overlap the finished tile's stores.",
+    params=(
+        *_with_values(_WARPTILE_PARAMS, BM=(32, 64, 128, 256), THREADS=(64, 128, 256)),
+        Param("SMBLOCKS", (1, 2), "blocks per SM in the persistent grid"),
+    ),
+    rules=(
+        *SPLITK.rules[:-1],
+        Rule(
+            "the next k tile must fit in registers beside the accumulators (register prefetch): "
+            "accumulators + fragments + 4 * float4 loads per thread + 40 <= 248",
+            warptile_prefetches,
+        ),
+    ),
+    threads=_warp_threads,
+    footprint=WARPTILE.footprint,
+    derive=lambda p: {
+        **_warptile_derive(p),
+        "MAX_TILES": STREAMK_MAX_BLOCKS,
+        "MAX_REGISTERS": _streamk_max_registers(p),
+    },
+)
+
 # --- skinny ---------------------------------------------------------------------------------
 
 # A streaming kernel reads B once per block row; past this many block rows a tiled family,
@@ -561,6 +623,7 @@ FAMILIES: dict[str, Family] = {
         PIPELINED,
         SPLITK,
         WARPTILE_SPLITK,
+        STREAMK,
         SKINNY,
     )
 }

@@ -9,6 +9,7 @@ cuBLAS is timed the same way in the same process.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -61,7 +62,7 @@ def launch(
     """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous)."""
     import numpy as np
 
-    geo = source.launch(shape)
+    geo = source.launch(shape, sm_count())
     kernel(
         geo.grid,
         geo.block,
@@ -77,6 +78,16 @@ def launch(
         ),
         shared_mem=geo.dynamic_smem_bytes,
     )
+
+
+def sm_count() -> int:
+    """Streaming multiprocessors of the current device (persistent grids launch per SM)."""
+    return _sm_count_of(_cupy().cuda.runtime.getDevice())
+
+
+@functools.cache
+def _sm_count_of(device: int) -> int:
+    return int(_cupy().cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
 
 
 def cublas_gemm(alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:

@@ -19,6 +19,8 @@ estimates a kernel's time in SM clock cycles:
 * split-K adds, per wave, one hand-off (the first slice stores its C tile, fences and raises
   a flag: about two global-memory latencies) and the atomic adds of the SPLITK-1 later slices
   into C (one 16-byte reduction per four values, ``REDUCTIONS_PER_CLK`` chip-wide).
+* ``streamk`` (a persistent grid) runs every block for the whole launch over an equal share of
+  the k tiles, plus the hand-off and atomic adds of its stream-K tiles (``_persistent_estimate``).
 * ``skinny`` (no shared-memory tiles, B streamed) has a model of its own, ``_stream_estimate``.
 
 Families other than the warp-tiled ones are ranked by the same arithmetic with their own thread
@@ -29,7 +31,7 @@ does not see ``doublebuf``'s one barrier less per k tile.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +39,7 @@ import numpy as np
 import optuna
 
 from tuner.config import Config
-from tuner.families import SPLITK_MAX_TILES, get_family
+from tuner.families import SPLITK_MAX_TILES, get_family, persistent_blocks, warptile_prefetches
 from tuner.resources import DeviceLimits, ResourceCheck, static_check
 from tuner.shape import Shape
 
@@ -113,13 +115,13 @@ def _tiles(config: Config) -> tuple[int, int, int, int]:
     return fp.accumulators, fp.fragments, tm, 32 * tn
 
 
-def _loads_ahead(config: Config, accumulators: int, fragments: int, tile_loads: int) -> int:
+def _loads_ahead(config: Config) -> int:
     """How many k tiles a block requests before it needs them (0: the latency is exposed)."""
     if config.family in ("pipelined", "splitk"):
         return config["STAGES"] - 1
-    if config.family in ("warptile", "doublebuf", "warptile_splitk"):
+    if config.family in ("warptile", "doublebuf", "warptile_splitk", "streamk"):
         # The template prefetches the next tile into registers when they leave room for it.
-        return 1 if accumulators + fragments + 4 * tile_loads + 40 <= 248 else 0
+        return 1 if warptile_prefetches(config.as_dict()) else 0
     return 0
 
 
@@ -196,7 +198,7 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
     all_k_tiles = -(-shape.k // bk)
     k_tiles = -(-all_k_tiles // split)  # k tiles of the longest slice
     tile_loads = max((bm + bn) * bk // (4 * threads), 1)  # float4 loads per thread per tile
-    ahead = _loads_ahead(config, accumulators, fragments, tile_loads)
+    ahead = _loads_ahead(config)
 
     def tile_cycles(resident: int) -> float:
         """Clocks for one k tile of every block resident on one SM."""
@@ -209,6 +211,8 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
             return max(busy, rates.global_latency + busy / resident)
         return max(busy, rates.global_latency / ahead)
 
+    if "SMBLOCKS" in params:
+        return _persistent_estimate(config, shape, device, tiles, all_k_tiles, tile_cycles)
     full_waves, rest = divmod(blocks, device.sm_count * r_full)
     cycles = full_waves * k_tiles * tile_cycles(r_full)
     if rest:
@@ -219,6 +223,31 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
         adds = (split - 1) * tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
         cycles += (full_waves + (1 if rest else 0)) * handoff + adds
     return Estimate.of(cycles, blocks, r_full, (bm, bn), shape, device)
+
+
+def _persistent_estimate(
+    config: Config,
+    shape: Shape,
+    device: DeviceLimits,
+    tiles: int,
+    k_tiles: int,
+    tile_cycles: Callable[[int], float],
+) -> Estimate:
+    """``streamk``: SMBLOCKS blocks on every SM for the whole launch, each running an equal
+    share of all k tiles (to one); the ``tiles % blocks`` stream-K tiles are cut into pieces
+    (about ``blocks / stream-K tiles`` each), all but one of which add into C."""
+    rates = THROUGHPUT.get(device.arch, THROUGHPUT["sm_90"])
+    params = config.as_dict()
+    per_sm = params["SMBLOCKS"]
+    blocks = persistent_blocks(params, device.sm_count)
+    resident = min(per_sm, -(-blocks // device.sm_count))
+    cycles = -(-tiles * k_tiles // blocks) * tile_cycles(resident)
+    sk_tiles = tiles % blocks
+    if sk_tiles:
+        pieces = min(-(-blocks // sk_tiles) + 1, k_tiles)
+        adds = (pieces - 1) * sk_tiles * params["BM"] * params["BN"] / 4 / REDUCTIONS_PER_CLK
+        cycles += 2 * rates.global_latency + adds
+    return Estimate.of(cycles, blocks, resident, (params["BM"], params["BN"]), shape, device)
 
 
 def rank(configs: list[Config], shape: Shape, device: DeviceLimits) -> list[Config]:

@@ -16,7 +16,7 @@ import jinja2
 
 from tuner.config import Config
 from tuner.errors import InputError
-from tuner.families import get_family
+from tuner.families import get_family, persistent_blocks
 from tuner.shape import Shape
 
 
@@ -68,12 +68,22 @@ class KernelSource:
     def digest(self) -> str:
         return hashlib.sha256(self.code.encode()).hexdigest()
 
-    def launch(self, shape: Shape) -> Launch:
+    def launch(self, shape: Shape, sm_count: int | None = None) -> Launch:
         """Grid ``(ceil(N/BN), ceil(M/BM), SPLITK)`` (z is 1 for families that do not split K),
-        ``THREADS`` threads, and the dynamic shared memory the footprint states."""
+        or for a persistent grid (``streamk``) SMBLOCKS blocks per SM of the device, which
+        ``sm_count`` must then give; ``THREADS`` threads, and the dynamic shared memory the
+        footprint states."""
         params = self.config.as_dict()
-        bm, bn = params["BM"], params["BN"]
-        grid = (-(-shape.n // bn), -(-shape.m // bm), params.get("SPLITK", 1))
+        if "SMBLOCKS" in params:
+            if sm_count is None or sm_count < 1:
+                raise InputError(
+                    f"config {self.config.name} runs a persistent grid: its launch needs the "
+                    f"device's SM count (a positive integer), got {sm_count!r}"
+                )
+            grid = (persistent_blocks(params, sm_count), 1, 1)
+        else:
+            bm, bn = params["BM"], params["BN"]
+            grid = (-(-shape.n // bn), -(-shape.m // bm), params.get("SPLITK", 1))
         return Launch(grid, (self.threads, 1, 1), self.dynamic_smem_bytes)
 
 

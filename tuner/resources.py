@@ -188,6 +188,12 @@ def static_check(config: Config, dev: DeviceLimits) -> ResourceCheck:
     occ = occupancy(fp.threads, regs, fp.smem_bytes, dev)
     if not problems and occ.blocks_per_sm < 1:
         problems.append(f"no block fits on an SM (limited by {occ.limited_by})")
+    wanted = config.as_dict().get("SMBLOCKS", 1)  # a persistent grid's blocks per SM
+    if not problems and occ.blocks_per_sm < wanted:
+        problems.append(
+            f"SMBLOCKS={wanted} blocks per SM do not fit: {occ.blocks_per_sm} do "
+            f"(limited by {occ.limited_by})"
+        )
     return ResourceCheck(
         config, fp.threads, fp.smem_bytes, fp.dynamic_smem, regs, occ, tuple(problems)
     )

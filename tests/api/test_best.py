@@ -114,6 +114,30 @@ def test_include_source_gives_code_and_launch_geometry(sqlite_client: TestClient
     assert kernel["dynamic_smem_bytes"] == 0
 
 
+def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: object) -> None:
+    import storage
+    from tests.api.conftest import A100, H100, measurement, seed
+
+    url = f"sqlite:///{tmp_path}/streamk.db"
+    seed(url)
+    name = "streamk_bm128_bn256_bk16_wm32_wn128_wni2_tm8_tn4_t256_smb1"
+    engine = storage.make_engine(url)
+    with storage.make_session_factory(engine).begin() as s:
+        shape = storage.ShapeIn(3000, 5000, 700)
+        storage.record_measurement(s, H100, shape, measurement(name, 0.5))
+        storage.record_measurement(s, A100, shape, measurement(name, 0.9))
+    engine.dispose()
+    app = make_app(url)
+    with TestClient(app) as client:
+        for device, blocks in (("NVIDIA H100 80GB HBM3", 132), ("NVIDIA A100-SXM4-40GB", 108)):
+            data = post(client, m=3000, n=5000, k=700, device=device, include_source=True)
+            assert data["name"] == name
+            kernel = data["kernel"]
+            assert isinstance(kernel, dict)
+            assert kernel["grid"] == [blocks, 1, 1] and kernel["block"] == [256, 1, 1]
+    app.state.engine.dispose()
+
+
 BAD = [
     ({"m": 0, "n": 1, "k": 1}, "m", "1..2147483647"),
     ({"m": -1, "n": 1, "k": 1}, "m", "1..2147483647"),

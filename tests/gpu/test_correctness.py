@@ -62,7 +62,7 @@ def test_family_matches_cublas(
         )
 
 
-SPLIT_FAMILIES = ("splitk", "warptile_splitk", "skinny")
+SPLIT_FAMILIES = ("splitk", "warptile_splitk", "streamk", "skinny")
 
 
 @pytest.mark.parametrize("shape", SPLITK_SHAPES, ids=str)
