@@ -37,12 +37,15 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "warptile_splitk_bm32_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t64_sk3",
         "warptile_splitk_bm128_bn128_bk32_wm64_wn64_wni4_tm4_tn4_t128_sk6",
     ],
-    # The 128x256 tile of the large squares, one block per SM; a small 4-warp tile at two
-    # blocks per SM (a deeper stream-K share); a 2-warp block whose tiles are 32 rows.
+    # The 128x256 tile of the large squares, one block per SM, staggered; the suite's best
+    # (128x128, two blocks per SM under a 128-register cap); a small 4-warp tile at four
+    # blocks per SM (a deeper stream-K share); a 2-warp block whose tiles are 32 rows,
+    # staggered.
     "streamk": [
-        "streamk_bm128_bn256_bk16_wm32_wn128_wni2_tm8_tn4_t256_smb1",
-        "streamk_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128_smb2",
-        "streamk_bm32_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t64_smb2",
+        "streamk_bm128_bn256_bk16_wm32_wn128_wni2_tm8_tn4_t256_smb1_stg1",
+        "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0",
+        "streamk_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128_smb4_stg0",
+        "streamk_bm32_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t64_smb2_stg1",
     ],
     # One row, no split, scalar A loads (KU=1); a deep split with a lane per k along the warp;
     # 8-wide lanes with odd-sized chunks (KU=2) and a 64-way split.

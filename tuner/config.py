@@ -27,6 +27,7 @@ PARAM_ABBR: dict[str, str] = {
     "LK": "lk",
     "KU": "ku",
     "SMBLOCKS": "smb",
+    "STAGGER": "stg",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 

@@ -84,11 +84,13 @@ class Family:
                 + (f"; missing: {', '.join(missing)}" if missing else "")
             )
         values: list[tuple[str, int]] = []
-        for name in known:
-            value = params[name]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"{name} must be a positive integer, got {value!r}")
-            values.append((name, value))
+        for param in self.params:
+            value = params[param.name]
+            lowest = min(1, *param.values)  # 0 only for switches whose values list it
+            if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+                kind = "a positive integer" if lowest == 1 else "an integer >= 0"
+                raise InputError(f"{param.name} must be {kind}, got {value!r}")
+            values.append((param.name, value))
         return Config(self.name, tuple(values))
 
     def broken_rules(self, config: Config) -> list[str]:
@@ -484,8 +486,8 @@ WARPTILE_SPLITK = Family(
 
 # --- streamk --------------------------------------------------------------------------------
 
-# The stream-K tiles' ticket counters (templates/streamk.cu.j2): fewer stream-K tiles than blocks
-# in the grid, so a grid of at most this many blocks never runs out of them.
+# Blocks of a persistent grid at most. The ticket counters of templates/streamk.cu.j2 are twice as
+# many: fewer stream-K tiles than blocks, then one staggered first tile per block.
 STREAMK_MAX_BLOCKS = 1024
 
 
@@ -504,12 +506,13 @@ def warptile_prefetches(p: Params) -> bool:
 
 
 def _streamk_max_registers(p: Params) -> int:
-    """streamk's register cap (``__maxnreg__``): warptile's budget, at least 128, and no more
-    than SMBLOCKS blocks per SM leave (a multiple of 8). Left to itself the compiler took 249
-    registers for the 128x256 tile where warptile takes 216, and its k loop issued less often
-    (Nsight Compute at 4096^3: issue active 0.77 against 0.82; see benchmarks/speed.md)."""
+    """streamk's register cap (``__maxnreg__``): warptile's budget, at least 168 (NVRTC spilled
+    the 128x128 tile of 256 threads under its budget of 144), and no more than SMBLOCKS blocks
+    per SM leave (a multiple of 8). Left to itself the compiler took 249 registers for the
+    128x256 tile where warptile takes 216, and its k loop issued less often (Nsight Compute at
+    4096^3: issue active 0.77 against 0.82; see benchmarks/speed.md)."""
     per_sm = 65536 // (p["THREADS"] * p["SMBLOCKS"])
-    return min(max(warptile_register_budget(p), 128), per_sm, 255) // 8 * 8
+    return min(max(warptile_register_budget(p), 168), per_sm, 255) // 8 * 8
 
 
 def persistent_blocks(p: Params, sm_count: int) -> int:
@@ -525,7 +528,13 @@ STREAMK = Family(
     "overlap the finished tile's stores.",
     params=(
         *_with_values(_WARPTILE_PARAMS, BM=(32, 64, 128, 256), THREADS=(64, 128, 256)),
-        Param("SMBLOCKS", (1, 2), "blocks per SM in the persistent grid"),
+        Param("SMBLOCKS", (1, 2, 3, 4), "blocks per SM in the persistent grid"),
+        Param(
+            "STAGGER",
+            (0, 1),
+            "1: each block starts its first tile part-way through K (spread evenly over the "
+            "blocks) and finishes it last, so blocks write C at different times",
+        ),
     ),
     rules=(
         *SPLITK.rules[:-1],
@@ -539,7 +548,7 @@ STREAMK = Family(
     footprint=WARPTILE.footprint,
     derive=lambda p: {
         **_warptile_derive(p),
-        "MAX_TILES": STREAMK_MAX_BLOCKS,
+        "MAX_TILES": 2 * STREAMK_MAX_BLOCKS,  # stream-K tiles, then staggered first tiles
         "MAX_REGISTERS": _streamk_max_registers(p),
     },
 )

@@ -120,7 +120,7 @@ def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: ob
 
     url = f"sqlite:///{tmp_path}/streamk.db"
     seed(url)
-    name = "streamk_bm128_bn256_bk16_wm32_wn128_wni2_tm8_tn4_t256_smb1"
+    name = "streamk_bm128_bn256_bk16_wm32_wn128_wni2_tm8_tn4_t256_smb1_stg1"
     engine = storage.make_engine(url)
     with storage.make_session_factory(engine).begin() as s:
         shape = storage.ShapeIn(3000, 5000, 700)

@@ -27,7 +27,7 @@ TILE = dict(BM=128, BN=256, BK=16, WM=32, WN=128, WNITER=2, TM=8, TN=4, THREADS=
 
 
 def config(**changes: int) -> Config:
-    return STREAMK.config({**TILE, "SMBLOCKS": 1, **changes})
+    return STREAMK.config({**TILE, "SMBLOCKS": 1, "STAGGER": 0, **changes})
 
 
 def test_the_register_prefetch_is_a_rule() -> None:
@@ -57,8 +57,8 @@ def test_launch_is_smblocks_per_sm_and_needs_the_sm_count() -> None:
     ("changes", "cap"),
     [
         ({}, 216),  # warptile's budget: 128 + 24 + 4*6 + 40
-        # 64x64 tiles of 128 threads: a budget of 88 is raised to 128
-        (dict(BM=64, BN=64, BK=8, WM=32, WN=32, WNITER=1, TM=4, THREADS=128), 128),
+        # 64x64 tiles of 128 threads: a budget of 88 is raised to 168
+        (dict(BM=64, BN=64, BK=8, WM=32, WN=32, WNITER=1, TM=4, THREADS=128), 168),
         # two blocks of 256 threads leave 128 registers a thread
         (dict(BN=128, WM=64, WN=32, TM=4, SMBLOCKS=2), 128),
     ],
@@ -80,15 +80,21 @@ def test_kernel_loops_over_pieces_with_the_epilogue_outside_the_k_loop() -> None
     body = code[k_loop:epilogue]
     assert body.count("a_stage[l] = ") >= 1 and "fmaf(a[i], b[j], acc[i][j])" in body
     assert "atomicAdd" not in body and "add_c4" not in body
-    # Pieces of a stream-K tile meet through the split-K hand-off, indexed per stream-K tile.
-    assert "splitk_arrivals[tile]" in code and "tile = (unsigned)sk_index;" in code
+    # Pieces of a split tile meet through the split-K hand-off, with the tile's own counters.
+    assert "splitk_arrivals[tile]" in code and "tile = (unsigned)counter;" in code
     assert "== (unsigned)(pieces - 1)" in code
+    # Without STAGGER every block starts its first tile at k tile 0.
+    assert "const int head = 0;" in code
+    staggered = render(config(STAGGER=1)).code
+    assert "const int head = dp_tiles > 0 ? (int)(((long long)blockIdx.x * k_tiles) / blocks)" in (
+        staggered
+    )
 
 
 def test_kernel_compiles_under_its_cap_with_the_counters_in_global_memory() -> None:
     source = render(config())
     _, log = NvccCompiler("sm_90")._build(source)
-    assert f"{3 * STREAMK_MAX_BLOCKS * 4} bytes gmem" in log
+    assert f"{3 * 2 * STREAMK_MAX_BLOCKS * 4} bytes gmem" in log
     usage = parse_ptxas_report(log, source.entry)
     assert usage.registers <= 216 and not usage.spills, usage
     assert usage.smem_static_bytes == STREAMK.footprint(config().as_dict()).smem_bytes
