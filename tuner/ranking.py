@@ -1,7 +1,7 @@
 """An analytic cost model of the warptile-style kernels, to rank candidates before measuring.
 
 The model knows only a config's parameters, the shape and the device's limits (plus a few
-published throughput figures per architecture, below); it has never seen a measurement. It
+published throughput figures per architecture, below, and ``WARP_READY``). It
 estimates a kernel's time in SM clock cycles:
 
 * the grid is ``ceil(M/BM) * ceil(N/BN)`` output tiles (padding at the matrix edges is paid in
@@ -12,7 +12,8 @@ estimates a kernel's time in SM clock cycles:
   wave whose blocks share their SMs with fewer others (wave quantization);
 * one k tile of one SM costs the largest of: instruction issue (FMAs, float4 shared loads of the
   fragments, the global loads and shared stores of the tile; ``fma_lanes / 32`` warp
-  instructions a clock), shared-memory bandwidth, L2 bandwidth for the block tiles, and the
+  instructions a clock, scaled by the share of issue slots the resident warps can fill,
+  ``issue_efficiency``), shared-memory bandwidth, L2 bandwidth for the block tiles, and the
   global-load latency divided by the tiles loaded ahead (1 for warptile, doublebuf and
   warptile_splitk with register prefetch, STAGES-1 for pipelined and splitk; without prefetch
   the latency adds to every tile);
@@ -67,6 +68,23 @@ THROUGHPUT: dict[str, Throughput] = {
 # 16-byte atomic reductions into C that L2 completes per SM clock, chip-wide (an assumption of
 # this model, not a measured figure).
 REDUCTIONS_PER_CLK = 64
+
+
+# Schedulers (SM sub-partitions) per SM, each issuing one warp instruction a clock, and the chance
+# that one warp of the k loop has an instruction ready in a given clock: one warp per scheduler
+# issues 90 % of the clocks, two 99 %. The one figure of this model chosen by looking at
+# measurements: of 0.7, 0.8 and 0.9, 0.9 agreed best with the H100 sweep tables overall
+# (benchmarks/speed.md, "The cost model").
+SCHEDULERS = 4
+WARP_READY = 0.9
+
+
+def issue_efficiency(warps: int) -> float:
+    """Share of the SM's issue slots that ``warps`` resident warps fill: a scheduler without a
+    warp issues nothing, and one with w warps misses a clock only when none of them is ready."""
+    active = min(SCHEDULERS, max(warps, 1))
+    per_scheduler = max(warps, 1) / active
+    return active / SCHEDULERS * (1.0 - (1.0 - WARP_READY) ** per_scheduler)
 
 
 @dataclass(frozen=True)
@@ -204,6 +222,7 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
         """Clocks for one k tile of every block resident on one SM."""
         per_thread = bk * (accumulators + fragments / 4) + 2 * tile_loads + 2
         issue = resident * warps * per_thread / (rates.fma_lanes / 32)
+        issue /= issue_efficiency(resident * warps)
         smem = resident * (warps * bk * (wm + wn) + (bm + bn) * bk) * 4 / rates.smem_bytes_per_clk
         l2 = resident * (bm + bn) * bk * 4 / rates.l2_bytes_per_clk
         busy = max(issue, smem, l2)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tuner.config import Config
 from tuner.evaluate import Result
-from tuner.families import get_family
+from tuner.families import get_family, parse_config
 from tuner.ranking import estimate, rank
 from tuner.recording import MemoryRecorder
 from tuner.resources import static_check, table_device
@@ -97,3 +99,19 @@ def test_ranked_sampler_starts_from_the_model_and_is_deterministic_per_seed() ->
     model = rank(list(study.candidates.values()), study.shape, H100)
     best = estimate(model[0], study.shape, H100).cycles
     assert estimate(study.candidates[first.asked[0]], study.shape, H100).cycles == best
+
+
+def test_issue_efficiency_counts_idle_schedulers_and_missing_ready_warps() -> None:
+    from tuner.ranking import SCHEDULERS, WARP_READY, issue_efficiency
+
+    # Two warps leave two of the four schedulers idle; one warp each issues WARP_READY.
+    assert issue_efficiency(2) == pytest.approx(0.5 * WARP_READY)
+    assert issue_efficiency(SCHEDULERS) == pytest.approx(WARP_READY)
+    effs = [issue_efficiency(w) for w in (1, 2, 4, 8, 16, 32)]
+    assert effs == sorted(effs) and effs[-1] < 1.0
+    # Blocks of two warps: one per SM leaves half the schedulers idle, two per SM do not.
+    shape = Shape(3000, 5000, 700)
+    tile = "streamk_bm32_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t64"
+    one = estimate(parse_config(tile + "_smb1_stg0"), shape, H100).cycles
+    two = estimate(parse_config(tile + "_smb2_stg0"), shape, H100).cycles
+    assert two < one
