@@ -76,6 +76,8 @@ def targets_table(summary: dict[str, Any]) -> str:
     for t in summary["targets"]:
         met = {True: "yes", False: "**no**", None: "not in this suite"}[t["met"]]
         value = _num(t["value"], ".2f")
+        if t["met"] is False and value == f"{t['threshold']:.2f}":
+            value = _num(t["value"], ".4f")  # a miss that rounds to the threshold shows it
         if t["shapes"] and t["measured"] < t["shapes"]:
             value += f" ({t['measured']} of {t['shapes']} shapes measured)"
         lines.append(f"| {t['name']} | ≥ {t['threshold']:.2f} | {value} | {met} |")

@@ -84,7 +84,8 @@ def issue_efficiency(warps: int) -> float:
     warp issues nothing, and one with w warps misses a clock only when none of them is ready."""
     active = min(SCHEDULERS, max(warps, 1))
     per_scheduler = max(warps, 1) / active
-    return active / SCHEDULERS * (1.0 - (1.0 - WARP_READY) ** per_scheduler)
+    ready = 1.0 - float((1.0 - WARP_READY) ** per_scheduler)
+    return active / SCHEDULERS * ready
 
 
 @dataclass(frozen=True)

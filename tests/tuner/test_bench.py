@@ -488,3 +488,14 @@ def test_the_command_end_to_end_with_a_fake_gpu(
     assert doc["roofline"]["bandwidth_tb_s"] == 3.0
     assert "--bandwidth" in doc["roofline"]["bandwidth_source"]
     assert (tmp_path / "t.md").is_file() and (tmp_path / "c.svg").is_file()
+
+
+def test_a_miss_that_rounds_to_its_threshold_shows_more_digits() -> None:
+    from tuner.bench_report import targets_table
+
+    rows = suite_rows()
+    rows[-2] = row("small_k", 8192, 8192, 256, 1.1992)
+    text = targets_table(summarize(rows))
+    line = next(x for x in text.splitlines() if "small_k" in x)
+    assert "| 1.1992 | **no** |" in line
+    assert "| 1.25 | yes |" in next(x for x in text.splitlines() if "large_k" in x)
