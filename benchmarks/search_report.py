@@ -140,6 +140,20 @@ class Verdict:
         return True if all(flags) else None
 
 
+def _under_limit(
+    value: float, exact: bool, what: str, limit: float, reasons: list[str]
+) -> bool | None:
+    """A median at or under ``limit``: met when exact; when it is a lower bound (capped runs),
+    open, with the reason added to ``reasons``."""
+    if exact:
+        return True
+    reasons.append(
+        f"its median {shown(value, exact)} is a lower bound (capped runs), so whether it is "
+        f"within {what} ({limit:.1f}) is not known"
+    )
+    return None
+
+
 def judge(
     median: tuple[float, bool], size: int, random_median: tuple[float, bool] | None
 ) -> Verdict:
@@ -149,12 +163,7 @@ def judge(
     bound = TARGET_SHARE * size
     share: bool | None
     if value <= bound:
-        share = True if exact else None
-        if not exact:
-            reasons.append(
-                f"its median {shown(value, exact)} is a lower bound (capped runs), so whether it "
-                f"is within {100 * TARGET_SHARE:g} % of the space ({bound:.1f}) is not known"
-            )
+        share = _under_limit(value, exact, f"{100 * TARGET_SHARE:g} % of the space", bound, reasons)
     else:
         share = False
         reasons.append(
@@ -169,13 +178,8 @@ def judge(
     else:
         limit = float(TARGET_VS_RANDOM) * random_median[0]
         if value <= limit:
-            vs_random = True if exact else None
-            if not exact:
-                reasons.append(
-                    f"its median {shown(value, exact)} is a lower bound (capped runs), so "
-                    f"whether it is within {TARGET_VS_RANDOM} of random's median "
-                    f"{shown(*random_median)} ({limit:.1f}) is not known"
-                )
+            what = f"{TARGET_VS_RANDOM} of random's median {shown(*random_median)}"
+            vs_random = _under_limit(value, exact, what, limit, reasons)
         else:
             vs_random = False if random_median[1] else None
             reasons.append(

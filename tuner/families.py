@@ -378,6 +378,20 @@ def _warptile_buffer_floats(p: Params) -> int:
     return p["BK"] * (p["BM"] + A_PAD) + p["BK"] * p["BN"]
 
 
+def warptile_register_budget(p: Params) -> int:
+    """Registers warptile.cu.j2 budgets per thread when it prefetches the next k tile:
+    accumulators, fragments, four per float4 staged, and 40 for addresses and indices."""
+    loads = (p["BM"] + p["BN"]) * p["BK"] // (4 * p["THREADS"])
+    fp = _warptile_footprint(p, 0, dynamic=False)
+    return fp.accumulators + fp.fragments + 4 * loads + 40
+
+
+def warptile_prefetches(p: Params) -> bool:
+    """Whether warptile.cu.j2 fetches the next k tile into registers during the current one:
+    when its register budget stays below the 255-register cap. The template gets it as PREFETCH."""
+    return warptile_register_budget(p) <= 248
+
+
 WARPTILE = Family(
     name="warptile",
     doc="Block tile -> warp tiles (WMxWN) -> WMITERxWNITER warp subtiles -> TMxTN thread tiles.",
@@ -385,7 +399,7 @@ WARPTILE = Family(
     rules=_WARPTILE_RULES,
     threads=_warp_threads,
     footprint=lambda p: _warptile_footprint(p, _warptile_buffer_floats(p), dynamic=False),
-    derive=lambda p: {**_warptile_derive(p), "BUFFERS": 1},
+    derive=lambda p: {**_warptile_derive(p), "BUFFERS": 1, "PREFETCH": int(warptile_prefetches(p))},
 )
 
 DOUBLEBUF = Family(
@@ -396,7 +410,7 @@ DOUBLEBUF = Family(
     rules=_WARPTILE_RULES,
     threads=_warp_threads,
     footprint=lambda p: _warptile_footprint(p, 2 * _warptile_buffer_floats(p), dynamic=True),
-    derive=lambda p: {**_warptile_derive(p), "BUFFERS": 2},
+    derive=lambda p: {**_warptile_derive(p), "BUFFERS": 2, "PREFETCH": int(warptile_prefetches(p))},
 )
 
 PIPELINED = Family(
@@ -424,6 +438,14 @@ def _splitk_derive(p: Params) -> dict[str, int]:
     return {**_warptile_derive(p), "MAX_TILES": SPLITK_MAX_TILES}
 
 
+# Stated for the families whose blocks can have 64 threads; warptile's values (128 or 256
+# threads, BK <= 32, BN <= 256) always satisfy it.
+_ONE_COLUMN_PER_THREAD = Rule(
+    "THREADS must be a multiple of BK/4 and of BN/4: each thread copies the same "
+    "16-byte column of the A and B tiles in every pass",
+    lambda p: p["THREADS"] % (p["BK"] // 4) == 0 and p["THREADS"] % (p["BN"] // 4) == 0,
+)
+
 SPLITK = Family(
     name="splitk",
     doc="pipelined with K split over SPLITK blocks per output tile (grid z), reduced in C "
@@ -450,11 +472,7 @@ SPLITK = Family(
     ),
     rules=(
         *_WARPTILE_RULES,
-        Rule(
-            "THREADS must be a multiple of BK/4 and of BN/4: each thread copies the same "
-            "16-byte column of the A and B tiles in every pass",
-            lambda p: p["THREADS"] % (p["BK"] // 4) == 0 and p["THREADS"] % (p["BN"] // 4) == 0,
-        ),
+        _ONE_COLUMN_PER_THREAD,
         Rule(
             "SPLITK must be at most 65535: it is the grid's z dimension",
             lambda p: p["SPLITK"] <= 65535,
@@ -481,7 +499,11 @@ WARPTILE_SPLITK = Family(
     rules=SPLITK.rules,
     threads=_warp_threads,
     footprint=WARPTILE.footprint,
-    derive=lambda p: {**_splitk_derive(p), "BUFFERS": 1},
+    derive=lambda p: {
+        **_splitk_derive(p),
+        "BUFFERS": 1,
+        "PREFETCH": int(warptile_prefetches(p)),
+    },
 )
 
 # --- streamk --------------------------------------------------------------------------------
@@ -489,20 +511,6 @@ WARPTILE_SPLITK = Family(
 # Blocks of a persistent grid at most. The ticket counters of templates/streamk.cu.j2 are twice as
 # many: fewer stream-K tiles than blocks, then one staggered first tile per block.
 STREAMK_MAX_BLOCKS = 1024
-
-
-def warptile_register_budget(p: Params) -> int:
-    """Registers warptile.cu.j2 budgets per thread when it prefetches the next k tile:
-    accumulators, fragments, four per float4 staged, and 40 for addresses and indices."""
-    loads = (p["BM"] + p["BN"]) * p["BK"] // (4 * p["THREADS"])
-    fp = _warptile_footprint(p, 0, dynamic=False)
-    return fp.accumulators + fp.fragments + 4 * loads + 40
-
-
-def warptile_prefetches(p: Params) -> bool:
-    """Whether warptile.cu.j2 fetches the next k tile into registers during the current one:
-    when its register budget stays below the 255-register cap (the template's test)."""
-    return warptile_register_budget(p) <= 248
 
 
 def _streamk_max_registers(p: Params) -> int:
@@ -537,7 +545,8 @@ STREAMK = Family(
         ),
     ),
     rules=(
-        *SPLITK.rules[:-1],
+        *_WARPTILE_RULES,
+        _ONE_COLUMN_PER_THREAD,
         Rule(
             "the next k tile must fit in registers beside the accumulators (register prefetch): "
             "accumulators + fragments + 4 * float4 loads per thread + 40 <= 248",

@@ -62,7 +62,7 @@ def launch(
     """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous)."""
     import numpy as np
 
-    geo = source.launch(shape, sm_count())
+    geo = source.launch(shape, sm_count() if source.persistent else None)
     kernel(
         geo.grid,
         geo.block,

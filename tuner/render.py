@@ -68,13 +68,18 @@ class KernelSource:
     def digest(self) -> str:
         return hashlib.sha256(self.code.encode()).hexdigest()
 
+    @property
+    def persistent(self) -> bool:
+        """Whether the grid is sized by the device (SMBLOCKS per SM) rather than the shape."""
+        return "SMBLOCKS" in self.config.as_dict()
+
     def launch(self, shape: Shape, sm_count: int | None = None) -> Launch:
         """Grid ``(ceil(N/BN), ceil(M/BM), SPLITK)`` (z is 1 for families that do not split K),
         or for a persistent grid (``streamk``) SMBLOCKS blocks per SM of the device, which
         ``sm_count`` must then give; ``THREADS`` threads, and the dynamic shared memory the
         footprint states."""
         params = self.config.as_dict()
-        if "SMBLOCKS" in params:
+        if self.persistent:
             if sm_count is None or sm_count < 1:
                 raise InputError(
                     f"config {self.config.name} runs a persistent grid: its launch needs the "
