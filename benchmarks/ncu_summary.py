@@ -2,11 +2,19 @@
 
     python benchmarks/ncu_summary.py benchmarks/results/ncu/*.csv.gz benchmarks/results/ncu/raw/*
 
-Prints, per file, each GEMM kernel once (the first launch of each name; CuPy's helper kernels
-and the random-number kernels are skipped). From ``--page details`` exports: duration, SM and
+Prints, per file, each GEMM kernel once: its last launch. profile_launch.py verifies each config
+first (two launches with alpha = 0.5, beta = 3 and alpha = 1, beta = 0, cuBLAS beside them) and
+only then runs the launches being studied (alpha = 1, beta = 0, as the bench times them), so the
+last launch of a name is one of those; a first launch reads C and starts cold. CuPy's helper
+kernels and the random-number kernels are skipped. From ``--page details`` exports: duration, SM and
 memory throughput, occupancy, registers and launch geometry. From ``--page raw`` exports (one
 row per launch, one column per metric): duration, issue-active rate, instructions, registers
-and the warp stall reasons per issued instruction (those of at least 0.005).
+and the warp stall reasons per issued instruction (those of at least 0.005). From ``--page
+source --print-source sass`` exports of one launch (SourceCounters section; profile with
+``-s`` to skip the verification launches): instructions executed, and the warp-state samples by
+reason, over the whole kernel and outside its k loop. The k loop is fully unrolled, so each of
+its instructions runs once per k tile: it is the instructions executed at least half as often
+as the most executed one; the rest run once per output tile or once per launch.
 """
 
 from __future__ import annotations
@@ -37,12 +45,12 @@ STALL_SUFFIX = "_per_issue_active.ratio"
 
 def _summarize_raw(path: Path, lines: list[str]) -> list[str]:
     out = [f"== {path.name} (raw)"]
-    seen: set[str] = set()
+    last: dict[str, dict[str, str]] = {}  # in the order the kernels first ran
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
         name = row["Kernel Name"]
-        if name.startswith(SKIP) or name in seen or not row.get("ID", "").isdigit():
-            continue  # the units row, helper kernels and repeated launches
-        seen.add(name)
+        if not name.startswith(SKIP) and row.get("ID", "").isdigit():  # not the units row
+            last[name] = row
+    for name, row in last.items():
         parts = [f"{m} = {row[m]}" for m in RAW_METRICS if m in row]
         for key, value in row.items():
             if key.startswith(STALL_PREFIX) and key.endswith(STALL_SUFFIX):
@@ -56,19 +64,53 @@ def _summarize_raw(path: Path, lines: list[str]) -> list[str]:
     return out
 
 
+def _count(text: str) -> int:
+    return int(text.replace(",", "")) if text.replace(",", "").isdigit() else 0
+
+
+def _summarize_source(path: Path, lines: list[str]) -> list[str]:
+    kernel = next(csv.reader([lines[0]]))[1]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines[1:]))))
+    executed = [_count(row["Instructions Executed"]) for row in rows]
+    loop_rows = [row for row, n in zip(rows, executed, strict=True) if n >= max(executed) / 2]
+    other_rows = [row for row, n in zip(rows, executed, strict=True) if n < max(executed) / 2]
+    reasons = [c for c in rows[0] if c.startswith("stall_") and "Not Issued" not in c]
+    samples = {c: sum(_count(row[c]) for row in rows) for c in reasons}
+    outside = {c: sum(_count(row[c]) for row in other_rows) for c in reasons}
+    total = sum(samples.values()) or 1
+
+    def shares(counts: dict[str, int]) -> str:
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+        return "; ".join(f"{c[6:]} {n / total:.3f}" for c, n in ranked if n / total >= 0.001)
+
+    in_loop = sum(_count(row["Instructions Executed"]) for row in loop_rows) / sum(executed)
+    return [
+        f"== {path.name} (source)",
+        f"  {kernel[:100]}",
+        f"    instructions executed = {sum(executed):,}; in the k loop {in_loop:.3f}"
+        f"; warp samples = {total:,}; in the k loop {1 - sum(outside.values()) / total:.3f}",
+        f"    samples by reason: {shares(samples)}",
+        f"    outside the k loop: {shares(outside)}",
+    ]
+
+
 def summarize(path: Path) -> list[str]:
     raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    lines = [line for line in raw.decode().splitlines() if line.startswith('"')]
+    text = raw.decode().splitlines()
+    if text and text[0].startswith('"Kernel Name",'):
+        return _summarize_source(path, text)
+    lines = [line for line in text if line.startswith('"')]
     if lines and "Metric Name" not in lines[0]:
         return _summarize_raw(path, lines)
-    kernels: dict[str, dict[str, str]] = {}
+    kernels: dict[str, dict[str, str]] = {}  # one row per metric; a new ID starts a launch
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
         name = row["Kernel Name"]
         if name.startswith(SKIP):
             continue
-        first = kernels.setdefault(name, {"_id": row["ID"]})
-        if first["_id"] == row["ID"]:
-            first[row["Metric Name"]] = f"{row['Metric Value']} {row['Metric Unit']}".strip()
+        launch = kernels.setdefault(name, {"_id": row["ID"]})
+        if launch["_id"] != row["ID"]:
+            launch = kernels[name] = {"_id": row["ID"]}
+        launch[row["Metric Name"]] = f"{row['Metric Value']} {row['Metric Unit']}".strip()
     out = [f"== {path.name}"]
     for name, metrics in kernels.items():
         out.append(f"  {name[:100]}")

@@ -218,9 +218,9 @@ def matmul(
         ``c``, or the new array.
 
     The kernel runs on the current stream. One loaded kernel serves every call with its config,
-    and the split-K kernels (``splitk``, ``warptile_splitk``, ``skinny``) keep ticket counters
-    in their module: do not run two calls that may pick the same config concurrently on
-    different streams (see ``templates/README.md``).
+    and the split-K kernels (``splitk``, ``warptile_splitk``, ``skinny``, ``streamk``) keep
+    ticket counters in their module: do not run two calls that may pick the same config
+    concurrently on different streams (see ``templates/README.md``).
     """
     import cupy
 
