@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -147,7 +148,10 @@ def _from_database(db: str | None, m: int, n: int, k: int, device: str | None) -
     )
 
 
-_kernels: dict[tuple[str, str], tuple[Any, KernelSource]] = {}
+# (config name, architecture, module copy) -> loaded kernel. The copy is 0 except for families
+# whose module holds split-K counters: those get one copy per launch site (see :func:`compiled`).
+_kernels: dict[tuple[str, str, int], tuple[Any, KernelSource]] = {}
+_site_copies: dict[tuple[str, str], dict[Hashable, int]] = {}
 _configs: dict[tuple[int, int, int, str | None, str | None, str | None], str] = {}
 _lock = threading.Lock()
 
@@ -159,16 +163,30 @@ def _arch() -> str:
     return f"sm_{major}{minor}"
 
 
-def compiled(name: str) -> tuple[Any, KernelSource]:
-    """The loaded kernel and its source for a config name, compiled on first use."""
-    from tuner.compile import NvrtcCompiler, load_kernel
-    from tuner.families import parse_config
+def compiled(name: str, site: Hashable = 0) -> tuple[Any, KernelSource]:
+    """The loaded kernel and its source for a config name, compiled on first use.
 
-    key = (name, _arch())
+    The split-K families (``Family.module_counters``) keep their ticket counters in the loaded
+    module, so two of their launches must not overlap: for them each launch ``site`` (what
+    :func:`matmul` passes: the CUDA stream handle and the calling thread) gets a module of its
+    own, loaded from its own copy of the cubin (:func:`tuner.compile.load_kernel`). Launches
+    from one site run one after the other on one stream, which the counters allow. Other
+    families share one module per process.
+    """
+    from tuner.compile import NvrtcCompiler, load_kernel
+    from tuner.families import get_family, parse_config
+
+    config = parse_config(name)
+    arch = _arch()
     with _lock:
+        copy = 0
+        if get_family(config.family).module_counters:
+            copies = _site_copies.setdefault((name, arch), {})
+            copy = copies.setdefault(site, len(copies))
+        key = (name, arch, copy)
         if key not in _kernels:
-            source = render(parse_config(name))
-            kernel = load_kernel(NvrtcCompiler(key[1]).compile(source))
+            source = render(config)
+            kernel = load_kernel(NvrtcCompiler(arch).compile(source), copy)
             _kernels[key] = (kernel, source)
         return _kernels[key]
 
@@ -217,10 +235,10 @@ def matmul(
     Returns:
         ``c``, or the new array.
 
-    The kernel runs on the current stream. One loaded kernel serves every call with its config,
-    and the split-K kernels (``splitk``, ``warptile_splitk``, ``skinny``, ``streamk``) keep
-    ticket counters in their module: do not run two calls that may pick the same config
-    concurrently on different streams (see ``templates/README.md``).
+    The kernel runs on the current stream. One loaded kernel serves every call with its config;
+    the split-K kernels (``splitk``, ``warptile_splitk``, ``streamk``, ``skinny``), which keep
+    ticket counters in their module, get one loaded module per stream and calling thread, so
+    calls on different streams may run concurrently (see :func:`compiled`).
     """
     import cupy
 
@@ -239,7 +257,10 @@ def matmul(
         if c.shape != (m, n) or not c.flags.c_contiguous:
             raise InputError(f"`c` must be C-contiguous with shape {(m, n)}, got {c.shape}")
     shape = Shape(m, n, k)  # 1..2**31-1 each, or InputError naming the dimension
-    kernel, source = compiled(_config_name(m, n, k, url, db, device))
+    # The handle alone does not name a stream: each thread's per-thread default stream has
+    # the same one.
+    site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
+    kernel, source = compiled(_config_name(m, n, k, url, db, device), site)
     from tuner.measure import launch
 
     launch(

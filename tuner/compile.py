@@ -316,11 +316,26 @@ def _compile_one(compiler: Compiler, source: KernelSource) -> CompiledKernel | C
         return exc
 
 
-def load_kernel(compiled: CompiledKernel) -> Any:
-    """Load a cubin on the current GPU as a CuPy RawKernel with its dynamic smem limit set."""
+def cubin_copy(cubin: Path, copy: int) -> Path:
+    """``cubin`` itself for copy 0, else its copy N beside it (written once, atomically)."""
+    if not copy:
+        return cubin
+    path = cubin.with_name(f"{cubin.stem}.copy{copy}{cubin.suffix}")
+    if not path.is_file():
+        _write_atomic(path, cubin.read_bytes())
+    return path
+
+
+def load_kernel(compiled: CompiledKernel, copy: int = 0) -> Any:
+    """Load a cubin on the current GPU as a CuPy RawKernel with its dynamic smem limit set.
+
+    CuPy loads a cubin path once per process and device: every load of one path shares the
+    module and its module-scope state (the split-K counters). ``copy`` N > 0 loads a copy of
+    the cubin beside it (``kernel.copyN.cubin``, written on first use), a module of its own.
+    """
     import cupy
 
-    module = cupy.RawModule(path=str(compiled.cubin))
+    module = cupy.RawModule(path=str(cubin_copy(compiled.cubin, copy)))
     kernel = module.get_function(compiled.source.entry)
     if compiled.source.dynamic_smem_bytes:
         kernel.max_dynamic_shared_size_bytes = compiled.source.dynamic_smem_bytes

@@ -67,6 +67,10 @@ class Family:
     k_step: Callable[[Params], int] = lambda p: p["BK"]
     # Why a valid config is wasteful for a shape beyond the generic checks, or None.
     waste: Callable[[Params, Shape], str | None] = lambda p, shape: None
+    # The template keeps split-K ticket counters in module-scope device memory, so two launches
+    # of one loaded module must not overlap (templates/README.md); a caller that launches on
+    # several streams loads one module per stream (tuner.client).
+    module_counters: bool = False
 
     @property
     def template(self) -> str:
@@ -483,6 +487,7 @@ SPLITK = Family(
         p, p["STAGES"] * (p["BM"] * (p["BK"] + A_PAD) + p["BK"] * p["BN"]), dynamic=True
     ),
     derive=_splitk_derive,
+    module_counters=True,
 )
 
 # --- warptile_splitk -------------------------------------------------------------------------
@@ -504,6 +509,7 @@ WARPTILE_SPLITK = Family(
         "BUFFERS": 1,
         "PREFETCH": int(warptile_prefetches(p)),
     },
+    module_counters=True,
 )
 
 # --- streamk --------------------------------------------------------------------------------
@@ -518,7 +524,7 @@ def _streamk_max_registers(p: Params) -> int:
     the 128x128 tile of 256 threads under its budget of 144), and no more than SMBLOCKS blocks
     per SM leave (a multiple of 8). Left to itself the compiler took 249 registers for the
     128x256 tile where warptile takes 216, and its k loop issued less often (Nsight Compute at
-    4096^3: issue active 0.77 against 0.82; see benchmarks/speed.md)."""
+    4096^3: issue active 0.78 against 0.83; see benchmarks/speed.md)."""
     per_sm = 65536 // (p["THREADS"] * p["SMBLOCKS"])
     return min(max(warptile_register_budget(p), 168), per_sm, 255) // 8 * 8
 
@@ -560,6 +566,7 @@ STREAMK = Family(
         "MAX_TILES": 2 * STREAMK_MAX_BLOCKS,  # stream-K tiles, then staggered first tiles
         "MAX_REGISTERS": _streamk_max_registers(p),
     },
+    module_counters=True,
 )
 
 # --- skinny ---------------------------------------------------------------------------------
@@ -627,6 +634,7 @@ SKINNY = Family(
     derive=lambda p: {"MAX_TILES": SPLITK_MAX_TILES},
     k_step=lambda p: p["KU"] * p["LK"],
     waste=_skinny_waste,
+    module_counters=True,
 )
 
 FAMILIES: dict[str, Family] = {

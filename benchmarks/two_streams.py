@@ -1,0 +1,61 @@
+"""Why the split-K kernels get one loaded module per stream (GPU only).
+
+    python benchmarks/two_streams.py
+
+Runs one ``streamk`` config on 1000^3 (every output tile a stream-K tile, its pieces meeting in C
+through the module's ticket counters) 50 times on each of two streams, the launches alternating
+with no wait between them, first with a module per stream (what ``tuner.matmul`` does), then
+with both streams on one module. Prints how many of the 100 results miss cuBLAS's tolerance.
+Mixed tickets can also leave a block waiting for ever: run it under ``timeout``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tuner.client import compiled
+from tuner.measure import launch, random_operands, relative_error, tolerance
+from tuner.shape import Shape
+
+CONFIG = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"
+LAUNCHES = 50
+
+
+def main() -> None:
+    import cupy
+
+    shape = Shape(1000, 1000, 1000)
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+    operands = [random_operands(shape, seed=s)[:2] for s in range(2)]
+    refs = [cupy.matmul(a, b) for a, b in operands]
+    layouts = {
+        "one module per stream": [("two_streams", s.ptr) for s in streams],
+        "one module for both streams": [("two_streams", "shared")] * 2,
+    }
+    for label, sites in layouts.items():
+        kernels = [compiled(CONFIG, site) for site in sites]
+        outs = [
+            [cupy.empty((shape.m, shape.n), dtype=cupy.float32) for _ in range(LAUNCHES)]
+            for _ in streams
+        ]
+        cupy.cuda.Device().synchronize()
+        for i in range(LAUNCHES):
+            for s, stream in enumerate(streams):
+                with stream:
+                    kernel, source = kernels[s]
+                    a, b = operands[s]
+                    launch(kernel, source, shape, 1.0, a, b, 0.0, outs[s][i])
+        cupy.cuda.Device().synchronize()
+        errors = [relative_error(out, refs[s]) for s in range(2) for out in outs[s]]
+        wrong = sum(e > tolerance(shape.k) for e in errors)
+        print(
+            f"{label}: {wrong} of {len(errors)} results wrong, worst relative error "
+            f"{max(errors):.3g}"
+        )
+
+
+if __name__ == "__main__":
+    main()
