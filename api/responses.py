@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import storage
 from api import schemas
 from api.lookup import Answer, kernel_source, launch_geometry, tflops
+from tuner.families import get_family
 
 
 def best_response(answer: Answer, include_source: bool) -> schemas.BestResponse:
@@ -21,6 +22,7 @@ def best_response(answer: Answer, include_source: bool) -> schemas.BestResponse:
             grid=geo.grid,
             block=geo.block,
             dynamic_smem_bytes=geo.dynamic_smem_bytes,
+            module_per_stream=get_family(answer.family).module_counters,
         )
     device = answer.device
     measured = answer.measured_on

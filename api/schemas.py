@@ -67,6 +67,11 @@ class KernelOut(BaseModel):
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     dynamic_smem_bytes: int
+    module_per_stream: bool = Field(
+        description="the kernel keeps split-K ticket counters in its loaded module: launches "
+        "that may overlap (on different streams) each need a module of their own; launches "
+        "on one stream may share one"
+    )
     arguments: str = (
         "(int M, int N, int K, float alpha, const float* A, const float* B, "
         "float beta, float* C), row-major"

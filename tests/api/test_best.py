@@ -112,6 +112,7 @@ def test_include_source_gives_code_and_launch_geometry(sqlite_client: TestClient
     assert kernel["grid"] == [-(-3000 // bn), -(-1000 // bm), 1]
     assert kernel["block"] == [data["params"]["THREADS"], 1, 1]  # type: ignore[index]
     assert kernel["dynamic_smem_bytes"] == 0
+    assert kernel["module_per_stream"] is False  # a warptile or pipelined default: no counters
 
 
 def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: object) -> None:
@@ -135,6 +136,7 @@ def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: ob
             kernel = data["kernel"]
             assert isinstance(kernel, dict)
             assert kernel["grid"] == [blocks, 1, 1] and kernel["block"] == [256, 1, 1]
+            assert kernel["module_per_stream"] is True  # streamk's split-K counters
     app.state.engine.dispose()
 
 
