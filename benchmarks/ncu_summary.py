@@ -65,7 +65,8 @@ def _summarize_raw(path: Path, lines: list[str]) -> list[str]:
 
 
 def _count(text: str) -> int:
-    return int(text.replace(",", "")) if text.replace(",", "").isdigit() else 0
+    digits = text.replace(",", "")
+    return int(digits) if digits.isdigit() else 0
 
 
 def _summarize_source(path: Path, lines: list[str]) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -21,36 +22,45 @@ from tuner.measure import launch, random_operands, relative_error, tolerance
 from tuner.shape import Shape
 
 CONFIG = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"
+SHAPE = Shape(1000, 1000, 1000)
 LAUNCHES = 50
+
+
+def relative_errors(
+    kernels: list[Any], streams: list[Any], launches: int = LAUNCHES
+) -> list[float]:
+    """Launch ``kernels[s]`` (loaded kernel, source) on ``streams[s]``, alternating, ``launches``
+    times each with no wait between them; the relative error of every result against cuBLAS."""
+    import cupy
+
+    operands = [random_operands(SHAPE, seed=s)[:2] for s in range(len(streams))]
+    refs = [cupy.matmul(a, b) for a, b in operands]
+    outs = [
+        [cupy.empty((SHAPE.m, SHAPE.n), dtype=cupy.float32) for _ in range(launches)]
+        for _ in streams
+    ]
+    cupy.cuda.Device().synchronize()
+    for i in range(launches):
+        for s, stream in enumerate(streams):
+            with stream:
+                kernel, source = kernels[s]
+                a, b = operands[s]
+                launch(kernel, source, SHAPE, 1.0, a, b, 0.0, outs[s][i])
+    cupy.cuda.Device().synchronize()
+    return [relative_error(out, refs[s]) for s in range(len(streams)) for out in outs[s]]
 
 
 def main() -> None:
     import cupy
 
-    shape = Shape(1000, 1000, 1000)
     streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
-    operands = [random_operands(shape, seed=s)[:2] for s in range(2)]
-    refs = [cupy.matmul(a, b) for a, b in operands]
     layouts = {
         "one module per stream": [("two_streams", s.ptr) for s in streams],
         "one module for both streams": [("two_streams", "shared")] * 2,
     }
     for label, sites in layouts.items():
-        kernels = [compiled(CONFIG, site) for site in sites]
-        outs = [
-            [cupy.empty((shape.m, shape.n), dtype=cupy.float32) for _ in range(LAUNCHES)]
-            for _ in streams
-        ]
-        cupy.cuda.Device().synchronize()
-        for i in range(LAUNCHES):
-            for s, stream in enumerate(streams):
-                with stream:
-                    kernel, source = kernels[s]
-                    a, b = operands[s]
-                    launch(kernel, source, shape, 1.0, a, b, 0.0, outs[s][i])
-        cupy.cuda.Device().synchronize()
-        errors = [relative_error(out, refs[s]) for s in range(2) for out in outs[s]]
-        wrong = sum(e > tolerance(shape.k) for e in errors)
+        errors = relative_errors([compiled(CONFIG, site) for site in sites], streams)
+        wrong = sum(e > tolerance(SHAPE.k) for e in errors)
         print(
             f"{label}: {wrong} of {len(errors)} results wrong, worst relative error "
             f"{max(errors):.3g}"

@@ -148,8 +148,10 @@ def _from_database(db: str | None, m: int, n: int, k: int, device: str | None) -
     )
 
 
-# (config name, architecture, module copy) -> loaded kernel. The copy is 0 except for families
-# whose module holds split-K counters: those get one copy per launch site (see :func:`compiled`).
+# (config name, architecture) -> the compiled kernel and whether its family keeps split-K
+# counters in the module; (name, architecture, module copy) -> loaded kernel. The copy is 0
+# except for those families, which get one copy per launch site (see :func:`compiled`).
+_built: dict[tuple[str, str], tuple[Any, bool]] = {}
 _kernels: dict[tuple[str, str, int], tuple[Any, KernelSource]] = {}
 _site_copies: dict[tuple[str, str], dict[Hashable, int]] = {}
 _configs: dict[tuple[int, int, int, str | None, str | None, str | None], str] = {}
@@ -176,18 +178,21 @@ def compiled(name: str, site: Hashable = 0) -> tuple[Any, KernelSource]:
     from tuner.compile import NvrtcCompiler, load_kernel
     from tuner.families import get_family, parse_config
 
-    config = parse_config(name)
     arch = _arch()
     with _lock:
+        built = _built.get((name, arch))
+        if built is None:  # first use: render and compile (or find the cached cubin) once
+            config = parse_config(name)
+            binary = NvrtcCompiler(arch).compile(render(config))
+            built = _built[(name, arch)] = (binary, get_family(config.family).module_counters)
+        binary, counters = built
         copy = 0
-        if get_family(config.family).module_counters:
+        if counters:
             copies = _site_copies.setdefault((name, arch), {})
             copy = copies.setdefault(site, len(copies))
         key = (name, arch, copy)
         if key not in _kernels:
-            source = render(config)
-            kernel = load_kernel(NvrtcCompiler(arch).compile(source), copy)
-            _kernels[key] = (kernel, source)
+            _kernels[key] = (load_kernel(binary, copy), binary.source)
         return _kernels[key]
 
 

@@ -529,6 +529,11 @@ def _streamk_max_registers(p: Params) -> int:
     return min(max(warptile_register_budget(p), 168), per_sm, 255) // 8 * 8
 
 
+def is_persistent(p: Params) -> bool:
+    """Whether the grid is sized by the device (SMBLOCKS per SM) rather than by the shape."""
+    return "SMBLOCKS" in p
+
+
 def persistent_blocks(p: Params, sm_count: int) -> int:
     """Blocks in a persistent grid of ``streamk``: SMBLOCKS per SM, at most STREAMK_MAX_BLOCKS."""
     return min(sm_count * p["SMBLOCKS"], STREAMK_MAX_BLOCKS)

@@ -40,7 +40,13 @@ import numpy as np
 import optuna
 
 from tuner.config import Config
-from tuner.families import SPLITK_MAX_TILES, get_family, persistent_blocks, warptile_prefetches
+from tuner.families import (
+    SPLITK_MAX_TILES,
+    get_family,
+    is_persistent,
+    persistent_blocks,
+    warptile_prefetches,
+)
 from tuner.resources import DeviceLimits, ResourceCheck, static_check
 from tuner.shape import Shape
 
@@ -231,7 +237,7 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
             return max(busy, rates.global_latency + busy / resident)
         return max(busy, rates.global_latency / ahead)
 
-    if "SMBLOCKS" in params:
+    if is_persistent(params):
         return _persistent_estimate(config, shape, device, tiles, all_k_tiles, tile_cycles)
     full_waves, rest = divmod(blocks, device.sm_count * r_full)
     cycles = full_waves * k_tiles * tile_cycles(r_full)

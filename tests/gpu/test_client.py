@@ -88,25 +88,10 @@ def test_split_kernels_on_two_streams_at_once_stay_correct() -> None:
     import cupy
 
     import tuner.client as impl
-    from tuner.measure import launch, relative_error, tolerance
-    from tuner.shape import Shape
+    from benchmarks.two_streams import CONFIG, SHAPE, relative_errors
+    from tuner.measure import tolerance
 
-    name = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"
-    shape = Shape(1000, 1000, 1000)
     streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
-    kernels = [impl.compiled(name, (s.ptr, threading.get_ident())) for s in streams]
+    kernels = [impl.compiled(CONFIG, (s.ptr, threading.get_ident())) for s in streams]
     assert kernels[0][0] is not kernels[1][0]
-    rng = cupy.random.default_rng(5)
-    a = [rng.standard_normal((1000, 1000), dtype=cupy.float32) for _ in streams]
-    b = [rng.standard_normal((1000, 1000), dtype=cupy.float32) for _ in streams]
-    outs = [[cupy.empty((1000, 1000), dtype=cupy.float32) for _ in range(20)] for _ in streams]
-    cupy.cuda.Device().synchronize()
-    for i in range(20):
-        for s, stream in enumerate(streams):
-            with stream:
-                kernel, source = kernels[s]
-                launch(kernel, source, shape, 1.0, a[s], b[s], 0.0, outs[s][i])
-    cupy.cuda.Device().synchronize()
-    for s in range(2):
-        ref = cupy.matmul(a[s], b[s])
-        assert max(relative_error(out, ref) for out in outs[s]) <= tolerance(1000)
+    assert max(relative_errors(kernels, streams, launches=20)) <= tolerance(SHAPE.k)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ class _Compiler:
         self.arch = arch
 
     def compile(self, source: Any) -> Any:
-        return source
+        return SimpleNamespace(source=source)
 
 
 @pytest.fixture
@@ -31,10 +32,11 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """Fake compile and load (no GPU); returns the list of modules loaded so far."""
     loaded: list[tuple[str, int]] = []
 
-    def load(source: Any, copy: int = 0) -> tuple[str, int]:
-        loaded.append((source.entry, copy))
+    def load(compiled: Any, copy: int = 0) -> tuple[str, int]:
+        loaded.append((compiled.source.entry, copy))
         return loaded[-1]
 
+    monkeypatch.setattr(client, "_built", {})
     monkeypatch.setattr(client, "_kernels", {})
     monkeypatch.setattr(client, "_site_copies", {})
     monkeypatch.setattr(client, "_arch", lambda: "sm_90")
