@@ -31,7 +31,7 @@ from tuner.roofline import Ceilings, roofline
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
 from tuner.study import study_name
-from tuner.tune_cli import read_suite_csv, run_study
+from tuner.tune_cli import WARM_START, read_suite_csv, run_study
 
 DEFAULT_SUITE = Path("benchmarks/shapes.csv")
 RESULTS_DIR = Path("benchmarks/results")
@@ -63,6 +63,7 @@ class Options:
     retune: bool = False
     seed: int | None = None
     rounds: int = 5
+    warm_start: int = WARM_START
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,7 @@ def choose_config(
         target,
         None,
         options.seed,
+        options.warm_start,
     )
     tuned = _stored_choice(sessions, device, shape, tuned=True)
     if tuned is not None:
@@ -327,6 +329,7 @@ def document(
             "seed": options.seed,
             "trials_per_tuned_shape": options.trials,
             "retune": options.retune,
+            "warm_start": options.warm_start,
             "rounds": options.rounds,
             "timing_budget_ms": budget_ms,
             "timing": TIMING,

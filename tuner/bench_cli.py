@@ -20,7 +20,17 @@ from tuner.bench_report import chart_title, markdown, ratio_chart
 from tuner.errors import InputError
 from tuner.roofline import ceilings_for
 from tuner.samplers import SAMPLERS
-from tuner.tune_cli import DbOpt, FamiliesOpt, _check_sampler, _families, err, open_database
+from tuner.tune_cli import (
+    DEFAULT_FAMILIES,
+    WARM_START,
+    DbOpt,
+    FamiliesOpt,
+    WarmStartOpt,
+    _check_sampler,
+    _families,
+    err,
+    open_database,
+)
 
 if TYPE_CHECKING:
     from tuner.gpu_worker import GpuEvaluator
@@ -81,6 +91,7 @@ def bench(
     ] = False,
     sampler: Annotated[str, typer.Option(help=", ".join(SAMPLERS))] = "tpe",
     seed: Annotated[int | None, typer.Option(help="sampler seed")] = None,
+    warm_start: WarmStartOpt = WARM_START,
     rounds: Annotated[
         int, typer.Option(min=1, help="alternating rounds of ours and cuBLAS per shape")
     ] = 5,
@@ -102,9 +113,9 @@ def bench(
 ) -> None:
     """Tune or reuse every suite shape, re-measure it side by side with cuBLAS, write JSON,
     a Markdown table (also printed) and an SVG chart."""
-    entries, families = logic.read_suite(suite), _families(family)
+    entries, families = logic.read_suite(suite), _families(family) or DEFAULT_FAMILIES
     _check_sampler(sampler)
-    options = logic.Options(families, sampler, trials, retune, seed, rounds)
+    options = logic.Options(families, sampler, trials, retune, seed, rounds, warm_start)
     gpu = start_gpu(budget_ms)
     try:
         sessions = open_database(db, optuna_tables=True)

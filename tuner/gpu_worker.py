@@ -48,7 +48,7 @@ class Compare:
     rounds: int
 
 
-def _provenance(dev: DeviceLimits) -> dict[str, Any]:
+def device_provenance(dev: DeviceLimits) -> dict[str, Any]:
     import cupy as cp
     from cupy.cuda import nvrtc
 
@@ -75,7 +75,7 @@ def _worker_main(conn: Connection, device_index: int, budget_ms: float) -> None:
 
     cp.cuda.Device(device_index).use()
     dev = live_device(device_index)
-    conn.send(("ready", dev, _provenance(dev)))
+    conn.send(("ready", dev, device_provenance(dev)))
     baselines: dict[Shape, tuple[tuple[Any, Any, Any], float]] = {}
     while True:
         request = conn.recv()

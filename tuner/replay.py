@@ -15,7 +15,7 @@ from typing import Any
 from tuner.config import Config
 from tuner.errors import InputError
 from tuner.evaluate import Result
-from tuner.families import parse_config
+from tuner.families import FAMILIES, parse_config
 from tuner.resources import DeviceLimits, table_device
 from tuner.shape import Shape, parse_shape
 
@@ -57,6 +57,9 @@ class ReplayEvaluator:
             **header.get("provenance", {}),
             "replayed_from": path.name,
         }
+        measured = {parse_config(name).family for _, name in self.rows}
+        # The families the table measured, in the order of tuner.families.FAMILIES.
+        self.families: tuple[str, ...] = tuple(f for f in FAMILIES if f in measured)
         self.evaluations = 0
 
     def shapes(self) -> list[Shape]:

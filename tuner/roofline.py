@@ -49,8 +49,16 @@ H100_SXM = Ceilings(
     bandwidth_tb_s=3.35,
     bandwidth_source="NVIDIA H100 SXM5 80GB HBM3 datasheet",
 )
+H200 = Ceilings(
+    ffma_tflops=63.2,
+    ffma_source="measured on the lent H200 (benchmarks/ffma_ceiling.py: 8 independent FMA chains "
+    "per thread, median of 20 launches; datasheet 67): benchmarks/results/h200-ffma.json",
+    bandwidth_tb_s=4.8,
+    bandwidth_source="NVIDIA H200 SXM 141GB HBM3e datasheet",
+)
+
 # Device name as CUDA reports it -> its roofs; other devices get no roofline rather than a guess.
-KNOWN_CEILINGS: dict[str, Ceilings] = {"NVIDIA H100 80GB HBM3": H100_SXM}
+KNOWN_CEILINGS: dict[str, Ceilings] = {"NVIDIA H100 80GB HBM3": H100_SXM, "NVIDIA H200": H200}
 
 
 def ceilings_for(device_name: str) -> Ceilings | None:

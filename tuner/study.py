@@ -26,6 +26,7 @@ from optuna.trial import TrialState
 from tuner.config import Config
 from tuner.evaluate import Evaluator, Result
 from tuner.families import get_family
+from tuner.priors import committed_starts
 from tuner.recording import Recorder
 from tuner.samplers import make_sampler
 from tuner.shape import Shape
@@ -158,10 +159,24 @@ class Study:
                 self.optuna.add_trial(finished_trial(result, self.families))
                 self._known.add(name)
 
+    def warm_starts(self, limit: int) -> list[str]:
+        """What a new study evaluates first, at most ``limit`` candidates of its space: the
+        committed suite's best for this shape on this kind of GPU (``tuner.priors``), then the
+        best configs of the nearest shapes tuned in this database, then the committed bests of
+        the nearest other shapes."""
+        committed = committed_starts(self.device, self.shape)
+        same = [name for distance, name in committed if distance == 0.0]
+        others = [name for distance, name in committed if distance > 0.0]
+        ordered = same + self.recorder.neighbours(self.device, self.shape, limit) + others
+        names: list[str] = []
+        for name in ordered:
+            if name in self.candidates and name not in names:
+                names.append(name)
+        return names[:limit]
+
     def _warm_start(self, limit: int) -> None:
-        for name in self.recorder.neighbours(self.device, self.shape, limit):
-            if name in self.candidates:
-                self.optuna.enqueue_trial(trial_params(self.candidates[name], self.families))
+        for name in self.warm_starts(limit):
+            self.optuna.enqueue_trial(trial_params(self.candidates[name], self.families))
 
     def run(
         self,

@@ -40,14 +40,31 @@ DbOpt = Annotated[
         "--db", help="SQLAlchemy URL; default $GEMMTUNE_DATABASE_URL or sqlite:///gemmtune.db"
     ),
 ]
+# What a study searches without --family: the families whose configs won suite shapes on the H100
+# (streamk ten, warptile one, skinny one: benchmarks/results/h100-suite.json) and pipelined, the
+# multi-stage ladder rung. skinny has candidates only for small M; elsewhere its proposals are
+# invalid points, which cost nothing.
+DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny")
 FamiliesOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--family", "-f", help=f"repeatable; default warptile and pipelined ({', '.join(FAMILIES)})"
+        "--family",
+        "-f",
+        help=f"repeatable; default {', '.join(DEFAULT_FAMILIES)} (a replay table: its own) "
+        f"({', '.join(FAMILIES)})",
     ),
 ]
 EVALUATORS = ("gpu", "replay")
-DEFAULT_FAMILIES = ("warptile", "pipelined")
+WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
+WarmStartOpt = Annotated[
+    int,
+    typer.Option(
+        "--warm-start",
+        min=0,
+        help="a new study first evaluates up to this many configs: the committed suite's best "
+        "for the shape on this GPU, then the bests of the nearest shapes (0: none)",
+    ),
+]
 SETUP_ATTEMPTS = 5
 
 
@@ -89,11 +106,19 @@ def make_evaluator(name: str, replay_table: Path | None) -> Evaluator:
 
 
 def _families(families: list[str] | None) -> tuple[str, ...]:
-    chosen = tuple(families or DEFAULT_FAMILIES)
+    """The --family names, checked (empty when none was given)."""
+    chosen = tuple(families or ())
     for name in chosen:
         if name not in FAMILIES:
             raise InputError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}")
     return chosen
+
+
+def default_families(evaluator: Evaluator) -> tuple[str, ...]:
+    """The families searched without --family: a replay table's own (it has no answer for any
+    other), else ``DEFAULT_FAMILIES``."""
+    measured: tuple[str, ...] = getattr(evaluator, "families", ())
+    return measured or DEFAULT_FAMILIES
 
 
 def _check_sampler(sampler: str) -> None:
@@ -111,6 +136,7 @@ def run_study(
     trials: int | None,
     timeout: float | None,
     seed: int | None,
+    warm_start: int = WARM_START,
 ) -> StudyProgress:
     """One study with a live progress line: trials, best so far, TFLOP/s, % of cuBLAS."""
     study = Study(
@@ -121,6 +147,7 @@ def run_study(
         sampler=sampler,
         seed=seed,
         optuna_storage=storage.database_url(url),
+        warm_start=warm_start,
     )
     target = min(trials or len(study.candidates), len(study.candidates))
     columns = (
@@ -158,6 +185,7 @@ def tune(
         Path | None, typer.Option(help="JSON lines from benchmarks/sweep.py")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="sampler seed")] = None,
+    warm_start: WarmStartOpt = WARM_START,
     db: DbOpt = None,
 ) -> None:
     """Tune one shape; re-running the same command resumes the study."""
@@ -165,8 +193,11 @@ def tune(
     _check_sampler(sampler)
     sessions = open_database(db, optuna_tables=True)
     ev = make_evaluator(evaluator, replay_table)
+    families = families or default_families(ev)
     try:
-        p = run_study(problem, families, ev, sessions, db, sampler, trials, timeout, seed)
+        p = run_study(
+            problem, families, ev, sessions, db, sampler, trials, timeout, seed, warm_start
+        )
     finally:
         ev.close()
     _print_outcome(p)
@@ -228,6 +259,7 @@ def tune_batch(
     evaluator: Annotated[str, typer.Option()] = "gpu",
     replay_table: Annotated[Path | None, typer.Option()] = None,
     seed: Annotated[int | None, typer.Option()] = None,
+    warm_start: WarmStartOpt = WARM_START,
     db: DbOpt = None,
 ) -> None:
     """Tune every shape of a CSV file, one study each (resumable like ``tune``)."""
@@ -235,10 +267,13 @@ def tune_batch(
     _check_sampler(sampler)
     sessions = open_database(db, optuna_tables=True)
     ev = make_evaluator(evaluator, replay_table)
+    families = families or default_families(ev)
     try:
         for shape in shapes:
             _print_outcome(
-                run_study(shape, families, ev, sessions, db, sampler, trials, timeout, seed)
+                run_study(
+                    shape, families, ev, sessions, db, sampler, trials, timeout, seed, warm_start
+                )
             )
     finally:
         ev.close()

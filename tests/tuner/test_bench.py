@@ -33,11 +33,12 @@ from tuner.bench import (
 from tuner.bench_report import markdown, ratio_chart, ticks
 from tuner.config import Config
 from tuner.families import parse_config
+from tuner.priors import RESULTS
 from tuner.replay import ReplayEvaluator
 from tuner.resources import DeviceLimits
 from tuner.roofline import H100_SXM, ceilings_for, min_bytes, roofline
 from tuner.shape import Shape
-from tuner.tune_cli import open_database, run_study
+from tuner.tune_cli import DEFAULT_FAMILIES, open_database, run_study
 
 BIG, MID, SKINNY = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)
 H100 = "NVIDIA H100 80GB HBM3"
@@ -86,6 +87,15 @@ def test_ridge_point_and_a_measured_bandwidth() -> None:
     doc = slower.as_dict()
     assert doc["bandwidth_source"] == "measured" and "beta = 0" in doc["bytes_model"]
     assert ceilings_for(H100) is H100_SXM and ceilings_for("NVIDIA A100-SXM4-80GB") is None
+
+
+def test_h200_roofs_come_from_its_committed_measurement() -> None:
+    h200 = ceilings_for("NVIDIA H200")
+    assert h200 is not None and h200.bandwidth_tb_s == 4.8
+    measured = json.loads((RESULTS / "h200-ffma.json").read_text())
+    assert measured["device"] == "NVIDIA H200"
+    assert h200.ffma_tflops == round(measured["tflops"], 1)
+    assert roofline(Shape(16, 4096, 4096), h200).limit == "memory"
 
 
 def test_device_slug() -> None:
@@ -488,6 +498,25 @@ def test_the_command_end_to_end_with_a_fake_gpu(
     assert doc["roofline"]["bandwidth_tb_s"] == 3.0
     assert "--bandwidth" in doc["roofline"]["bandwidth_source"]
     assert (tmp_path / "t.md").is_file() and (tmp_path / "c.svg").is_file()
+
+
+def test_without_family_bench_searches_the_default_families(
+    tuned_db: str,
+    replay: ReplayEvaluator,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    suite = tmp_path / "suite.csv"
+    suite.write_text("square,4096,4096,4096\n")
+    monkeypatch.setattr(bench_cli, "start_gpu", lambda budget_ms: FakeBench(replay))
+    out = tmp_path / "defaults.json"
+    code, _, err = cli(capsys, "bench", "--suite", str(suite), "--db", tuned_db, "--rounds", "1",
+                       "--warm-start", "0", "--out", str(out))  # fmt: skip
+    assert code == 0, err
+    method = json.loads(out.read_text())["method"]
+    assert method["families"] == list(DEFAULT_FAMILIES) and "streamk" in DEFAULT_FAMILIES
+    assert method["warm_start"] == 0
 
 
 def test_a_miss_that_rounds_to_its_threshold_shows_more_digits() -> None:

@@ -27,9 +27,11 @@ from sqlalchemy.exc import DBAPIError
 import storage
 from tests.conftest import NewDatabase
 from tuner.cli import main
+from tuner.priors import RESULTS
 from tuner.replay import ReplayEvaluator
 from tuner.shape import Shape
 from tuner.study import study_name
+from tuner.tune_cli import DEFAULT_FAMILIES, default_families
 
 BIG, MID = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000)
 QUICK = ("--evaluator", "replay", "--family", "warptile", "--sampler", "random")
@@ -402,3 +404,14 @@ def test_import_of_malformed_json_changes_nothing(
 def test_best_for_an_untuned_shape_exits_1(tuned: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli(capsys, "best", "--shape", "77x77x77", "--db", tuned)
     assert code == 1 and "77x77x77" in err
+
+
+def test_default_families_are_a_replay_tables_own_or_the_gpu_set(replay: ReplayEvaluator) -> None:
+    assert default_families(replay) == ("warptile", "pipelined")  # what h100-sweep.jsonl holds
+    streamk = ReplayEvaluator(RESULTS / "h100-sweep-streamk.jsonl")
+    assert default_families(streamk) == ("streamk",)
+
+    class NoTable:  # the GPU evaluator answers for every family
+        pass
+
+    assert default_families(NoTable()) == DEFAULT_FAMILIES  # type: ignore[arg-type]

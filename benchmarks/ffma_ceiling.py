@@ -1,0 +1,112 @@
+"""The FP32 FMA ceiling of the GPU: a kernel of nothing but independent fused multiply-adds.
+
+    python benchmarks/ffma_ceiling.py [--out FILE.json]
+
+Each thread runs CHAINS independent FMA chains (enough to cover the pipeline's latency) for
+ITERATIONS steps on values read from memory, and writes their sum, so nothing is folded away.
+Timed with CUDA events: WARMUPS launches, then the median of RUNS. Prints TFLOP/s and writes
+them with the device, clocks and versions: the roofline's compute roof (``tuner.roofline``)
+for a GPU the project has not measured before. The same method as the H100 figure in
+shared/bench/README.md (8 independent chains per thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import cupy as cp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tuner.gpu_worker import device_provenance
+from tuner.resources import live_device
+
+CHAINS = 8
+ITERATIONS = 4096
+THREADS = 256
+BLOCKS_PER_SM = 8
+WARMUPS, RUNS = 3, 20
+
+SOURCE = f"""
+extern "C" __global__ void __launch_bounds__({THREADS})
+ffma_chains(const float* __restrict__ seed, float* __restrict__ out) {{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    float x[{CHAINS}];
+    #pragma unroll
+    for (int c = 0; c < {CHAINS}; ++c) x[c] = seed[(t + c) & 1023];
+    const float a = seed[1024], b = seed[1025];
+    for (int i = 0; i < {ITERATIONS}; ++i) {{
+        #pragma unroll
+        for (int c = 0; c < {CHAINS}; ++c) x[c] = fmaf(x[c], a, b);
+    }}
+    float s = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < {CHAINS}; ++c) s += x[c];
+    out[t] = s;
+}}
+"""
+
+
+def measure() -> dict[str, object]:
+    device = cp.cuda.Device()
+    limits = live_device()
+    sms = limits.sm_count
+    blocks = sms * BLOCKS_PER_SM
+    kernel = cp.RawKernel(SOURCE, "ffma_chains")
+    # Values that stay finite and away from zero: x -> 0.999 x + 0.001 keeps |x| bounded.
+    seed = cp.random.default_rng(0).uniform(0.5, 1.5, 1026, dtype=cp.float32)
+    seed[1024], seed[1025] = 0.999, 0.001
+    out = cp.empty(blocks * THREADS, dtype=cp.float32)
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for run in range(WARMUPS + RUNS):
+        start.record()
+        kernel((blocks,), (THREADS,), (seed, out))
+        stop.record()
+        stop.synchronize()
+        if run >= WARMUPS:
+            times.append(cp.cuda.get_elapsed_time(start, stop))
+    if not bool(cp.isfinite(out).all()):
+        raise RuntimeError("the FMA chains produced non-finite values")
+    flops = 2 * CHAINS * ITERATIONS * blocks * THREADS
+    ms = statistics.median(times)
+    return {
+        "what": "FP32 FMA ceiling: independent FMA chains, CUDA events, median of runs",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "device": limits.name,
+        "provenance": device_provenance(limits),
+        "sm_clock_mhz_max": device.attributes["ClockRate"] // 1000,
+        "method": {
+            "chains_per_thread": CHAINS,
+            "iterations": ITERATIONS,
+            "threads_per_block": THREADS,
+            "blocks": blocks,
+            "warmups": WARMUPS,
+            "runs": RUNS,
+        },
+        "median_ms": ms,
+        "min_ms": min(times),
+        "tflops": flops / (ms * 1e9),
+        "tflops_best_run": flops / (min(times) * 1e9),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    result = measure()
+    text = json.dumps(result, indent=1) + "\n"
+    if args.out:
+        args.out.write_text(text)
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

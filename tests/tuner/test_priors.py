@@ -1,0 +1,159 @@
+"""Committed suite results as a new study's first candidates (tuner.priors, Study.warm_starts)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tuner.priors as priors
+from tuner.priors import NOTHING, committed_starts, suite_bests
+from tuner.recording import MemoryRecorder
+from tuner.replay import ReplayEvaluator
+from tuner.resources import table_device
+from tuner.shape import Shape
+from tuner.sql_recorder import SqlRecorder
+from tuner.study import Study
+from tuner.tune_cli import open_database
+
+GPU = "NVIDIA H100 80GB HBM3"  # the replay table's device
+H100 = replace(table_device("sm_90"), name=GPU)
+WT_A = "warptile_bm128_bn256_bk16_wm64_wn64_wni2_tm8_tn4_t256"
+WT_B = "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm8_tn4_t128"
+WT_C = "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
+STREAMK = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"
+
+
+def _row(m: int, n: int, k: int, config: str, status: str = "ok") -> dict[str, Any]:
+    return {"class": "x", "m": m, "n": n, "k": k, "config": config, "status": status}
+
+
+def _suite(
+    folder: Path,
+    name: str,
+    device: str,
+    rows: list[dict[str, Any]],
+    cc: str = "9.0",
+    sms: int = 132,
+) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-suite.json"
+    provenance = {"device": device, "compute_capability": cc, "sm_count": sms}
+    path.write_text(json.dumps({"device": device, "provenance": provenance, "shapes": rows}))
+    return path
+
+
+def test_suite_bests_keeps_ok_rows_of_known_configs(tmp_path: Path) -> None:
+    path = _suite(
+        tmp_path,
+        "h100",
+        GPU,
+        [
+            _row(4096, 4096, 4096, WT_A),
+            _row(1000, 1000, 1000, WT_B, status="wrong_result"),
+            _row(64, 64, 64, "warptile_bm999"),  # not a config of this tuner
+            {"m": 8, "n": 8},  # no config
+            _row(128, 4096, 4096, STREAMK),
+        ],
+    )
+    bests = suite_bests(path)
+    assert (bests.device, bests.arch, bests.sm_count) == (GPU, "sm_90", 132)
+    assert bests.rows == [((4096, 4096, 4096), WT_A), ((128, 4096, 4096), STREAMK)]
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"shapes": 3}', '"text"'])
+def test_a_file_of_another_format_gives_nothing(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "odd-suite.json"
+    path.write_text(text)
+    assert suite_bests(path) == NOTHING
+
+
+def test_committed_starts_are_the_same_shape_then_the_nearest(tmp_path: Path) -> None:
+    _suite(
+        tmp_path,
+        "h100",
+        GPU,
+        [
+            _row(8192, 8192, 8192, WT_C),
+            _row(1000, 1000, 1000, WT_B),
+            _row(4096, 4096, 4096, WT_A),
+            _row(2048, 2048, 2048, WT_A),  # WT_A again, farther: listed once, at 4096^3
+        ],
+    )
+    _suite(tmp_path, "a100", "NVIDIA A100-SXM4-80GB", [_row(4096, 4096, 4096, STREAMK)], "8.0", 108)
+    starts = committed_starts(H100, Shape(4096, 4096, 4096), tmp_path)
+    assert [name for _, name in starts] == [WT_A, WT_C, WT_B]
+    assert starts[0][0] == 0.0 and 0.0 < starts[1][0] < starts[2][0]
+    assert committed_starts(H100, Shape(4096, 4096, 4096), tmp_path / "missing") == []
+
+
+def test_another_gpu_of_the_same_chip_starts_there_too(tmp_path: Path) -> None:
+    """An H200 (sm_90, 132 SMs) starts from the H100 SXM's bests; a GPU of another SM count or
+    architecture does not; at the same distance the file of its own name comes first."""
+    _suite(tmp_path, "h100", GPU, [_row(4096, 4096, 4096, WT_A)])
+    h200 = replace(H100, name="NVIDIA H200")
+    assert committed_starts(h200, Shape(4096, 4096, 4096), tmp_path) == [(0.0, WT_A)]
+    for other in (replace(H100, name="H100 PCIe", sm_count=114), replace(h200, arch="sm_89")):
+        assert committed_starts(other, Shape(4096, 4096, 4096), tmp_path) == []
+    _suite(tmp_path, "h200", "NVIDIA H200", [_row(4096, 4096, 4096, WT_C)])
+    assert [n for _, n in committed_starts(h200, Shape(4096, 4096, 4096), tmp_path)] == [
+        WT_C,
+        WT_A,
+    ]
+
+
+def test_the_repository_suite_is_read_for_its_own_gpu() -> None:
+    """The committed h100-suite.json (what `gemmtune bench` wrote on the lent H100): a study of
+    one of its shapes on that GPU starts from the config the file lists for that shape."""
+    document = json.loads((priors.RESULTS / "h100-suite.json").read_text())
+    row = next(r for r in document["shapes"] if r["status"] == "ok")
+    device = replace(H100, name=document["device"])
+    starts = committed_starts(device, Shape(row["m"], row["n"], row["k"]))
+    assert starts[0] == (0.0, row["config"])
+
+
+@pytest.fixture
+def committed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A results folder of this test's own in place of the repository's."""
+    folder = tmp_path / "results"
+    monkeypatch.setattr(priors, "RESULTS", folder)
+    return folder
+
+
+def test_a_fresh_study_evaluates_the_committed_best_first(committed: Path) -> None:
+    replay = ReplayEvaluator()
+    _suite(committed, "h100", GPU, [_row(1000, 1000, 1000, WT_B), _row(4096, 4096, 4096, WT_A)])
+    study = Study(Shape(1000, 1000, 1000), ("warptile",), replay, MemoryRecorder(), "tpe", seed=3)
+    assert study.warm_starts(3) == [WT_B, WT_A]
+    progress = study.run(trials=3)
+    assert [r.config_name for r in progress.history[:2]] == [WT_B, WT_A]
+
+
+def test_committed_starts_outside_the_families_or_turned_off_are_skipped(committed: Path) -> None:
+    replay = ReplayEvaluator()
+    _suite(committed, "h100", GPU, [_row(1000, 1000, 1000, STREAMK), _row(4096, 4096, 4096, WT_A)])
+    study = Study(Shape(1000, 1000, 1000), ("warptile",), replay, MemoryRecorder(), "random")
+    assert study.warm_starts(3) == [WT_A]  # STREAMK is not a warptile config
+    cold = Study(
+        Shape(1000, 1000, 1000), ("warptile",), replay, MemoryRecorder(), "random", warm_start=0
+    )
+    first = cold.run(trials=1).history[0].config_name
+    assert cold.warm_starts(0) == [] and first in cold.candidates
+
+
+def test_the_shape_own_committed_best_goes_before_tuned_neighbours(
+    committed: Path, tmp_path: Path
+) -> None:
+    replay = ReplayEvaluator()
+    recorder = SqlRecorder(open_database(f"sqlite:///{tmp_path / 'warm.db'}"))
+    tuned = Study(Shape(4096, 4096, 4096), ("warptile",), replay, recorder, "random", seed=0)
+    neighbour = tuned.run(trials=4).best
+    assert neighbour is not None
+    _suite(committed, "h100", GPU, [_row(8192, 8192, 8192, WT_C), _row(1000, 1000, 1000, WT_B)])
+    study = Study(Shape(1000, 1000, 1000), ("warptile",), replay, recorder, "tpe", seed=0)
+    expected = [WT_B, neighbour.config_name, WT_C]
+    assert study.warm_starts(3) == list(dict.fromkeys(expected))
+    assert study.warm_starts(1) == [WT_B]
