@@ -466,16 +466,21 @@ def test_run_bench_reuses_tunes_and_compares(tuned_db: str, replay: ReplayEvalua
         assert r["roofline"]["limit"] == "compute" and r["roofline"]["pct_of_bound"] > 0
 
 
+@pytest.fixture
+def fake_gpu(replay: ReplayEvaluator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``gemmtune bench`` measures through the replay table instead of a GPU."""
+    monkeypatch.setattr(bench_cli, "start_gpu", lambda budget_ms: FakeBench(replay))
+
+
 def test_the_command_end_to_end_with_a_fake_gpu(
     tuned_db: str,
-    replay: ReplayEvaluator,
+    fake_gpu: None,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     suite = tmp_path / "suite.csv"
     suite.write_text("# class,M,N,K\nsquare,4096,4096,4096\nodd,1000,1000,1000\n")
-    monkeypatch.setattr(bench_cli, "start_gpu", lambda budget_ms: FakeBench(replay))
     monkeypatch.chdir(tmp_path)
     args = ("--family", "warptile", "--sampler", "exhaustive", "--trials", "3", "--rounds", "2")
     code, out, err = cli(capsys, "bench", "--suite", str(suite), "--db", tuned_db, *args)
@@ -501,15 +506,10 @@ def test_the_command_end_to_end_with_a_fake_gpu(
 
 
 def test_without_family_bench_searches_the_default_families(
-    tuned_db: str,
-    replay: ReplayEvaluator,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    tuned_db: str, fake_gpu: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     suite = tmp_path / "suite.csv"
     suite.write_text("square,4096,4096,4096\n")
-    monkeypatch.setattr(bench_cli, "start_gpu", lambda budget_ms: FakeBench(replay))
     out = tmp_path / "defaults.json"
     code, _, err = cli(capsys, "bench", "--suite", str(suite), "--db", tuned_db, "--rounds", "1",
                        "--warm-start", "0", "--out", str(out))  # fmt: skip
