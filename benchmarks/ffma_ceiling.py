@@ -4,7 +4,8 @@
 
 Each thread runs CHAINS independent FMA chains (enough to cover the pipeline's latency) for
 ITERATIONS steps on values read from memory, and writes their sum, so nothing is folded away.
-Timed with CUDA events: WARMUPS launches, then the median of RUNS. Prints TFLOP/s and writes
+Timed like every kernel of the tuner (``tuner.measure.time_launches``: CUDA events, WARMUPS
+launches, then the median of RUNS). Prints TFLOP/s and writes
 them with the device, clocks and versions: the roofline's compute roof (``tuner.roofline``)
 for a GPU the project has not measured before. The same method as the H100 figure in
 shared/bench/README.md (8 independent chains per thread).
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import cupy as cp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.gpu_worker import device_provenance
+from tuner.measure import time_launches
 from tuner.resources import live_device
 
 CHAINS = 8
@@ -55,26 +56,22 @@ ffma_chains(const float* __restrict__ seed, float* __restrict__ out) {{
 def measure() -> dict[str, object]:
     device = cp.cuda.Device()
     limits = live_device()
-    sms = limits.sm_count
-    blocks = sms * BLOCKS_PER_SM
+    blocks = limits.sm_count * BLOCKS_PER_SM
     kernel = cp.RawKernel(SOURCE, "ffma_chains")
     # Values that stay finite and away from zero: x -> 0.999 x + 0.001 keeps |x| bounded.
     seed = cp.random.default_rng(0).uniform(0.5, 1.5, 1026, dtype=cp.float32)
     seed[1024], seed[1025] = 0.999, 0.001
     out = cp.empty(blocks * THREADS, dtype=cp.float32)
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for run in range(WARMUPS + RUNS):
-        start.record()
-        kernel((blocks,), (THREADS,), (seed, out))
-        stop.record()
-        stop.synchronize()
-        if run >= WARMUPS:
-            times.append(cp.cuda.get_elapsed_time(start, stop))
+    timing = time_launches(
+        lambda: kernel((blocks,), (THREADS,), (seed, out)),
+        budget_ms=0.0,
+        warmup=WARMUPS,
+        min_repeats=RUNS,
+        max_repeats=RUNS,
+    )
     if not bool(cp.isfinite(out).all()):
         raise RuntimeError("the FMA chains produced non-finite values")
     flops = 2 * CHAINS * ITERATIONS * blocks * THREADS
-    ms = statistics.median(times)
     return {
         "what": "FP32 FMA ceiling: independent FMA chains, CUDA events, median of runs",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -89,10 +86,10 @@ def measure() -> dict[str, object]:
             "warmups": WARMUPS,
             "runs": RUNS,
         },
-        "median_ms": ms,
-        "min_ms": min(times),
-        "tflops": flops / (ms * 1e9),
-        "tflops_best_run": flops / (min(times) * 1e9),
+        "median_ms": timing.median_ms,
+        "min_ms": timing.min_ms,
+        "tflops": flops / (timing.median_ms * 1e9),
+        "tflops_best_run": flops / (timing.min_ms * 1e9),
     }
 
 

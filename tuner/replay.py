@@ -57,7 +57,7 @@ class ReplayEvaluator:
             **header.get("provenance", {}),
             "replayed_from": path.name,
         }
-        measured = {parse_config(name).family for _, name in self.rows}
+        measured = {row.get("family") for row in self.rows.values()}
         # The families the table measured, in the order of tuner.families.FAMILIES.
         self.families: tuple[str, ...] = tuple(f for f in FAMILIES if f in measured)
         self.evaluations = 0
