@@ -2,13 +2,15 @@
 
     python benchmarks/search.py [--sampler tpe --sampler random ...] [--seeds 20] [--cap 600]
         [--cap-for tpe=130 ...] [--shape 4096x4096x4096 ...] [--jobs N]
-        [--table benchmarks/results/h100-sweep.jsonl] [--markdown benchmarks/search.md]
-        [--json out.json]
+        [--table benchmarks/results/h100-sweep.jsonl ...] [--family warptile ...]
+        [--markdown benchmarks/search.md] [--json out.json]
 
 For every shape of the table, sampler and seed, a study (``tuner.study.Study``, in-memory Optuna
-storage, a MemoryRecorder, no warm start) runs on the warptile and pipelined families with the
-replay evaluator; it stops as soon as the best result so far is within ``--tolerance`` of the
-best of the whole table for that shape, or after ``--cap`` evaluated candidates (a capped run;
+storage, a MemoryRecorder, no warm start) runs on the ``--family`` families (default warptile and
+pipelined, the exhaustive table's) with the replay evaluator; several ``--table`` files are
+merged (sweeps of different families), and a study searches only the configs they hold. It stops
+as soon as the best result so far is within ``--tolerance`` of the best the tables hold for that
+shape in those families, or after ``--cap`` evaluated candidates (a capped run;
 ``--cap-for SAMPLER=N`` gives one sampler another cap, e.g. a slow model-based one).
 Prints, per shape and sampler, the quantiles of the count of evaluated candidates, as a number
 and as a share of the valid space, plus the wall time; whether the search target holds per shape
@@ -41,11 +43,12 @@ from benchmarks.search_report import (
     FAMILIES,
     ROOT,
     Run,
+    Scope,
     code_version,
     machine,
+    meta_tables,
     relative,
     render,
-    table_best,
     table_header,
 )
 from tuner.evaluate import Result
@@ -72,17 +75,25 @@ class Reached(Exception):
 _EVALUATOR: ReplayEvaluator | None = None
 
 
-def _evaluator(table: str) -> ReplayEvaluator:
+def _evaluator(tables: tuple[str, ...]) -> ReplayEvaluator:
     global _EVALUATOR
     if _EVALUATOR is None:
-        _EVALUATOR = ReplayEvaluator(table)
+        _EVALUATOR = ReplayEvaluator(tables)
     return _EVALUATOR
 
 
-def one_run(table: str, shape_text: str, sampler: str, seed: int, cap: int, tol: float) -> Run:
-    evaluator = _evaluator(table)
+def one_run(
+    tables: tuple[str, ...],
+    families: tuple[str, ...],
+    shape_text: str,
+    sampler: str,
+    seed: int,
+    cap: int,
+    tol: float,
+) -> Run:
+    scope = Scope(_evaluator(tables), families)
     shape = parse_shape(shape_text)
-    goal = (1 + tol) * table_best(evaluator, shape)
+    goal = (1 + tol) * scope.best(shape)
 
     def stop(progress: Progress) -> None:
         best = progress.best
@@ -91,7 +102,7 @@ def one_run(table: str, shape_text: str, sampler: str, seed: int, cap: int, tol:
 
     start = time.perf_counter()
     study = Study(
-        shape, FAMILIES, evaluator, MemoryRecorder(), sampler=sampler, seed=seed, warm_start=0
+        shape, families, scope.evaluator, MemoryRecorder(), sampler=sampler, seed=seed, warm_start=0
     )
     progress: Progress | None = None
     try:
@@ -110,7 +121,7 @@ def one_run(table: str, shape_text: str, sampler: str, seed: int, cap: int, tol:
         evaluations=count,
         capped=not reached,
         wall_s=wall,
-        best_ratio=min(times) / table_best(evaluator, shape) if times else float("inf"),
+        best_ratio=min(times) / scope.best(shape) if times else float("inf"),
         cap=cap,
     )
 
@@ -140,7 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tolerance", type=float, default=0.02)
     parser.add_argument("--jobs", type=int, default=None)
-    parser.add_argument("--table", default=str(DEFAULT_TABLE))
+    parser.add_argument(
+        "--table", action="append", help=f"repeatable; default {relative(DEFAULT_TABLE)}"
+    )
+    parser.add_argument(
+        "--family", action="append", help=f"repeatable; default {' and '.join(FAMILIES)}"
+    )
     parser.add_argument("--markdown", help="also write the report to this file")
     parser.add_argument("--json", dest="json_out", help="write the runs and their setting here")
     parser.add_argument(
@@ -154,14 +170,17 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads(Path(args.report_from).read_text())
         meta: dict[str, Any] = saved["meta"]
         runs = [Run(**r) for r in saved["runs"]]
-        evaluator = _evaluator(str(ROOT / meta["table"]))
+        tables = tuple(str(ROOT / t) for t in meta_tables(meta))
+        scope = Scope(_evaluator(tables), tuple(meta.get("families") or FAMILIES))
     else:
-        evaluator = _evaluator(args.table)
-        shapes = args.shape or [str(s) for s in evaluator.shapes()]
+        tables = tuple(args.table or [str(DEFAULT_TABLE)])
+        scope = Scope(_evaluator(tables), tuple(dict.fromkeys(args.family or FAMILIES)))
+        held = [s for s in scope.evaluator.shapes() if scope.rows(s)]
+        shapes = args.shape or [str(s) for s in held]
         samplers = list(dict.fromkeys(args.sampler or DEFAULT_SAMPLERS))
         caps = {s: args.cap for s in samplers} | parse_caps(args.cap_for, args.cap)
         tasks = [
-            (args.table, shape, sampler, seed, caps[sampler], args.tolerance)
+            (tables, scope.families, shape, sampler, seed, caps[sampler], args.tolerance)
             for sampler in sorted(samplers, key=lambda s: s not in SLOW_SAMPLERS)
             for shape in shapes
             for seed in range(args.seeds)
@@ -172,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         with ProcessPoolExecutor(jobs) as pool:
             runs = list(pool.map(one_run, *zip(*tasks, strict=True), chunksize=1))
-        header = table_header(Path(args.table))
+        headers = [table_header(Path(t)) for t in tables]
         meta = {
             "started": f"{started:%Y-%m-%d %H:%M}",
             "total_s": time.perf_counter() - start,
@@ -181,9 +200,12 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "optuna": importlib.metadata.version("optuna"),
             "code": code,
-            "table": relative(Path(args.table)),
-            "table_device": header.get("device", "an unknown device"),
-            "table_date": header.get("date", "date unknown"),
+            "tables": [relative(Path(t)) for t in tables],
+            "families": list(scope.families),
+            "table_device": headers[-1].get("device", "an unknown device"),
+            "table_date": ", ".join(
+                dict.fromkeys(str(h.get("date", "date unknown")) for h in headers)
+            ),
             "shapes": shapes,
             "samplers": samplers,
             "seeds": args.seeds,
@@ -196,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.json_out).write_text(
                 json.dumps({"meta": meta, "runs": [asdict(r) for r in runs]}, indent=1) + "\n"
             )
-    report = render(meta, runs, evaluator, args.report_from or args.json_out)
+    report = render(meta, runs, scope, args.report_from or args.json_out)
     print(report)
     if args.markdown:
         Path(args.markdown).write_text(report)

@@ -28,16 +28,42 @@ from tuner.shape import Shape, parse_shape
 from tuner.space import Space
 
 ROOT = Path(__file__).resolve().parent.parent
+# The families of the exhaustive table (and of the runs saved before --family existed).
 FAMILIES = ("warptile", "pipelined")
 
 
-def table_best(evaluator: ReplayEvaluator, shape: Shape) -> float:
-    times = [
-        float(row["ms"])
-        for (s, _), row in evaluator.rows.items()
-        if s == shape and row["status"] == "ok" and row.get("ms")
-    ]
-    return min(times)
+@dataclass(frozen=True)
+class Scope:
+    """What the runs searched: a replay and the families studied on it. The valid space of a
+    shape is every candidate of those families that the replay holds (``tuner.study.Study``
+    searches exactly these)."""
+
+    evaluator: ReplayEvaluator
+    families: tuple[str, ...] = FAMILIES
+
+    def rows(self, shape: Shape) -> list[dict[str, Any]]:
+        """The replay's rows of ``shape`` in the searched families."""
+        return [
+            row
+            for (s, _), row in self.evaluator.rows.items()
+            if s == shape and row.get("family") in self.families
+        ]
+
+    def best(self, shape: Shape) -> float:
+        """The fastest time of ``shape`` in the searched families."""
+        return min(float(r["ms"]) for r in self.rows(shape) if r["status"] == "ok" and r.get("ms"))
+
+    def within(self, shape: Shape, tol: float) -> int:
+        """How many configs of ``shape`` run within ``tol`` of the best."""
+        goal = (1 + tol) * self.best(shape)
+        return sum(
+            1 for r in self.rows(shape) if r["status"] == "ok" and r.get("ms") and r["ms"] <= goal
+        )
+
+    def candidates(self, family: str, shape: Shape) -> list[str]:
+        held = self.evaluator.measured_configs(shape)
+        space = Space(family, shape, self.evaluator.device).candidates()
+        return [c.name for c in space if c.name in held]
 
 
 # The issue's target: the best sampler's median count within this share of the valid space...
@@ -60,13 +86,11 @@ class Run:
     cap: int  # the most candidates the run could evaluate
 
 
-def space_size(evaluator: ReplayEvaluator, shape: Shape) -> int:
-    return sum(len(Space(f, shape, evaluator.device).candidates()) for f in FAMILIES)
+def space_size(scope: Scope, shape: Shape) -> int:
+    return sum(len(scope.candidates(f, shape)) for f in scope.families)
 
 
-def random_expectations(
-    evaluator: ReplayEvaluator, shape: Shape, tol: float
-) -> tuple[float, float]:
+def random_expectations(scope: Scope, shape: Shape, tol: float) -> tuple[float, float]:
     """Expected evaluations until a within-``tol`` candidate for (a) uniform sampling without
     replacement over the candidates (hypergeometric: (N+1)/(K+1)) and (b) Optuna's random sampler
     as the study drives it: the family is drawn first (each equally likely), then each parameter
@@ -74,17 +98,17 @@ def random_expectations(
     w_c = 1/(F * raw_f). For such successive sampling, E[T] = 1 + sum over the other candidates of
     w_i / (w_i + W_good) (order by exponential clocks: i precedes every good one with that
     probability)."""
-    goal = (1 + tol) * table_best(evaluator, shape)
+    goal = (1 + tol) * scope.best(shape)
     weights: list[tuple[float, bool]] = []
-    for name in FAMILIES:
+    for name in scope.families:
         fam = get_family(name)
         raw = 1
         for p in fam.params:
             raw *= len(p.values)
-        for config in Space(fam, shape, evaluator.device).candidates():
-            row = evaluator.rows.get((shape, config.name), {})
+        for config_name in scope.candidates(name, shape):
+            row = scope.evaluator.rows[(shape, config_name)]
             good = row.get("status") == "ok" and row.get("ms") is not None and row["ms"] <= goal
-            weights.append((1 / (len(FAMILIES) * raw), good))
+            weights.append((1 / (len(scope.families) * raw), good))
     n, k = len(weights), sum(good for _, good in weights)
     w_good = sum(w for w, good in weights if good)
     weighted = 1 + sum(w / (w + w_good) for w, good in weights if not good)
@@ -191,9 +215,7 @@ def judge(
     return Verdict(share, vs_random, reasons)
 
 
-def summarize(
-    runs: list[Run], evaluator: ReplayEvaluator, tol: float, samplers: list[str], cap: int
-) -> str:
+def summarize(runs: list[Run], scope: Scope, tol: float, samplers: list[str], cap: int) -> str:
     """The result tables, the target per shape, remarks and random's exact expectation."""
     lines = [
         f"## Evaluated candidates until within {100 * tol:g} % of the exhaustive best",
@@ -219,13 +241,8 @@ def summarize(
     shapes = list(dict.fromkeys(r.shape for r in runs))
     for shape_text in shapes:
         shape = parse_shape(shape_text)
-        size = space_size(evaluator, shape)
-        goal = (1 + tol) * table_best(evaluator, shape)
-        good = sum(
-            1
-            for (s, _), row in evaluator.rows.items()
-            if s == shape and row["status"] == "ok" and row.get("ms") and row["ms"] <= goal
-        )
+        size = space_size(scope, shape)
+        good = scope.within(shape, tol)
         counts: dict[str, Counts] = {}
         for sampler in samplers:
             mine = [r for r in runs if r.shape == shape_text and r.sampler == sampler]
@@ -314,7 +331,7 @@ def summarize(
                         + "; ".join(verdicts[sampler].reasons)
                         + "."
                     )
-        uniform, weighted = random_expectations(evaluator, shape, tol)
+        uniform, weighted = random_expectations(scope, shape, tol)
         notes.append(
             f"- {shape_text}: {good} of {size} candidates within {100 * tol:g} % -> random's "
             f"expected count {uniform:.0f} drawing uniformly over candidates ((N+1)/(K+1)), "
@@ -398,6 +415,18 @@ def table_header(path: Path) -> dict[str, object]:
     return first if isinstance(first, dict) and first.get("kind") == "header" else {}
 
 
+def meta_tables(meta: dict[str, Any]) -> list[str]:
+    """The tables a run replayed (runs saved before several tables were allowed name one)."""
+    return list(meta.get("tables") or [meta["table"]])
+
+
+def tables_text(meta: dict[str, Any]) -> str:
+    tables = [f"`{t}`" for t in meta_tables(meta)]
+    if len(tables) == 1:
+        return f"{tables[0]}, the exhaustive sweep" if meta.get("families") is None else tables[0]
+    return f"{', '.join(tables[:-1])} and {tables[-1]} (merged; a later table's row wins)"
+
+
 def relative(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(ROOT))
@@ -405,9 +434,7 @@ def relative(path: Path) -> str:
         return str(path)
 
 
-def render(
-    meta: dict[str, Any], runs: list[Run], evaluator: ReplayEvaluator, json_path: str | None
-) -> str:
+def render(meta: dict[str, Any], runs: list[Run], scope: Scope, json_path: str | None) -> str:
     """The markdown report of one run (``meta`` as ``main`` stores it in the JSON)."""
     stored = (
         []
@@ -431,11 +458,10 @@ def render(
             f"time with {meta['jobs']} worker processes.",
             f"- Machine: {meta['machine']}; Python {meta['python']}, Optuna {meta['optuna']}; "
             f"gemmtune at {meta['code']}.",
-            f"- Data: a replay of `{meta['table']}`, the exhaustive sweep measured on "
-            f"{meta['table_device']} ({meta['table_date']}); every evaluation is looked up in "
-            "that table, nothing runs on a GPU.",
+            f"- Data: a replay of {tables_text(meta)}, measured on {meta['table_device']} "
+            f"({meta['table_date']}); every evaluation is looked up there, nothing runs on a GPU.",
             f"- Method: for each of {len(meta['shapes'])} shapes, {len(samplers)} samplers and "
-            f"{seeds} seeds (0 to {seeds - 1}), one study over the {' and '.join(FAMILIES)} "
+            f"{seeds} seeds (0 to {seeds - 1}), one study over the {' and '.join(scope.families)} "
             "families (in-memory Optuna study, no warm start) runs until the best time so far "
             f"is within {100 * tolerance:g} % of the best time of the whole table for that "
             "shape. The count is the number of evaluated candidates (distinct valid configs; "
@@ -444,6 +470,6 @@ def render(
             f"- Reproduce: `python benchmarks/search.py {shlex.join(meta['argv'])}`",
             *stored,
             "",
-            summarize(runs, evaluator, tolerance, samplers, meta["cap"]),
+            summarize(runs, scope, tolerance, samplers, meta["cap"]),
         ]
     )

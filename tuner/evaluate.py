@@ -59,7 +59,12 @@ class Result:
 
 
 class Evaluator(Protocol):
-    """Measures configs on one device. Implementations: GPU worker, replay table."""
+    """Measures configs on one device. Implementations: GPU worker, replay table.
+
+    An evaluator that can answer for only some configs (a replay) also has
+    ``measured_configs(shape) -> set[str]``; a study of a shape it holds searches only those
+    (of a shape it does not hold, every candidate comes back "not measured").
+    """
 
     device: DeviceLimits
 

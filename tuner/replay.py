@@ -8,6 +8,7 @@ it exactly as on the GPU, with real numbers, in CI and for sampler research.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,42 @@ DEFAULT_TABLE = (
 
 
 class ReplayEvaluator:
-    """Looks results up by (shape, config name); counts how many it answered."""
+    """Looks results up by (shape, config name); counts how many it answered.
 
-    def __init__(self, table: Path | str = DEFAULT_TABLE) -> None:
-        path = Path(table)
+    Several tables of one device may be given (sweeps of different families or shapes); where
+    two hold the same (shape, config), the later table's row is kept (the newer measurement when
+    they are given oldest first).
+    """
+
+    def __init__(self, table: Path | str | Sequence[Path | str] = DEFAULT_TABLE) -> None:
+        paths = [Path(table)] if isinstance(table, (str, Path)) else [Path(t) for t in table]
+        if not paths:
+            raise InputError("a replay needs at least one table")
+        self.rows: dict[tuple[Shape, str], dict[str, Any]] = {}
+        headers = [self._read(path) for path in paths]
+        devices = {h.get("device", "replayed GPU") for h in headers}
+        if len(devices) > 1:
+            raise InputError(
+                f"replay tables {', '.join(p.name for p in paths)} were measured on different "
+                f"devices ({', '.join(sorted(devices))}): give tables of one device"
+            )
+        header = headers[-1]
+        self.device: DeviceLimits = replace(
+            table_device(header.get("arch", "sm_90")), name=header.get("device", "replayed GPU")
+        )
+        self.provenance: dict[str, Any] = {
+            **header.get("provenance", {}),
+            "replayed_from": " + ".join(p.name for p in paths),
+        }
+        measured = {row.get("family") for row in self.rows.values()}
+        # The families the tables measured, in the order of tuner.families.FAMILIES.
+        self.families: tuple[str, ...] = tuple(f for f in FAMILIES if f in measured)
+        self.evaluations = 0
+
+    def _read(self, path: Path) -> dict[str, Any]:
+        """Add one table's rows; its header."""
         if not path.is_file():
             raise InputError(f"replay table {str(path)!r} does not exist")
-        self.rows: dict[tuple[Shape, str], dict[str, Any]] = {}
         header: dict[str, Any] = {}
         with path.open() as handle:
             for number, line in enumerate(handle, 1):
@@ -50,23 +80,18 @@ class ReplayEvaluator:
                         raise InputError(
                             f"replay table {path.name} line {number}: bad result row ({exc})"
                         ) from None
-        self.device: DeviceLimits = replace(
-            table_device(header.get("arch", "sm_90")), name=header.get("device", "replayed GPU")
-        )
-        self.provenance: dict[str, Any] = {
-            **header.get("provenance", {}),
-            "replayed_from": path.name,
-        }
-        measured = {row.get("family") for row in self.rows.values()}
-        # The families the table measured, in the order of tuner.families.FAMILIES.
-        self.families: tuple[str, ...] = tuple(f for f in FAMILIES if f in measured)
-        self.evaluations = 0
+        return header
 
     def shapes(self) -> list[Shape]:
         return sorted({shape for shape, _ in self.rows})
 
     def configs(self, shape: Shape) -> list[Config]:
         return [parse_config(name) for (s, name) in self.rows if s == shape]
+
+    def measured_configs(self, shape: Shape) -> set[str]:
+        """The config names the tables hold for ``shape``: a study on a replay searches only
+        these (any other candidate would have no answer)."""
+        return {name for (s, name) in self.rows if s == shape}
 
     def evaluate(self, config: Config, shape: Shape) -> Result:
         self.evaluations += 1

@@ -132,6 +132,10 @@ class Study:
         self.candidates: dict[str, Config] = {
             c.name: c for f in self.families for c in Space(f, shape, self.device).candidates()
         }
+        held = getattr(evaluator, "measured_configs", None)
+        measured = held(shape) if held is not None else set()
+        if measured:  # a replay of this shape answers only for the configs its tables hold
+            self.candidates = {n: c for n, c in self.candidates.items() if n in measured}
         chosen = make_sampler(sampler, seed) or optuna.samplers.RandomSampler(seed=seed)
         bind = getattr(chosen, "bind", None)  # samplers that need the shape's candidates
         if bind is not None:

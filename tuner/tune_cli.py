@@ -55,6 +55,13 @@ FamiliesOpt = Annotated[
     ),
 ]
 EVALUATORS = ("gpu", "replay")
+ReplayTablesOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        help="JSON lines from benchmarks/sweep.py; repeatable: tables of one device merge, "
+        "a later table's row winning (default benchmarks/results/h100-sweep.jsonl)"
+    ),
+]
 WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
 WarmStartOpt = Annotated[
     int,
@@ -90,11 +97,11 @@ def open_database(url: str | None, *, optuna_tables: bool = False) -> sessionmak
     return storage.make_session_factory(engine)
 
 
-def make_evaluator(name: str, replay_table: Path | None) -> Evaluator:
+def make_evaluator(name: str, replay_tables: list[Path] | None) -> Evaluator:
     if name == "replay":
         from tuner.replay import DEFAULT_TABLE, ReplayEvaluator
 
-        return ReplayEvaluator(replay_table or DEFAULT_TABLE)
+        return ReplayEvaluator(replay_tables or [DEFAULT_TABLE])
     if name == "gpu":
         from tuner.gpu_worker import GpuEvaluator
 
@@ -181,9 +188,7 @@ def tune(
     timeout: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
     sampler: Annotated[str, typer.Option(help=", ".join(SAMPLERS))] = "tpe",
     evaluator: Annotated[str, typer.Option(help="gpu or replay")] = "gpu",
-    replay_table: Annotated[
-        Path | None, typer.Option(help="JSON lines from benchmarks/sweep.py")
-    ] = None,
+    replay_table: ReplayTablesOpt = None,
     seed: Annotated[int | None, typer.Option(help="sampler seed")] = None,
     warm_start: WarmStartOpt = WARM_START,
     db: DbOpt = None,
@@ -257,7 +262,7 @@ def tune_batch(
     timeout: Annotated[float | None, typer.Option(help="seconds per shape")] = None,
     sampler: Annotated[str, typer.Option()] = "tpe",
     evaluator: Annotated[str, typer.Option()] = "gpu",
-    replay_table: Annotated[Path | None, typer.Option()] = None,
+    replay_table: ReplayTablesOpt = None,
     seed: Annotated[int | None, typer.Option()] = None,
     warm_start: WarmStartOpt = WARM_START,
     db: DbOpt = None,

@@ -96,3 +96,76 @@ def test_malformed_row_is_input_error(tmp_path: Path, row: str) -> None:
     table.write_text(DEFAULT_TABLE.read_text().splitlines()[0] + "\n" + row + "\n")
     with pytest.raises(InputError, match=r"rows\.jsonl line 2"):
         ReplayEvaluator(table)
+
+
+RESULTS = DEFAULT_TABLE.parent
+
+
+def _table(path: Path, device: str, rows: list[tuple[str, str, float]]) -> Path:
+    """A small replay table: a header for ``device``, then (shape, config, ms) rows."""
+    lines = [{"kind": "header", "device": device, "arch": "sm_90"}]
+    for shape, name, ms in rows:
+        family = parse_config(name).family
+        lines.append(
+            {
+                "kind": "result",
+                "shape": shape,
+                "config_name": name,
+                "family": family,
+                "status": "ok",
+                "ms": ms,
+                "cublas_ms": 1.0,
+            }
+        )
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+WARP = "warptile_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128"
+SKINNY = "skinny_bm16_bn256_tn8_lk2_ku2_sk4"
+
+
+def test_several_tables_merge_and_the_later_row_wins(tmp_path: Path) -> None:
+    old = _table(tmp_path / "old.jsonl", "GPU X", [("64x64x64", WARP, 2.0)])
+    new = _table(
+        tmp_path / "new.jsonl", "GPU X", [("64x64x64", WARP, 1.0), ("16x64x64", SKINNY, 3.0)]
+    )
+    replay = ReplayEvaluator([old, new])
+    assert replay.evaluate(parse_config(WARP), Shape(64, 64, 64)).ms == 1.0
+    assert replay.evaluate(parse_config(SKINNY), Shape(16, 64, 64)).ms == 3.0
+    assert replay.families == ("warptile", "skinny")
+    assert replay.measured_configs(Shape(64, 64, 64)) == {WARP}
+    assert replay.provenance["replayed_from"] == "old.jsonl + new.jsonl"
+    assert ReplayEvaluator([new, old]).evaluate(parse_config(WARP), Shape(64, 64, 64)).ms == 2.0
+
+
+def test_tables_of_different_devices_do_not_merge(tmp_path: Path) -> None:
+    one = _table(tmp_path / "one.jsonl", "GPU X", [("64x64x64", WARP, 2.0)])
+    two = _table(tmp_path / "two.jsonl", "GPU Y", [("64x64x64", WARP, 1.0)])
+    with pytest.raises(InputError, match=r"different devices.*GPU X, GPU Y"):
+        ReplayEvaluator([one, two])
+    with pytest.raises(InputError, match="at least one table"):
+        ReplayEvaluator([])
+
+
+def test_a_study_on_a_replay_searches_only_what_the_tables_hold() -> None:
+    from tuner.recording import MemoryRecorder
+    from tuner.space import Space
+    from tuner.study import Study
+
+    replay = ReplayEvaluator(
+        [RESULTS / "h100-sweep-streamk.jsonl", RESULTS / "h100-sweep-skinny-128.jsonl"]
+    )
+    shape, families = Shape(128, 4096, 4096), ("streamk", "skinny")
+    study = Study(shape, families, replay, MemoryRecorder(), "exhaustive", warm_start=0)
+    held = replay.measured_configs(shape)
+    space = {c.name for f in families for c in Space(f, shape, replay.device).candidates()}
+    assert set(study.candidates) == held & space and len(space) > len(study.candidates) > 400
+    progress = study.run()
+    assert progress.evaluated == len(study.candidates)
+    assert not [r for r in progress.history if r.reason and "not measured" in r.reason]
+    # A shape the tables do not hold keeps the whole space; each candidate is "not measured".
+    other = Study(Shape(64, 64, 64), ("streamk",), replay, MemoryRecorder(), warm_start=0)
+    assert set(other.candidates) == {
+        c.name for c in Space("streamk", Shape(64, 64, 64), replay.device).candidates()
+    }

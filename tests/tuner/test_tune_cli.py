@@ -415,3 +415,25 @@ def test_default_families_are_a_replay_tables_own_or_the_gpu_set(replay: ReplayE
         pass
 
     assert default_families(NoTable()) == DEFAULT_FAMILIES  # type: ignore[arg-type]
+
+
+def test_tune_on_two_merged_replay_tables(
+    new_database: NewDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--replay-table twice: the tables merge, their families are the default, and the study
+    evaluates only configs the tables hold (each answer the table's own)."""
+    url = new_database()
+    tables = [RESULTS / "h100-sweep-streamk.jsonl", RESULTS / "h100-sweep-skinny-128.jsonl"]
+    merged = ReplayEvaluator(tables)
+    shape = Shape(128, 4096, 4096)
+    code, out, err = cli(
+        capsys, "tune", "--evaluator", "replay", "--replay-table", str(tables[0]),
+        "--replay-table", str(tables[1]), "--shape", str(shape), "--trials", "12",
+        "--sampler", "ranked", "--warm-start", "0", "--db", url,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "12 evaluated" in flat(out)
+    rows = rows_of(url, name_of(merged, shape, ("streamk", "skinny")))
+    assert len(rows) == 12
+    for row in rows:
+        assert row.ms == merged.rows[(shape, row.config_name)]["ms"]
