@@ -60,15 +60,14 @@ class Throughput:
     l2_bytes_per_clk: int  # L2 -> SM bandwidth per SM
     global_latency: int  # clocks from a global load to its data (L2 hit / DRAM mix)
     dram_bytes_per_clk: int  # device-memory bandwidth of the whole chip, per SM clock
-    clock_mhz: int  # maximum boost clock: turns the model's cycles into milliseconds
 
 
 THROUGHPUT: dict[str, Throughput] = {
     # DRAM: datasheet bandwidth / boost clock (A100 80GB, RTX A6000, L40S-class, H100 SXM).
-    "sm_80": Throughput(64, 128, 64, 600, 1400, 1410),
-    "sm_86": Throughput(128, 128, 64, 600, 550, 1800),
-    "sm_89": Throughput(128, 128, 64, 600, 400, 2520),
-    "sm_90": Throughput(128, 128, 64, 600, 1690, 1980),
+    "sm_80": Throughput(64, 128, 64, 600, 1400),
+    "sm_86": Throughput(128, 128, 64, 600, 550),
+    "sm_89": Throughput(128, 128, 64, 600, 400),
+    "sm_90": Throughput(128, 128, 64, 600, 1690),
 }
 
 
@@ -186,8 +185,9 @@ def _stream_estimate(config: Config, shape: Shape, device: DeviceLimits) -> Esti
     Time is the largest of: reading every byte once from DRAM (and B again from L2 for each
     further block row; at most the L2 bandwidth of each SM with a block), scaled up when the
     resident lanes keep too few bytes in flight to cover the latency; and issuing the FMAs and
-    loads of the padded product. Split-K adds the atomic adds of the later slices into C (one
-    16-byte reduction per four values) and one hand-off latency."""
+    loads of the padded product; and each lane's chain of chunks (``chain`` below). Split-K
+    adds the atomic adds of the later slices into C (one 16-byte reduction per four values) and
+    one hand-off latency."""
     rates = THROUGHPUT.get(device.arch, THROUGHPUT["sm_90"])
     p = config.as_dict()
     bm, bn = p["BM"], p["BN"]
@@ -303,39 +303,16 @@ def rank(configs: list[Config], shape: Shape, device: DeviceLimits) -> list[Conf
 NEIGHBOURS = 3  # measured configs whose error corrects a candidate's estimate
 
 
-def _own_family_correction(
-    distance: np.ndarray, family: np.ndarray, measured_family: np.ndarray, error: np.ndarray
-) -> np.ndarray:
-    """Per candidate (row of ``distance``), the mean ``error`` (log measured/estimated) of its
-    ``NEIGHBOURS`` nearest measured configs (columns) of the same family. A candidate whose
-    family has nothing measured is taken at the model's word (0), or as well modelled as the
-    best-modelled measured family where that one runs faster than estimated."""
-    same = family[:, None] == measured_family[None, :]
-    apart = np.where(same, distance, np.inf)
-    k = min(NEIGHBOURS, apart.shape[1])
-    nearest = np.argpartition(apart, k - 1, axis=1)[:, :k]
-    usable = np.isfinite(np.take_along_axis(apart, nearest, axis=1))
-    total = np.where(usable, error[nearest], 0.0).sum(axis=1)
-    count = usable.sum(axis=1)
-    means = [float(error[measured_family == f].mean()) for f in np.unique(measured_family)]
-    corrected: np.ndarray = np.divide(
-        total, count, out=np.full_like(total, min(0.0, *means)), where=count > 0
-    )
-    return corrected
-
-
 class RankedSampler(optuna.samplers.BaseSampler):
     """Proposes only valid candidates: the one with the lowest estimate, corrected online.
 
     Before anything is measured it follows the model's ranking. Afterwards each untried
     candidate's estimate is multiplied by the geometric mean of measured/estimated over its
-    ``NEIGHBOURS`` nearest measured candidates of its own family (L1 distance over the
-    parameters' ordinal indices), so the model's errors in one region of the space are learned
-    from this study's own measurements and nothing else. A family with nothing measured yet
-    keeps the model's estimates: the model errs by family (a 3-7x optimism for ``skinny`` at
-    M = 128 against 1.3-1.6x for the tiled families on the H100 sweeps), and one family's error
-    must not move another's candidates. Among equal scores (the model cannot tell them apart)
-    it takes the candidates farthest from every measured one, then one at random (``seed``).
+    ``NEIGHBOURS`` nearest measured candidates (L1 distance over the parameters' ordinal
+    indices, +1 across families), so the model's errors in one region of the space are learned
+    from this study's own measurements and nothing else. Among equal scores (the model cannot
+    tell them apart) it takes the candidates farthest from every measured one, then one at
+    random (``seed``).
     Needs :meth:`bind` (``tuner.study.Study`` calls it) to know the shape and its candidates.
     """
 
@@ -361,11 +338,8 @@ class RankedSampler(optuna.samplers.BaseSampler):
         self._names = [c.name for c in self._configs]
         self._index = {name: i for i, name in enumerate(self._names)}
         self._families = families
-        clock = THROUGHPUT.get(device.arch, THROUGHPUT["sm_90"]).clock_mhz
-        # In milliseconds at the boost clock, so that an error is the model's own, not a unit.
         self._log_est = np.log(
             np.array([estimate(c, shape, device).cycles for c in self._configs], dtype=float)
-            / (clock * 1e3)
         )
         keys = sorted({p.name for f in families for p in get_family(f).params})
         coords = np.zeros((len(self._configs), len(keys) + 1))
@@ -448,9 +422,9 @@ class RankedSampler(optuna.samplers.BaseSampler):
             rows = np.array(measured)
             error = np.array(log_ms) - self._log_est[rows]  # log(measured / estimated)
             distance = np.abs(self._coords[untried, None, :] - self._coords[None, rows, :]).sum(2)
-            score += _own_family_correction(
-                distance, self._coords[untried, -1], self._coords[rows, -1], error
-            )
+            k = min(NEIGHBOURS, rows.size)
+            nearest = np.argpartition(distance, k - 1, axis=1)[:, :k]
+            score += error[nearest].mean(axis=1)
         best = np.flatnonzero(score <= score.min() + 1e-9)
         if measured and best.size > 1:  # a tie: explore, take those farthest from any measured
             gap = distance[best].min(axis=1)

@@ -117,46 +117,6 @@ def test_issue_efficiency_counts_idle_schedulers_and_missing_ready_warps() -> No
     assert two < one
 
 
-class BiasedEvaluator:
-    """Times each candidate at the model's estimate times its family's factor: the model is
-    right about the order inside a family and wrong, by that factor, about the family."""
-
-    def __init__(self, factors: dict[str, float]) -> None:
-        self.device = H100
-        self.factors = factors
-        self.asked: list[Config] = []
-
-    def evaluate(self, config: Config, shape: Shape) -> Result:
-        self.asked.append(config)
-        ms = estimate(config, shape, H100).cycles * self.factors[config.family] / 1.755e6
-        return Result(config.name, config.family, config.as_dict(), "ok", ms=ms)
-
-    def close(self) -> None:
-        return None
-
-
-def test_ranked_sampler_learns_one_family_error_without_moving_the_other() -> None:
-    """The model rates skinny first at M = 16; if its first skinny time is ten times the
-    estimate, the next proposal comes from the family the model has not been shown wrong
-    about, although skinny's next candidates still have the lowest estimates."""
-    shape, families = Shape(16, 4096, 4096), ("skinny", "warptile")
-    evaluator = BiasedEvaluator({"skinny": 10.0, "warptile": 1.2})
-    study = Study(
-        shape, families, evaluator, MemoryRecorder(), sampler="ranked", seed=0, warm_start=0
-    )
-    model = rank(list(study.candidates.values()), shape, H100)
-    assert [c.family for c in model[:3]] == ["skinny"] * 3  # the test's premise
-    study.run(trials=2)
-    first, second = evaluator.asked
-
-    def cycles(config: Config) -> float:
-        return estimate(config, shape, H100).cycles
-
-    assert first.family == "skinny" and cycles(first) == cycles(model[0])
-    assert second.family == "warptile"
-    assert cycles(second) == min(cycles(c) for c in model if c.family == "warptile")
-
-
 def test_skinny_estimate_grows_with_many_block_rows_of_serial_chunks() -> None:
     """Measured on the H100 (h100-sweep-skinny-128.jsonl), skinny at M = 128 runs 2.6 times
     slower than the best tiled config; the model must not rate it above the tiled families
