@@ -25,7 +25,7 @@ from tuner.families import get_family
 from tuner.replay import ReplayEvaluator
 from tuner.samplers import SAMPLERS
 from tuner.shape import Shape, parse_shape
-from tuner.space import Space
+from tuner.study import search_space
 
 ROOT = Path(__file__).resolve().parent.parent
 # The families of the exhaustive table (and of the runs saved before --family existed).
@@ -61,9 +61,8 @@ class Scope:
         )
 
     def candidates(self, family: str, shape: Shape) -> list[str]:
-        held = self.evaluator.measured_configs(shape)
-        space = Space(family, shape, self.evaluator.device).candidates()
-        return [c.name for c in space if c.name in held]
+        """The names of ``family``'s configs that a study of ``shape`` searches."""
+        return list(search_space(shape, (family,), self.evaluator))
 
 
 # The issue's target: the best sampler's median count within this share of the valid space...

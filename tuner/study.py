@@ -108,6 +108,19 @@ def trial_params(config: Config, families: tuple[str, ...]) -> dict[str, object]
     return params
 
 
+def search_space(
+    shape: Shape, families: tuple[str, ...], evaluator: Evaluator
+) -> dict[str, Config]:
+    """The candidates a study of ``shape`` searches, by name: every valid config of ``families``
+    (``tuner.space``), or, on a replay that holds the shape, those of them it measured."""
+    space = {c.name: c for f in families for c in Space(f, shape, evaluator.device).candidates()}
+    held = getattr(evaluator, "measured_configs", None)
+    measured = held(shape) if held is not None else set()
+    if measured:  # a replay of this shape answers only for the configs its tables hold
+        return {name: c for name, c in space.items() if name in measured}
+    return space
+
+
 class Study:
     """Tune one shape over some families with one evaluator and one recorder."""
 
@@ -129,13 +142,7 @@ class Study:
         self.sampler_name = sampler
         self.device = evaluator.device
         self.name = study_name(self.device.name, shape, self.families)
-        self.candidates: dict[str, Config] = {
-            c.name: c for f in self.families for c in Space(f, shape, self.device).candidates()
-        }
-        held = getattr(evaluator, "measured_configs", None)
-        measured = held(shape) if held is not None else set()
-        if measured:  # a replay of this shape answers only for the configs its tables hold
-            self.candidates = {n: c for n, c in self.candidates.items() if n in measured}
+        self.candidates = search_space(shape, self.families, evaluator)
         chosen = make_sampler(sampler, seed) or optuna.samplers.RandomSampler(seed=seed)
         bind = getattr(chosen, "bind", None)  # samplers that need the shape's candidates
         if bind is not None:
