@@ -47,13 +47,13 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "streamk_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128_smb4_stg0",
         "streamk_bm32_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t64_smb2_stg1",
     ],
-    # One row, no split, scalar A loads (KU=1); a deep split with a lane per k along the warp;
-    # 8-wide lanes with odd-sized chunks (KU=2) and a 64-way split.
+    # One row, no split, scalar A loads (KU=1); 16 lanes along k with chunks of two float4s of
+    # A (KU=8); 8-wide lanes with float2 chunks (KU=2) and a 64-way split; 16 rows, float4s of A.
     "skinny": [
         "skinny_bm1_bn32_tn4_lk4_ku1_sk1",
-        "skinny_bm16_bn32_tn4_lk16_ku8_sk2",
+        "skinny_bm8_bn32_tn4_lk16_ku8_sk2",
         "skinny_bm8_bn256_tn8_lk8_ku2_sk64",
-        "skinny_bm32_bn64_tn4_lk2_ku4_sk8",
+        "skinny_bm16_bn32_tn4_lk16_ku4_sk2",
     ],
 }
 

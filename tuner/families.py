@@ -634,7 +634,7 @@ SKINNY = Family(
         smem_bytes=FLOAT_BYTES if p["SPLITK"] > 1 else 0,  # the block's split-K ticket
         dynamic_smem=False,
         accumulators=p["BM"] * p["TN"],
-        fragments=p["KU"] * p["TN"] + p["KU"],
+        fragments=2 * p["KU"] * p["TN"] + p["KU"],  # B of this chunk and the next, A
     ),
     derive=lambda p: {"MAX_TILES": SPLITK_MAX_TILES},
     k_step=lambda p: p["KU"] * p["LK"],

@@ -85,10 +85,10 @@ SCHEDULERS = 4
 WARP_READY = 0.9
 
 
-# Instructions that one load of ``skinny``'s loop costs beside itself: address arithmetic and
-# the bounds checks of ``load_or_zero``/``load4_or_zero`` (nvcc 13.0 for sm_90 put 6 to 47
-# non-FMA instructions per load in the loop bodies of 11 configs; about 16 on average).
-SKINNY_LOAD_ISSUE = 16
+# Instructions that one load of ``skinny``'s unchecked loop costs beside itself: address
+# arithmetic (nvcc 13.0 for sm_90 put 4.5 to 4.7 non-FMA instructions per load in the loop
+# bodies of three configs; the checked loop, which only ragged edges run, about 16).
+SKINNY_LOAD_ISSUE = 5
 
 
 def issue_efficiency(warps: int) -> float:
@@ -204,14 +204,17 @@ def _stream_estimate(config: Config, shape: Shape, device: DeviceLimits) -> Esti
     needed = rates.global_latency * rates.dram_bytes_per_clk  # Little's law at full bandwidth
     memory *= max(1.0, needed / max(in_flight, 1))
     # Per block row, k and lane: BM*TN FMAs, TN/4 loads of B, BM loads of A (a quarter as
-    # many when chunks of 4 k are read as float4).
-    a_loads = bm / 4 if p["KU"] % 4 == 0 else bm
+    # many when chunks of 4 k are read as float4, half as many as float2).
+    a_loads = bm / 4 if p["KU"] % 4 == 0 else bm / 2 if p["KU"] == 2 else bm
     per_lane_k = bm * p["TN"] + p["TN"] / 4 + a_loads
     lanes = row_blocks * col_blocks * bn / p["TN"]
     arithmetic = lanes * shape.k * per_lane_k / (device.sm_count * rates.fma_lanes)
     # Each lane runs its chunks one after another: it requests B (and A), waits, then issues the
     # chunk's FMAs and load instructions while its scheduler's other warps take turns. Few warps
-    # per scheduler leave the wait exposed; many make the scheduler's issue the bound.
+    # per scheduler leave the wait exposed; many make the scheduler's issue the bound. (The
+    # template requests the next chunk of B before computing the current one; charging the
+    # latency and the chunk's issue in sequence still ranked the 55 configs measured on the H200
+    # better than overlapping them: Spearman 0.62 against 0.52, benchmarks/speed.md.)
     waves = -(-g.blocks // (device.sm_count * g.per_sm))
     per_scheduler = resident * (g.check.threads / device.warp_size) / (device.sm_count * SCHEDULERS)
     b_loads = p["KU"] * p["TN"] / 4

@@ -20,9 +20,15 @@ SHAPES = [
     Shape(128, 4096, 4096),
     Shape(4096, 4096, 4096),
 ]
-# Shapes split-K is for (skinny M, huge K) and an odd one: ragged tiles and a K whose BK tiles do
-# not divide evenly among the slices.
-SPLITK_SHAPES = [Shape(16, 4096, 4096), Shape(256, 256, 65536), Shape(33, 100, 5000)]
+# Shapes split-K is for (skinny M, huge K) and odd ones: ragged tiles and a K whose BK tiles do
+# not divide evenly among the slices; 19x1000x1004 has rows and columns of float4s (skinny's
+# unchecked path) with a ragged M, lanes past N and a K that leaves a partial chunk of 8.
+SPLITK_SHAPES = [
+    Shape(16, 4096, 4096),
+    Shape(256, 256, 65536),
+    Shape(33, 100, 5000),
+    Shape(19, 1000, 1004),
+]
 
 
 @pytest.fixture(scope="module")

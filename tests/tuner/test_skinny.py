@@ -52,11 +52,12 @@ def test_rules_reject_with_their_reason(params: dict[str, int], reason: str) -> 
 
 
 def test_footprint_by_hand() -> None:
-    # 16 rows x 4 columns of accumulators; 4 k x 4 columns of B plus 4 values of A per step;
-    # 4 bytes of shared memory for the split-K ticket, none without a split.
+    # 16 rows x 4 columns of accumulators; 4 k x 4 columns of B for this chunk and as many for
+    # the next (loaded ahead), plus 4 values of A; 4 bytes of shared memory for the split-K
+    # ticket, none without a split.
     fp = FAMILY.footprint(skinny().as_dict())
     assert (fp.threads, fp.smem_bytes, fp.dynamic_smem) == (128, 4, False)
-    assert (fp.accumulators, fp.fragments) == (64, 20)
+    assert (fp.accumulators, fp.fragments) == (64, 36)
     assert FAMILY.footprint(skinny(SPLITK=1).as_dict()).smem_bytes == 0
 
 
@@ -86,6 +87,30 @@ def test_scalar_a_loads_when_chunks_are_not_float4() -> None:
     assert "load4_or_zero(A" in render(skinny(KU=4)).code
     code = render(skinny(KU=2)).code
     assert "load4_or_zero(A" not in code and "load_or_zero(A, row0 + m, k + j" in code
+
+
+def test_whole_chunks_take_the_unchecked_path_with_b_loaded_ahead() -> None:
+    # Vector widths of A in the unchecked path follow KU: float4s, a float2, one float.
+    assert "reinterpret_cast<const float4*>(chunk + 4 * v)" in render(skinny(KU=4)).code
+    assert "reinterpret_cast<const float2*>(chunk)" in render(skinny(KU=2)).code
+    one = render(skinny(KU=1)).code
+    assert "a[0] = *chunk;" in one and "reinterpret_cast<const float2*>" not in one
+    code = render(skinny()).code
+    # B streams past L1; the loop alternates two register sets, each loaded a chunk ahead.
+    assert code.count("ld.global.nc.L1::no_allocate.v4.f32") == 1
+    assert "skinny_load_b(b1, B, N, q1 * 4, col0);" in code
+    assert "skinny_load_b(b0, B, N, q2 * 4, col0);" in code
+    assert "skinny_products(acc, b0, A, M, K, row0, q * 4);" in code
+    # Whole chunks end where K's last whole chunk does; the checked loop takes the rest.
+    assert "min(q_end, K / 4)" in code and "load4_or_zero(B, k + j" in code
+
+
+def test_best_measured_config_compiles_without_spills() -> None:
+    # 16 rows x 8 columns of accumulators and two sets of 2 x 8 values of B: near the limit.
+    source = render(parse_config("skinny_bm16_bn128_tn8_lk2_ku2_sk32"))
+    _, log = NvccCompiler("sm_90")._build(source)
+    usage = parse_ptxas_report(log, source.entry)
+    assert usage.registers <= 255 and not usage.spills, usage
 
 
 def test_compiler_reports_the_counters_the_ticket_and_no_spills() -> None:
