@@ -214,7 +214,7 @@ def _stream_estimate(config: Config, shape: Shape, device: DeviceLimits) -> Esti
     # per scheduler leave the wait exposed; many make the scheduler's issue the bound. (The
     # template requests the next chunk of B before computing the current one; charging the
     # latency and the chunk's issue in sequence still ranked the 55 configs measured on the H200
-    # better than overlapping them: Spearman 0.62 against 0.52, benchmarks/speed.md.)
+    # better than overlapping them: Spearman 0.72 against 0.53, benchmarks/speed.md.)
     waves = -(-g.blocks // (device.sm_count * g.per_sm))
     per_scheduler = resident * (g.check.threads / device.warp_size) / (device.sm_count * SCHEDULERS)
     b_loads = p["KU"] * p["TN"] / 4
