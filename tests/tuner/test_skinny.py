@@ -97,7 +97,8 @@ def test_whole_chunks_take_the_unchecked_path_with_b_loaded_ahead() -> None:
     assert "a[0] = *chunk;" in one and "reinterpret_cast<const float2*>" not in one
     code = render(skinny()).code
     # B streams past L1; the loop alternates two register sets, each loaded a chunk ahead.
-    assert code.count("ld.global.nc.L1::no_allocate.v4.f32") == 1
+    assert "ld.global.nc.L1::no_allocate.v4.f32" in code
+    assert "load4_streamed(chunk + (long long)j * N + 4 * v)" in code
     assert "skinny_load_b(b1, B, N, q1 * 4, col0);" in code
     assert "skinny_load_b(b0, B, N, q2 * 4, col0);" in code
     assert "skinny_products(acc, b0, A, M, K, row0, q * 4);" in code
