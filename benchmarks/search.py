@@ -93,7 +93,8 @@ def one_run(
 ) -> Run:
     scope = Scope(_evaluator(tables), families)
     shape = parse_shape(shape_text)
-    goal = (1 + tol) * scope.best(shape)
+    best_ms = scope.best(shape)
+    goal = (1 + tol) * best_ms
 
     def stop(progress: Progress) -> None:
         best = progress.best
@@ -121,7 +122,7 @@ def one_run(
         evaluations=count,
         capped=not reached,
         wall_s=wall,
-        best_ratio=min(times) / scope.best(shape) if times else float("inf"),
+        best_ratio=min(times) / best_ms if times else float("inf"),
         cap=cap,
     )
 

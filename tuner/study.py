@@ -179,11 +179,7 @@ class Study:
         same = [name for distance, name in committed if distance == 0.0]
         others = [name for distance, name in committed if distance > 0.0]
         ordered = same + self.recorder.neighbours(self.device, self.shape, limit) + others
-        names: list[str] = []
-        for name in ordered:
-            if name in self.candidates and name not in names:
-                names.append(name)
-        return names[:limit]
+        return [name for name in dict.fromkeys(ordered) if name in self.candidates][:limit]
 
     def _warm_start(self, limit: int) -> None:
         for name in self.warm_starts(limit):
