@@ -32,6 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ("warptile", "pipelined")
 
 
+def ok_ms(row: dict[str, Any]) -> float | None:
+    """A replay row's time, or None when the config did not run to a time."""
+    return float(row["ms"]) if row.get("status") == "ok" and row.get("ms") else None
+
+
 @dataclass(frozen=True)
 class Scope:
     """What the runs searched: a replay and the families studied on it. The valid space of a
@@ -49,16 +54,19 @@ class Scope:
             if s == shape and row.get("family") in self.families
         ]
 
+    def times(self, shape: Shape) -> list[float]:
+        """The measured times of ``shape`` in the searched families."""
+        return [ms for r in self.rows(shape) if (ms := ok_ms(r)) is not None]
+
     def best(self, shape: Shape) -> float:
         """The fastest time of ``shape`` in the searched families."""
-        return min(float(r["ms"]) for r in self.rows(shape) if r["status"] == "ok" and r.get("ms"))
+        return min(self.times(shape))
 
     def within(self, shape: Shape, tol: float) -> int:
         """How many configs of ``shape`` run within ``tol`` of the best."""
-        goal = (1 + tol) * self.best(shape)
-        return sum(
-            1 for r in self.rows(shape) if r["status"] == "ok" and r.get("ms") and r["ms"] <= goal
-        )
+        times = self.times(shape)
+        goal = (1 + tol) * min(times)
+        return sum(1 for ms in times if ms <= goal)
 
     def candidates(self, family: str, shape: Shape) -> list[str]:
         """The names of ``family``'s configs that a study of ``shape`` searches."""
@@ -105,8 +113,8 @@ def random_expectations(scope: Scope, shape: Shape, tol: float) -> tuple[float, 
         for p in fam.params:
             raw *= len(p.values)
         for config_name in scope.candidates(name, shape):
-            row = scope.evaluator.rows[(shape, config_name)]
-            good = row.get("status") == "ok" and row.get("ms") is not None and row["ms"] <= goal
+            ms = ok_ms(scope.evaluator.rows[(shape, config_name)])
+            good = ms is not None and ms <= goal
             weights.append((1 / (len(scope.families) * raw), good))
     n, k = len(weights), sum(good for _, good in weights)
     w_good = sum(w for w, good in weights if good)
