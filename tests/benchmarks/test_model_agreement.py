@@ -1,0 +1,121 @@
+"""benchmarks/model_agreement.py: rank statistics, and a table whose times are the model's own."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from tuner.families import parse_config
+from tuner.ranking import estimate
+from tuner.resources import table_device
+from tuner.shape import parse_shape
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module() -> ModuleType:
+    path = ROOT / "benchmarks" / "model_agreement.py"
+    spec = importlib.util.spec_from_file_location("model_agreement", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ties_share_the_mean_of_their_ranks() -> None:
+    ranks = _module().ranks(np.array([3.0, 1.0, 3.0, 2.0]))
+    assert ranks.tolist() == [2.5, 0.0, 2.5, 1.0]
+
+
+def test_agreement_counts_the_model_rank_of_the_first_near_best_config() -> None:
+    ma = _module()
+    shape = parse_shape("64x64x64")
+    estimates = np.arange(1.0, 13.0)
+    same = ma.agreement("t", shape, estimates, estimates * 2)
+    assert (same.spearman, same.first_within, same.top_share) == (1.0, 1, 1.0)
+    # Reversed: the best config is the model's last of 12, outside its first ten.
+    reversed_ = ma.agreement("t", shape, estimates, estimates[::-1].copy())
+    assert reversed_.spearman == -1.0
+    assert reversed_.first_within == 12
+    assert reversed_.top_share == 1.0 / 3.0
+
+
+def _table(path: Path, shape: str, names: list[str], ms: list[float]) -> None:
+    header = {"kind": "header", "device": "NVIDIA H100 80GB HBM3", "arch": "sm_90"}
+    rows = [
+        {
+            "kind": "result",
+            "shape": shape,
+            "config_name": n,
+            "family": n.split("_")[0],
+            "status": "ok",
+            "ms": t,
+        }
+        for n, t in zip(names, ms, strict=True)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in [header, *rows]) + "\n")
+
+
+def test_a_table_timed_as_the_model_predicts_agrees_perfectly(tmp_path: Path) -> None:
+    committed = ROOT / "benchmarks" / "results" / "h100-sweep-streamk.jsonl"
+    names = []
+    for line in committed.read_text().splitlines():
+        row = json.loads(line)
+        if row.get("shape") == "8192x8192x256" and row.get("status") == "ok":
+            names.append(row["config_name"])
+    names = names[:30]
+    shape, device = parse_shape("8192x8192x256"), table_device("sm_90")
+    cycles = [estimate(parse_config(n), shape, device).cycles for n in names]
+    table = tmp_path / "model.jsonl"
+    _table(table, "8192x8192x256", names, [c / 1.98e6 for c in cycles])
+    out = tmp_path / "agreement.json"
+
+    assert _module().main(["--table", str(table), "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    [row] = doc["agreement"]
+    assert row["rows"] == 30
+    assert row["spearman"] > 0.999
+    assert row["first_within"] == 1
+    assert row["top_share"] == 1.0
+    errors = [v["relative_error"] for v in doc["by_family_and_warps"].values()]
+    assert errors and all(abs(e - 1.0) < 1e-9 for e in errors)
+
+
+def test_slower_few_warp_configs_show_in_the_relative_error(tmp_path: Path) -> None:
+    committed = ROOT / "benchmarks" / "results" / "h100-sweep-streamk.jsonl"
+    names = [
+        json.loads(line)["config_name"]
+        for line in committed.read_text().splitlines()
+        if '"8192x8192x256"' in line and '"ok"' in line
+    ][:40]
+    shape, device = parse_shape("8192x8192x256"), table_device("sm_90")
+    ma = _module()
+    warps_of = {}
+    ms = []
+    for n in names:
+        config = parse_config(n)
+        warps = config["THREADS"] // 32 * config["SMBLOCKS"]
+        warps_of[n] = warps
+        # Twice the model's time below 8 warps per SM, the model's time otherwise.
+        ms.append(estimate(config, shape, device).cycles / 1.98e6 * (2.0 if warps < 8 else 1.0))
+    assert any(w < 8 for w in warps_of.values()) and any(w >= 8 for w in warps_of.values())
+    table = tmp_path / "slow-few-warps.jsonl"
+    _table(table, "8192x8192x256", names, ms)
+    out = tmp_path / "agreement.json"
+    assert ma.main(["--table", str(table), "--json", str(out)]) == 0
+    by = json.loads(out.read_text())["by_family_and_warps"]
+    few = [v["relative_error"] for k, v in by.items() if int(k.split()[1]) < 8]
+    many = [v["relative_error"] for k, v in by.items() if int(k.split()[1]) >= 8]
+    assert all(abs(f / m - 2.0) < 1e-9 for f in few for m in many)
+
+
+def test_capped_issue_deals_warps_to_schedulers_round_robin() -> None:
+    efficiency = _module().capped_issue(0.6)
+    # 2 warps: two schedulers at 0.6, two idle; 6 warps: two at 2 warps (1.0), two at 0.6.
+    assert [round(efficiency(w), 9) for w in (2, 4, 6, 8, 16)] == [0.3, 0.6, 0.8, 1.0, 1.0]
