@@ -33,12 +33,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.search_report import ok_ms
 from tuner import ranking
 from tuner.config import Config
-from tuner.families import is_persistent, parse_config
-from tuner.ranking import estimate
+from tuner.families import get_family, is_persistent, parse_config
+from tuner.ranking import Estimate, estimate
 from tuner.replay import ReplayEvaluator
-from tuner.resources import static_check
 from tuner.shape import Shape
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -84,15 +84,12 @@ def agreement(table: str, shape: Shape, estimates: np.ndarray, times: np.ndarray
     )
 
 
-def warps_per_sm(config: Config, replay: ReplayEvaluator, shape: Shape) -> int:
-    """Resident warps per SM the model assumes in a full wave."""
-    threads = static_check(config, replay.device).threads
-    blocks = (
-        config["SMBLOCKS"]
-        if is_persistent(config.as_dict())
-        else estimate(config, shape, replay.device).blocks_per_sm
-    )
-    return -(-threads // replay.device.warp_size) * blocks
+def warps_per_sm(config: Config, model: Estimate, warp_size: int) -> int:
+    """Resident warps per SM the model assumes in a full wave (``model``: its estimate)."""
+    params = config.as_dict()
+    threads = get_family(config.family).threads(params)
+    blocks = params["SMBLOCKS"] if is_persistent(params) else model.blocks_per_sm
+    return -(-threads // warp_size) * blocks
 
 
 def capped_issue(share: float) -> Callable[[int], float]:
@@ -119,17 +116,19 @@ def collect(
         replay = ReplayEvaluator(path)
         for shape in replay.shapes():
             ok = [
-                (parse_config(name), row["ms"])
+                (parse_config(name), ms)
                 for (s, name), row in replay.rows.items()
-                if s == shape and row["status"] == "ok" and row.get("ms")
+                if s == shape and (ms := ok_ms(row)) is not None
             ]
             if len(ok) < min_rows:
                 continue
-            est = np.array([estimate(c, shape, replay.device).cycles for c, _ in ok])
+            models = [estimate(c, shape, replay.device) for c, _ in ok]
+            est = np.array([m.cycles for m in models])
             times = np.array([ms for _, ms in ok])
             results.append(agreement(path.name, shape, est, times))
-            for (config, _), e, t in zip(ok, est, times, strict=True):
-                errors[(config.family, warps_per_sm(config, replay, shape))].append(math.log(t / e))
+            for (config, ms), model in zip(ok, models, strict=True):
+                warps = warps_per_sm(config, model, replay.device.warp_size)
+                errors[(config.family, warps)].append(math.log(ms / model.cycles))
     return results, errors
 
 

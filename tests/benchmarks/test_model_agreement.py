@@ -46,6 +46,14 @@ def test_agreement_counts_the_model_rank_of_the_first_near_best_config() -> None
     assert reversed_.top_share == 1.0 / 3.0
 
 
+def _committed_streamk_names(count: int) -> list[str]:
+    """The first ``count`` configs measured ok at 8192x8192x256 in the committed streamk sweep."""
+    committed = ROOT / "benchmarks" / "results" / "h100-sweep-streamk.jsonl"
+    rows = [json.loads(line) for line in committed.read_text().splitlines()]
+    ok = [r for r in rows if r.get("shape") == "8192x8192x256" and r.get("status") == "ok"]
+    return [r["config_name"] for r in ok[:count]]
+
+
 def _table(path: Path, shape: str, names: list[str], ms: list[float]) -> None:
     header = {"kind": "header", "device": "NVIDIA H100 80GB HBM3", "arch": "sm_90"}
     rows = [
@@ -63,13 +71,7 @@ def _table(path: Path, shape: str, names: list[str], ms: list[float]) -> None:
 
 
 def test_a_table_timed_as_the_model_predicts_agrees_perfectly(tmp_path: Path) -> None:
-    committed = ROOT / "benchmarks" / "results" / "h100-sweep-streamk.jsonl"
-    names = []
-    for line in committed.read_text().splitlines():
-        row = json.loads(line)
-        if row.get("shape") == "8192x8192x256" and row.get("status") == "ok":
-            names.append(row["config_name"])
-    names = names[:30]
+    names = _committed_streamk_names(30)
     shape, device = parse_shape("8192x8192x256"), table_device("sm_90")
     cycles = [estimate(parse_config(n), shape, device).cycles for n in names]
     table = tmp_path / "model.jsonl"
@@ -88,12 +90,7 @@ def test_a_table_timed_as_the_model_predicts_agrees_perfectly(tmp_path: Path) ->
 
 
 def test_slower_few_warp_configs_show_in_the_relative_error(tmp_path: Path) -> None:
-    committed = ROOT / "benchmarks" / "results" / "h100-sweep-streamk.jsonl"
-    names = [
-        json.loads(line)["config_name"]
-        for line in committed.read_text().splitlines()
-        if '"8192x8192x256"' in line and '"ok"' in line
-    ][:40]
+    names = _committed_streamk_names(40)
     shape, device = parse_shape("8192x8192x256"), table_device("sm_90")
     ma = _module()
     warps_of = {}
