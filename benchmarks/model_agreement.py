@@ -2,7 +2,8 @@
 
     python benchmarks/model_agreement.py [--table FILE ...] [--min-rows 20] [--json OUT]
 
-Default tables: every ``benchmarks/results/h100-sweep*.jsonl`` but skinny's. For each table and
+Default tables: every ``benchmarks/results/h100-sweep*.jsonl`` but skinny's and dmma's (the model
+has no FP64 tensor-core branch). For each table and
 shape (its ``ok`` rows) it prints the rows, the Spearman rank correlation between the estimate
 and the measured time, the model rank of the first config within 2 % of the table's best (the
 candidates a search that followed the model blindly would measure to get there) and the best
@@ -140,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warp-issue-share", type=float, default=None, metavar="Q")
     args = parser.parse_args(argv)
     tables = args.table or sorted(
-        p for p in RESULTS.glob("h100-sweep*.jsonl") if "skinny" not in p.name
+        p
+        for p in RESULTS.glob("h100-sweep*.jsonl")
+        if "skinny" not in p.name and "dmma" not in p.name
     )
     model = (
         patch.object(ranking, "issue_efficiency", capped_issue(args.warp_issue_share))

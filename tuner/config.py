@@ -28,6 +28,8 @@ PARAM_ABBR: dict[str, str] = {
     "KU": "ku",
     "SMBLOCKS": "smb",
     "STAGGER": "stg",
+    "MK": "mk",
+    "MINBLOCKS": "mb",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 

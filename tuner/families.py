@@ -642,6 +642,83 @@ SKINNY = Family(
     module_counters=True,
 )
 
+# --- dmma -----------------------------------------------------------------------------------
+
+# Doubles added to each shared-memory row of dmma.cu.j2 (A's rows of BK, B's of BN): a row length
+# of 4 modulo 16 doubles (12 for BK = 8) puts the fragment reads of a half-warp (4 rows x 4
+# columns) in 16 different bank pairs.
+DMMA_SMEM_PAD = 4
+DOUBLE_BYTES = 8
+
+
+def _dmma_threads(p: Params) -> int:
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def _dmma_footprint(p: Params) -> Footprint:
+    mma_tiles = (p["WM"] // 16) * (p["WN"] // 8)
+    buffer = p["BM"] * (p["BK"] + DMMA_SMEM_PAD) + p["BK"] * (p["BN"] + DMMA_SMEM_PAD)
+    loads = (p["BM"] + p["BN"]) * p["BK"] // (4 * _dmma_threads(p))
+    return Footprint(
+        threads=_dmma_threads(p),
+        smem_bytes=2 * buffer * DOUBLE_BYTES,
+        dynamic_smem=True,
+        # In 32-bit registers: four FP64 sums per m16n8 tile, the A and B fragments of one mma
+        # k step as doubles, and the next k tile's float4s staged.
+        accumulators=8 * mma_tiles,
+        fragments=(p["WM"] // 16) * p["MK"] + (p["WN"] // 8) * p["MK"] // 2 + 4 * loads,
+    )
+
+
+DMMA = Family(
+    name="dmma",
+    doc="FP32 GEMM on the FP64 tensor cores: float tiles widened to double in shared memory, "
+    "mma.sync m16n8kMK in FP64 (exact products, FP64 sums), one rounding of C to float; two "
+    "shared buffers with the next k tile fetched into registers; K split over grid z as "
+    "warptile_splitk when SPLITK > 1.",
+    params=(
+        Param("BM", (32, 64, 128, 256), "rows of C per block"),
+        Param("BN", (32, 64, 128, 256), "columns of C per block"),
+        Param("BK", (8, 16, 32), "depth of the k tile staged in shared memory"),
+        Param("WM", (16, 32, 64), "rows of C per warp (m16 tiles of the mma)"),
+        Param("WN", (16, 32, 64), "columns of C per warp (n8 tiles of the mma)"),
+        Param("MK", (4, 8, 16), "k depth of one mma.sync (m16n8k4, m16n8k8 or m16n8k16)"),
+        Param("SPLITK", (1, *SPLITK.params[-1].values), SPLITK.params[-1].doc),
+        Param(
+            "MINBLOCKS",
+            (1, 2),
+            "blocks per SM the compiler must leave registers for (__launch_bounds__)",
+        ),
+    ),
+    rules=(
+        Rule(
+            "BM must be a multiple of WM and BN of WN: the block is a whole grid of warp tiles",
+            lambda p: p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0,
+        ),
+        _whole_warps(_dmma_threads),
+        _block_limit(_dmma_threads),
+        Rule(
+            "BK must be a multiple of MK: a k tile is whole mma steps",
+            lambda p: p["BK"] % p["MK"] == 0,
+        ),
+        Rule(
+            "BM*BK and BN*BK must be multiples of 4*threads: the tiles load in whole float4 passes",
+            lambda p: (
+                (p["BM"] * p["BK"]) % (4 * _dmma_threads(p)) == 0
+                and (p["BN"] * p["BK"]) % (4 * _dmma_threads(p)) == 0
+            ),
+        ),
+        Rule(
+            "SPLITK must be at most 65535: it is the grid's z dimension",
+            lambda p: p["SPLITK"] <= 65535,
+        ),
+    ),
+    threads=_dmma_threads,
+    footprint=_dmma_footprint,
+    derive=lambda p: {"SMEM_PAD": DMMA_SMEM_PAD, "MAX_TILES": SPLITK_MAX_TILES},
+    module_counters=True,
+)
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
@@ -656,6 +733,7 @@ FAMILIES: dict[str, Family] = {
         WARPTILE_SPLITK,
         STREAMK,
         SKINNY,
+        DMMA,
     )
 }
 
