@@ -159,6 +159,12 @@ def _with_values(params: tuple[Param, ...], **values: tuple[int, ...]) -> tuple[
     return tuple(Param(p.name, values[p.name], p.doc) if p.name in values else p for p in params)
 
 
+_SPLITK_IN_GRID_Z = Rule(
+    "SPLITK must be at most 65535: it is the grid's z dimension",
+    lambda p: p["SPLITK"] <= 65535,
+)
+
+
 # --- smem_tiling -----------------------------------------------------------------------------
 
 
@@ -477,10 +483,7 @@ SPLITK = Family(
     rules=(
         *_WARPTILE_RULES,
         _ONE_COLUMN_PER_THREAD,
-        Rule(
-            "SPLITK must be at most 65535: it is the grid's z dimension",
-            lambda p: p["SPLITK"] <= 65535,
-        ),
+        _SPLITK_IN_GRID_Z,
     ),
     threads=_warp_threads,
     footprint=lambda p: _warptile_footprint(
@@ -623,10 +626,7 @@ SKINNY = Family(
         ),
         _whole_warps(_skinny_threads),
         _block_limit(_skinny_threads),
-        Rule(
-            "SPLITK must be at most 65535: it is the grid's z dimension",
-            lambda p: p["SPLITK"] <= 65535,
-        ),
+        _SPLITK_IN_GRID_Z,
     ),
     threads=_skinny_threads,
     footprint=lambda p: Footprint(
@@ -708,10 +708,7 @@ DMMA = Family(
                 and (p["BN"] * p["BK"]) % (4 * _dmma_threads(p)) == 0
             ),
         ),
-        Rule(
-            "SPLITK must be at most 65535: it is the grid's z dimension",
-            lambda p: p["SPLITK"] <= 65535,
-        ),
+        _SPLITK_IN_GRID_Z,
     ),
     threads=_dmma_threads,
     footprint=_dmma_footprint,
