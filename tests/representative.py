@@ -55,12 +55,13 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "skinny_bm8_bn256_tn8_lk8_ku2_sk64",
         "skinny_bm16_bn32_tn4_lk16_ku4_sk2",
     ],
-    # Each mma depth; a big tile without a split, split-K tiles, a two-warp block.
+    # Each mma depth and both widening points; a big tile without a split, split-K tiles, a
+    # two-warp block.
     "dmma": [
-        "dmma_bm128_bn128_bk16_wm64_wn32_mk8_sk1_mb1",
-        "dmma_bm64_bn128_bk16_wm32_wn32_mk4_sk1_mb2",
-        "dmma_bm64_bn64_bk16_wm32_wn32_mk16_sk4_mb1",
-        "dmma_bm32_bn32_bk16_wm16_wn32_mk8_sk2_mb2",
+        "dmma_bm128_bn128_bk16_wm64_wn32_mk8_sk1_mb1_wd0",
+        "dmma_bm64_bn128_bk16_wm32_wn32_mk4_sk1_mb2_wd1",
+        "dmma_bm64_bn64_bk16_wm32_wn32_mk16_sk4_mb1_wd1",
+        "dmma_bm32_bn32_bk16_wm16_wn32_mk8_sk2_mb2_wd0",
     ],
 }
 

@@ -30,6 +30,7 @@ PARAM_ABBR: dict[str, str] = {
     "STAGGER": "stg",
     "MK": "mk",
     "MINBLOCKS": "mb",
+    "WIDEN": "wd",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 

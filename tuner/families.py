@@ -644,10 +644,11 @@ SKINNY = Family(
 
 # --- dmma -----------------------------------------------------------------------------------
 
-# Doubles added to each shared-memory row of dmma.cu.j2 (A's rows of BK, B's of BN): a row length
-# of 4 modulo 16 doubles (12 for BK = 8) puts the fragment reads of a half-warp (4 rows x 4
-# columns) in 16 different bank pairs.
-DMMA_SMEM_PAD = 4
+# Elements added to each shared-memory row of dmma.cu.j2 (A's rows of BK, B's of BN), by WIDEN.
+# Double tiles: a row length of 4 modulo 16 doubles (12 for BK = 8) puts the fragment reads of a
+# half-warp (4 rows x 4 columns) in 16 different bank pairs. Float tiles: 4 modulo 32 for A's
+# reads (8 rows x 4 columns) and 8 modulo 32 for B's (4 rows x 8 columns) fill the 32 banks.
+DMMA_ROW_PADS = {0: (4, 4), 1: (4, 8)}
 DOUBLE_BYTES = 8
 
 
@@ -657,11 +658,13 @@ def _dmma_threads(p: Params) -> int:
 
 def _dmma_footprint(p: Params) -> Footprint:
     mma_tiles = (p["WM"] // 16) * (p["WN"] // 8)
-    buffer = p["BM"] * (p["BK"] + DMMA_SMEM_PAD) + p["BK"] * (p["BN"] + DMMA_SMEM_PAD)
+    a_pad, b_pad = DMMA_ROW_PADS[p["WIDEN"]]
+    buffer = p["BM"] * (p["BK"] + a_pad) + p["BK"] * (p["BN"] + b_pad)
+    element = FLOAT_BYTES if p["WIDEN"] else DOUBLE_BYTES
     loads = (p["BM"] + p["BN"]) * p["BK"] // (4 * _dmma_threads(p))
     return Footprint(
         threads=_dmma_threads(p),
-        smem_bytes=2 * buffer * DOUBLE_BYTES,
+        smem_bytes=2 * buffer * element,
         dynamic_smem=True,
         # In 32-bit registers: four FP64 sums per m16n8 tile, the A and B fragments of one mma
         # k step as doubles, and the next k tile's float4s staged.
@@ -686,8 +689,14 @@ DMMA = Family(
         Param("SPLITK", (1, *SPLITK.params[-1].values), SPLITK.params[-1].doc),
         Param(
             "MINBLOCKS",
-            (1, 2),
+            (1, 2, 3, 4),
             "blocks per SM the compiler must leave registers for (__launch_bounds__)",
+        ),
+        Param(
+            "WIDEN",
+            (0, 1),
+            "0: tiles widened to double before the shared store; 1: kept as float in shared "
+            "memory and widened as fragments are read",
         ),
     ),
     rules=(
@@ -712,7 +721,11 @@ DMMA = Family(
     ),
     threads=_dmma_threads,
     footprint=_dmma_footprint,
-    derive=lambda p: {"SMEM_PAD": DMMA_SMEM_PAD, "MAX_TILES": SPLITK_MAX_TILES},
+    derive=lambda p: {
+        "A_ROW_PAD": DMMA_ROW_PADS[p["WIDEN"]][0],
+        "B_ROW_PAD": DMMA_ROW_PADS[p["WIDEN"]][1],
+        "MAX_TILES": SPLITK_MAX_TILES,
+    },
     module_counters=True,
 )
 

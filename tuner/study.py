@@ -172,9 +172,10 @@ class Study:
 
     def warm_starts(self, limit: int) -> list[str]:
         """What a new study evaluates first, at most ``limit`` candidates of its space: the
-        committed suite's best for this shape on this kind of GPU (``tuner.priors``), then the
-        best configs of the nearest shapes tuned in this database, then the committed bests of
-        the nearest other shapes."""
+        committed suite's best for this shape on this kind of GPU, then the committed sweep
+        tables' fastest configs of this shape (``tuner.priors``), then the best configs of the
+        nearest shapes tuned in this database, then the committed bests of the nearest other
+        shapes."""
         committed = committed_starts(self.device, self.shape)
         same = [name for distance, name in committed if distance == 0.0]
         others = [name for distance, name in committed if distance > 0.0]

@@ -44,7 +44,7 @@ DbOpt = Annotated[
 # (streamk ten, warptile one, skinny one: benchmarks/results/h100-suite.json) and pipelined, the
 # multi-stage ladder rung. skinny has candidates only for small M; elsewhere its proposals are
 # invalid points, which cost nothing.
-DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny")
+DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma")
 FamiliesOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -14,7 +14,7 @@ import pytest
 from tests.representative import REPRESENTATIVE
 from tuner.compile import NvccCompiler, parse_ptxas_report
 from tuner.config import Config
-from tuner.families import DMMA_SMEM_PAD, get_family, parse_config
+from tuner.families import DMMA_ROW_PADS, get_family, parse_config
 from tuner.ranking import estimate
 from tuner.render import render
 from tuner.resources import DEVICE_TABLE, static_check
@@ -24,7 +24,7 @@ from tuner.space import Space
 H100 = DEVICE_TABLE["sm_90"]
 DMMA = get_family("dmma")
 # The best config of the H100 sweep at 4096^3 and 8192x8192x256 (h100-sweep-dmma.jsonl).
-TILE = dict(BM=64, BN=128, BK=16, WM=32, WN=32, MK=4, SPLITK=1, MINBLOCKS=2)
+TILE = dict(BM=64, BN=128, BK=16, WM=32, WN=32, MK=4, SPLITK=1, MINBLOCKS=2, WIDEN=0)
 
 
 def config(**changes: int) -> Config:
@@ -33,7 +33,7 @@ def config(**changes: int) -> Config:
 
 def test_name_reads_back() -> None:
     c = config()
-    assert c.name == "dmma_bm64_bn128_bk16_wm32_wn32_mk4_sk1_mb2"
+    assert c.name == "dmma_bm64_bn128_bk16_wm32_wn32_mk4_sk1_mb2_wd0"
     assert parse_config(c.name) == c
 
 
@@ -57,15 +57,31 @@ def test_representative_configs_are_valid_and_fit() -> None:
         assert static_check(c, H100).fits, name
 
 
-def test_footprint_is_two_double_buffers_in_dynamic_shared_memory() -> None:
-    fp = DMMA.footprint(config().as_dict())
-    per_buffer = 64 * (16 + DMMA_SMEM_PAD) + 16 * (128 + DMMA_SMEM_PAD)
-    assert (fp.smem_bytes, fp.dynamic_smem, fp.threads) == (2 * 8 * per_buffer, True, 256)
-    source = render(config())
+@pytest.mark.parametrize(
+    ("widen", "element", "pads"), [(0, "double", (4, 4)), (1, "float", (4, 8))]
+)
+def test_footprint_is_two_buffers_in_dynamic_shared_memory(
+    widen: int, element: str, pads: tuple[int, int]
+) -> None:
+    fp = DMMA.footprint(config(WIDEN=widen).as_dict())
+    assert DMMA_ROW_PADS[widen] == pads
+    per_buffer = 64 * (16 + pads[0]) + 16 * (128 + pads[1])
+    size = 8 if element == "double" else 4
+    assert (fp.smem_bytes, fp.dynamic_smem, fp.threads) == (2 * size * per_buffer, True, 256)
+    source = render(config(WIDEN=widen))
     assert source.dynamic_smem_bytes == fp.smem_bytes
-    assert "extern __shared__ double smem[];" in source.code
+    assert f"extern __shared__ {element} smem[];" in source.code
     # Four FP64 sums (eight registers) per m16n8 tile: a 32x32 warp tile has 2 x 4 of them.
     assert fp.accumulators == 8 * 2 * 4
+
+
+def test_widen_decides_where_floats_become_doubles() -> None:
+    before = render(config(WIDEN=0)).code
+    after = render(config(WIDEN=1)).code
+    assert "make_double2(a_stage[i].x, a_stage[i].y)" in before
+    assert "*reinterpret_cast<float4*>(a) = a_stage[i];" in after
+    assert "make_double2" not in after
+    assert "widen(As[" in after and "const float* As" in after
 
 
 @pytest.mark.parametrize("mk", [4, 8, 16])

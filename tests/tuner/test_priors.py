@@ -1,4 +1,5 @@
-"""Committed suite results as a new study's first candidates (tuner.priors, Study.warm_starts)."""
+"""Committed suites and sweep tables as a new study's first candidates (tuner.priors,
+Study.warm_starts)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 import tuner.priors as priors
-from tuner.priors import NOTHING, committed_starts, suite_bests
+from tuner.priors import NOTHING, committed_starts, suite_bests, sweep_bests
 from tuner.recording import MemoryRecorder
 from tuner.replay import ReplayEvaluator
 from tuner.resources import table_device
@@ -69,6 +70,65 @@ def test_a_file_of_another_format_gives_nothing(tmp_path: Path, text: str) -> No
     path = tmp_path / "odd-suite.json"
     path.write_text(text)
     assert suite_bests(path) == NOTHING
+
+
+DMMA_A = "dmma_bm64_bn64_bk16_wm32_wn32_mk8_sk1_mb4_wd1"
+DMMA_B = "dmma_bm64_bn128_bk16_wm32_wn32_mk8_sk1_mb2_wd1"
+
+
+def _sweep(
+    folder: Path,
+    name: str,
+    device: str,
+    rows: list[tuple[str, str, str, float]],
+    cc: str = "9.0",
+    sms: int = 132,
+) -> Path:
+    """A sweep table: (shape, config, status, ms) rows after a header naming the GPU."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.jsonl"
+    provenance = {"device": device, "compute_capability": cc, "sm_count": sms}
+    lines = [{"kind": "header", "device": device, "provenance": provenance}]
+    for shape, config, status, ms in rows:
+        family = config.split("_bm")[0]
+        lines.append(
+            {"config_name": config, "family": family, "status": status, "ms": ms, "shape": shape}
+        )
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json\n")
+    return path
+
+
+def test_sweep_bests_keep_each_familys_fastest_ok_row_per_shape(tmp_path: Path) -> None:
+    path = _sweep(
+        tmp_path,
+        "h100-sweep-x",
+        GPU,
+        [
+            ("8192x8192x256", DMMA_B, "ok", 0.74),
+            ("8192x8192x256", DMMA_A, "ok", 0.72),
+            ("8192x8192x256", "dmma_bm32_bn32_bk8_wm16_wn16_mk4_sk1_mb1_wd1", "wrong_result", 0.1),
+            ("8192x8192x256", WT_A, "ok", 0.75),
+            ("8192x8192x256", "dmma_bm64_bn64_bk16_wm32_wn32_mk8_sk1", "ok", 0.5),  # old name
+            ("1000x1000x1000", WT_B, "ok", 0.06),
+        ],
+    )
+    bests = sweep_bests(path)
+    assert (bests.device, bests.arch, bests.sm_count) == (GPU, "sm_90", 132)
+    assert sorted(zip(bests.rows, bests.ms, strict=True)) == [
+        (((1000, 1000, 1000), WT_B), 0.06),
+        (((8192, 8192, 256), DMMA_A), 0.72),
+        (((8192, 8192, 256), WT_A), 0.75),
+    ]
+    assert sweep_bests(tmp_path / "missing.jsonl") == NOTHING
+
+
+def test_a_suites_config_goes_before_the_sweeps_and_those_by_time(tmp_path: Path) -> None:
+    _suite(tmp_path, "h100", GPU, [_row(8192, 8192, 256, STREAMK)])
+    _sweep(tmp_path, "h100-sweep-a", GPU, [("8192x8192x256", DMMA_B, "ok", 0.74)])
+    _sweep(tmp_path, "h100-sweep-b", GPU, [("8192x8192x256", DMMA_A, "ok", 0.72)])
+    _sweep(tmp_path, "a100-sweep", "NVIDIA A100", [("8192x8192x256", WT_C, "ok", 0.1)], "8.0", 108)
+    starts = committed_starts(H100, Shape(8192, 8192, 256), tmp_path)
+    assert starts == [(0.0, STREAMK), (0.0, DMMA_A), (0.0, DMMA_B)]
 
 
 def test_committed_starts_are_the_same_shape_then_the_nearest(tmp_path: Path) -> None:
