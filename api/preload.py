@@ -1,6 +1,6 @@
 """Fill an empty database with the committed H100 results, so a fresh server has answers.
 
-Two files under ``benchmarks/results/`` (or ``$GEMMTUNE_RESULTS_DIR``), each used when present:
+Files under ``benchmarks/results/`` (or ``$GEMMTUNE_RESULTS_DIR``), each used when present:
 
 * ``h100-sweep*.jsonl``: sweep tables (a header, then one row per shape and config, ok or
   pruned): ``h100-sweep.jsonl``, the exhaustive sweep, and slices of larger spaces
@@ -8,7 +8,9 @@ Two files under ``benchmarks/results/`` (or ``$GEMMTUNE_RESULTS_DIR``), each use
   (``<file stem>-MxNxK``, trials in file order), so the dashboard can show how the space was
   explored.
 * ``h100.json``: best configs of the whole public suite (per shape m, n, k, config, ms, tflops,
-  cublas_tflops, ratio, provenance), stored as ok measurements.
+  cublas_tflops, ratio, provenance), stored as ok measurements; then ``h100-suite.json``, the
+  latest ``gemmtune bench`` (same row fields), the same way. Each shape's best config is the
+  fastest of everything stored for it.
 
 Everything goes through :func:`storage.record_measurements`, which stores the same rows and
 best_config as live tuning's :func:`storage.record_measurement` one record at a time would.
@@ -36,6 +38,7 @@ RESULTS_ENV_VAR = "GEMMTUNE_RESULTS_DIR"
 SWEEP_FILE = "h100-sweep.jsonl"
 SWEEP_GLOB = "h100-sweep*.jsonl"
 SUITE_FILE = "h100.json"
+BENCH_FILE = "h100-suite.json"
 H100 = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
 
 Record = tuple[storage.DeviceIn, storage.ShapeIn, storage.MeasurementIn]
@@ -154,8 +157,9 @@ def preload(sessions: sessionmaker[Session], directory: Path | None = None) -> i
     records: list[Record] = []
     for sweep in sorted(folder.glob(SWEEP_GLOB)):
         records.extend(sweep_records(sweep))
-    if (folder / SUITE_FILE).is_file():
-        records.extend(suite_records(folder / SUITE_FILE))
+    for name in (SUITE_FILE, BENCH_FILE):
+        if (folder / name).is_file():
+            records.extend(suite_records(folder / name))
     with sessions.begin() as session:
         storage.record_measurements(session, records)
     return len(records)

@@ -41,8 +41,8 @@ DbOpt = Annotated[
     ),
 ]
 # What a study searches without --family: the families whose configs won suite shapes on the H100
-# (streamk ten, warptile one, skinny one: benchmarks/results/h100-suite.json) and pipelined, the
-# multi-stage ladder rung. skinny has candidates only for small M; elsewhere its proposals are
+# (dmma eight, streamk two, warptile one, skinny one: benchmarks/results/h100-suite.json) and
+# pipelined, the multi-stage ladder rung. skinny has candidates only for small M; elsewhere its proposals are
 # invalid points, which cost nothing.
 DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma")
 FamiliesOpt = Annotated[

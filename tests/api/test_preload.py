@@ -9,7 +9,7 @@ from pathlib import Path
 
 import storage
 from api.lookup import load_snapshot
-from api.preload import SUITE_FILE, SWEEP_FILE, preload, results_dir, sweep_records
+from api.preload import BENCH_FILE, SUITE_FILE, SWEEP_FILE, preload, results_dir, sweep_records
 
 
 def small_results(folder: Path, rows: int = 40) -> Path:
@@ -57,6 +57,23 @@ def test_preload_fills_an_empty_database_once(db_url: str, tmp_path: Path) -> No
     suite = next(e for e in snapshot.entries if e.m == 512)
     assert (suite.device.arch, suite.ratio) == ("sm_90", 1.13)
     assert [t.trial_number for t in trials] == list(range(40))
+
+
+def test_the_latest_bench_file_is_stored_too_and_its_faster_config_served(
+    db_url: str, tmp_path: Path
+) -> None:
+    folder = small_results(tmp_path / "results", rows=3)
+    faster = "dmma_bm64_bn64_bk16_wm32_wn32_mk8_sk1_mb4_wd1"
+    bench = {"shapes": [{"m": 512, "n": 256, "k": 128, "config": faster, "ms": 0.008}]}
+    (folder / BENCH_FILE).write_text(json.dumps(bench))
+    engine = storage.make_engine(db_url)
+    storage.upgrade(engine)
+    sessions = storage.make_session_factory(engine)
+    assert preload(sessions, folder) == 3 + 1 + 1
+    with sessions() as session:
+        entry = next(e for e in load_snapshot(session).entries if e.m == 512)
+    engine.dispose()
+    assert (entry.config_name, entry.ms) == (faster, 0.008)
 
 
 def test_every_sweep_table_is_a_study_per_file_and_shape(db_url: str, tmp_path: Path) -> None:
