@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.gpu_worker import device_provenance
 from tuner.measure import cublas_gemm, time_launches
-from tuner.resources import live_device
+from tuner.resources import DeviceLimits, live_device
 
 THREADS = 256
 BLOCKS_PER_SM = 4
@@ -114,8 +114,8 @@ def gpu_state() -> str:
         return f"nvidia-smi: {error}"
 
 
-def probe_row(limits: object, dmma: bool, ffma_per_dmma: int) -> dict[str, object]:
-    blocks = limits.sm_count * BLOCKS_PER_SM  # type: ignore[attr-defined]
+def probe_row(limits: DeviceLimits, dmma: bool, ffma_per_dmma: int) -> dict[str, object]:
+    blocks = limits.sm_count * BLOCKS_PER_SM
     kernel = cp.RawKernel(source(dmma, ffma_per_dmma), "probe")
     rng = cp.random.default_rng(0)
     dseed = rng.uniform(1e-3, 2e-3, 1024, dtype=cp.float64)

@@ -675,10 +675,10 @@ def _dmma_footprint(p: Params) -> Footprint:
 
 DMMA = Family(
     name="dmma",
-    doc="FP32 GEMM on the FP64 tensor cores: float tiles widened to double in shared memory, "
-    "mma.sync m16n8kMK in FP64 (exact products, FP64 sums), one rounding of C to float; two "
-    "shared buffers with the next k tile fetched into registers; K split over grid z as "
-    "warptile_splitk when SPLITK > 1.",
+    doc="FP32 GEMM on the FP64 tensor cores: float tiles widened to double before the shared "
+    "store or as fragments are read (WIDEN), mma.sync m16n8kMK in FP64 (exact products, FP64 "
+    "sums), one rounding of C to float; two shared buffers with the next k tile fetched into "
+    "registers; K split over grid z as warptile_splitk when SPLITK > 1.",
     params=(
         Param("BM", (32, 64, 128, 256), "rows of C per block"),
         Param("BN", (32, 64, 128, 256), "columns of C per block"),
