@@ -41,9 +41,9 @@ DbOpt = Annotated[
     ),
 ]
 # What a study searches without --family: the families whose configs won suite shapes on the H100
-# (dmma eight, streamk two, warptile one, skinny one: benchmarks/results/h100-suite.json) and
-# pipelined, the multi-stage ladder rung. skinny has candidates only for small M; elsewhere its proposals are
-# invalid points, which cost nothing.
+# (dmma nine, streamk two, skinny one: benchmarks/results/h100-suite.json; warptile 2048^3 in the
+# earlier runs under history/) and pipelined, the multi-stage ladder rung. skinny has candidates
+# only for small M; elsewhere its proposals are invalid points, which cost nothing.
 DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma")
 FamiliesOpt = Annotated[
     list[str] | None,
