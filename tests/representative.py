@@ -63,6 +63,14 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "dmma_bm64_bn64_bk16_wm32_wn32_mk16_sk4_mb1_wd1",
         "dmma_bm32_bn32_bk16_wm16_wn32_mk8_sk2_mb2_wd0",
     ],
+    # Each k tile depth (float4 and float2 fragment reads), each B fragment width (NT 2, 4, 8:
+    # the three swizzles), each mma depth and stage count; split and unsplit.
+    "dmma_pipelined": [
+        "dmma_pipelined_bm64_bn128_bk16_wm32_wn32_mk4_s3_sk1_mb2",
+        "dmma_pipelined_bm64_bn64_bk32_wm32_wn64_mk16_s3_sk4_mb1",
+        "dmma_pipelined_bm64_bn64_bk8_wm64_wn16_mk8_s4_sk2_mb1",
+        "dmma_pipelined_bm128_bn128_bk16_wm64_wn32_mk8_s2_sk1_mb1",
+    ],
 }
 
 ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

@@ -673,6 +673,26 @@ def _dmma_footprint(p: Params) -> Footprint:
     )
 
 
+# Block and warp tiles and the mma depth, shared by dmma and dmma_pipelined.
+_DMMA_TILE_PARAMS = (
+    Param("BM", (32, 64, 128, 256), "rows of C per block"),
+    Param("BN", (32, 64, 128, 256), "columns of C per block"),
+    Param("BK", (8, 16, 32), "depth of the k tile staged in shared memory"),
+    Param("WM", (16, 32, 64), "rows of C per warp (m16 tiles of the mma)"),
+    Param("WN", (16, 32, 64), "columns of C per warp (n8 tiles of the mma)"),
+    Param("MK", (4, 8, 16), "k depth of one mma.sync (m16n8k4, m16n8k8 or m16n8k16)"),
+)
+# Besides splitk's values, 33 and 66: an output grid of 4, 8 or 16 tiles split 33 or 66 ways fills
+# whole waves of the H100's 132 SMs (4 x 33) at one to four blocks per SM.
+_DMMA_SPLITK = Param(
+    "SPLITK", tuple(sorted({1, 33, 66, *SPLITK.params[-1].values})), SPLITK.params[-1].doc
+)
+_DMMA_MINBLOCKS = Param(
+    "MINBLOCKS",
+    (1, 2, 3, 4),
+    "blocks per SM the compiler must leave registers for (__launch_bounds__)",
+)
+
 DMMA = Family(
     name="dmma",
     doc="FP32 GEMM on the FP64 tensor cores: float tiles widened to double before the shared "
@@ -680,18 +700,9 @@ DMMA = Family(
     "sums), one rounding of C to float; two shared buffers with the next k tile fetched into "
     "registers; K split over grid z as warptile_splitk when SPLITK > 1.",
     params=(
-        Param("BM", (32, 64, 128, 256), "rows of C per block"),
-        Param("BN", (32, 64, 128, 256), "columns of C per block"),
-        Param("BK", (8, 16, 32), "depth of the k tile staged in shared memory"),
-        Param("WM", (16, 32, 64), "rows of C per warp (m16 tiles of the mma)"),
-        Param("WN", (16, 32, 64), "columns of C per warp (n8 tiles of the mma)"),
-        Param("MK", (4, 8, 16), "k depth of one mma.sync (m16n8k4, m16n8k8 or m16n8k16)"),
-        Param("SPLITK", (1, *SPLITK.params[-1].values), SPLITK.params[-1].doc),
-        Param(
-            "MINBLOCKS",
-            (1, 2, 3, 4),
-            "blocks per SM the compiler must leave registers for (__launch_bounds__)",
-        ),
+        *_DMMA_TILE_PARAMS,
+        _DMMA_SPLITK,
+        _DMMA_MINBLOCKS,
         Param(
             "WIDEN",
             (0, 1),
@@ -729,6 +740,51 @@ DMMA = Family(
     module_counters=True,
 )
 
+# --- dmma_pipelined -------------------------------------------------------------------------
+
+# Floats added to each A row of a dmma_pipelined stage, by BK: row lengths of 8, 16 and 36 floats
+# put the vector fragment reads of a phase (two rows, four lanes' k ranges) in distinct banks.
+# B's rows are not padded; their chunks are XOR-swizzled (templates/dmma_pipelined.cu.j2).
+DMMA_PIPELINED_A_PADS = {8: 0, 16: 0, 32: 4}
+
+
+def _dmma_pipelined_footprint(p: Params) -> Footprint:
+    mt, nt = p["WM"] // 16, p["WN"] // 8
+    stage = p["BM"] * (p["BK"] + DMMA_PIPELINED_A_PADS[p["BK"]]) + p["BK"] * p["BN"]
+    vw = min(p["BK"] // 4, 4)  # k per vector read of a fragment row
+    return Footprint(
+        threads=_dmma_threads(p),
+        smem_bytes=p["STAGES"] * stage * FLOAT_BYTES,
+        dynamic_smem=True,
+        accumulators=8 * mt * nt,
+        # In 32-bit registers: the A floats of one vector group (2*MT rows of VW), one mma step's
+        # A fragments as doubles and the B fragments of two n8 tiles (B is widened as it is used;
+        # nvcc sm_90 reports agree within about 10 %); cp.async needs no staging registers.
+        fragments=mt * 2 * vw + mt * p["MK"] + p["MK"],
+    )
+
+
+DMMA_PIPELINED = Family(
+    name="dmma_pipelined",
+    doc="dmma (FP32 GEMM on the FP64 tensor cores, one rounding of C) with float tiles in a "
+    "STAGES-deep cp.async ring, vector fragment reads along a permuted k and n, and float4 C "
+    "stores; K split over grid z as dmma when SPLITK > 1.",
+    params=(
+        *_DMMA_TILE_PARAMS,
+        Param("STAGES", (2, 3, 4), "shared-memory buffers in flight"),
+        _DMMA_SPLITK,
+        _DMMA_MINBLOCKS,
+    ),
+    rules=DMMA.rules,
+    threads=_dmma_threads,
+    footprint=_dmma_pipelined_footprint,
+    derive=lambda p: {
+        "A_ROW_PAD": DMMA_PIPELINED_A_PADS[p["BK"]],
+        "MAX_TILES": SPLITK_MAX_TILES,
+    },
+    module_counters=True,
+)
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
@@ -744,6 +800,7 @@ FAMILIES: dict[str, Family] = {
         STREAMK,
         SKINNY,
         DMMA,
+        DMMA_PIPELINED,
     )
 }
 

@@ -41,10 +41,11 @@ DbOpt = Annotated[
     ),
 ]
 # What a study searches without --family: the families whose configs won suite shapes on the H100
-# (dmma nine, streamk two, skinny one: benchmarks/results/h100-suite.json; warptile 2048^3 in the
-# earlier runs under history/) and pipelined, the multi-stage ladder rung. skinny has candidates
-# only for small M; elsewhere its proposals are invalid points, which cost nothing.
-DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma")
+# (benchmarks/results/h100-suite.json and the earlier runs under history/: dmma, streamk, skinny,
+# warptile), pipelined, the multi-stage ladder rung, and dmma_pipelined (dmma fed by cp.async,
+# faster than dmma on every shape of its sweeps). skinny has candidates only for small M;
+# elsewhere its proposals are invalid points, which cost nothing.
+DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_pipelined")
 FamiliesOpt = Annotated[
     list[str] | None,
     typer.Option(

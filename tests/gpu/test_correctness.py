@@ -68,7 +68,7 @@ def test_family_matches_cublas(
         )
 
 
-SPLIT_FAMILIES = ("splitk", "warptile_splitk", "streamk", "skinny", "dmma")
+SPLIT_FAMILIES = ("splitk", "warptile_splitk", "streamk", "skinny", "dmma", "dmma_pipelined")
 
 
 @pytest.mark.parametrize("shape", SPLITK_SHAPES, ids=str)
