@@ -675,9 +675,7 @@ def _dmma_footprint(p: Params) -> Footprint:
 
 # Block and warp tiles and the mma depth, shared by dmma and dmma_pipelined.
 _DMMA_TILE_PARAMS = (
-    Param("BM", (32, 64, 128, 256), "rows of C per block"),
-    Param("BN", (32, 64, 128, 256), "columns of C per block"),
-    Param("BK", (8, 16, 32), "depth of the k tile staged in shared memory"),
+    *_2D_PARAMS[:3],  # BM, BN, BK
     Param("WM", (16, 32, 64), "rows of C per warp (m16 tiles of the mma)"),
     Param("WN", (16, 32, 64), "columns of C per warp (n8 tiles of the mma)"),
     Param("MK", (4, 8, 16), "k depth of one mma.sync (m16n8k4, m16n8k8 or m16n8k16)"),

@@ -6,16 +6,17 @@ against cuBLAS (edge shapes, split-K shapes) is in tests/gpu/test_correctness.py
 
 from __future__ import annotations
 
-import math
 import re
 
 import pytest
 
 from tests.representative import REPRESENTATIVE
-from tuner.compile import NvccCompiler, parse_ptxas_report
+from tests.tuner.dmma_checks import (
+    assert_compiles_without_spills_within_the_blocks_per_sm,
+    assert_cost_model_rates_candidates,
+)
 from tuner.config import Config
 from tuner.families import DMMA_ROW_PADS, get_family, parse_config
-from tuner.ranking import estimate
 from tuner.render import render
 from tuner.resources import DEVICE_TABLE, static_check
 from tuner.shape import Shape
@@ -117,18 +118,7 @@ def test_c_gets_one_rounding_from_fp64() -> None:
 
 @pytest.mark.parametrize("name", REPRESENTATIVE["dmma"] + [config().name])
 def test_nvcc_compiles_without_spills_within_the_blocks_per_sm(name: str) -> None:
-    c = parse_config(name)
-    source = render(c)
-    _, log = NvccCompiler("sm_90")._build(source)
-    usage = parse_ptxas_report(log, source.entry)
-    assert not usage.spills, usage
-    assert usage.smem_static_bytes == 0  # everything is dynamic
-    params = c.as_dict()
-    threads = DMMA.threads(params)
-    cap = min(255, 65536 // (threads * params["MINBLOCKS"]))
-    assert usage.registers <= cap, (usage.registers, cap)
-    # The FP64 sums alone take eight registers per m16n8 tile.
-    assert usage.registers >= DMMA.footprint(params).accumulators
+    assert_compiles_without_spills_within_the_blocks_per_sm(name)
 
 
 def test_space_splits_k_only_where_the_grid_is_small() -> None:
@@ -140,7 +130,4 @@ def test_space_splits_k_only_where_the_grid_is_small() -> None:
 
 
 def test_cost_model_rates_every_candidate() -> None:
-    shape = Shape(8192, 8192, 256)
-    for c in list(Space("dmma", shape, H100).candidates())[:40]:
-        cycles = estimate(c, shape, H100).cycles
-        assert math.isfinite(cycles) and cycles > 0, c.name
+    assert_cost_model_rates_candidates("dmma", Shape(8192, 8192, 256))

@@ -1,0 +1,40 @@
+"""Checks shared by the tests of the FP64 tensor-core families (``dmma``, ``dmma_pipelined``)."""
+
+from __future__ import annotations
+
+import math
+
+from tuner.compile import NvccCompiler, parse_ptxas_report
+from tuner.families import get_family, parse_config
+from tuner.ranking import estimate
+from tuner.resources import DEVICE_TABLE
+from tuner.shape import Shape
+from tuner.space import Space
+
+H100 = DEVICE_TABLE["sm_90"]
+
+
+def assert_compiles_without_spills_within_the_blocks_per_sm(name: str) -> None:
+    """nvcc sm_90 builds ``name`` without spills, all shared memory dynamic, in no more registers
+    than MINBLOCKS blocks per SM leave and no fewer than its FP64 sums take."""
+    from tuner.render import render
+
+    config = parse_config(name)
+    family = get_family(config.family)
+    source = render(config)
+    _, log = NvccCompiler("sm_90")._build(source)
+    usage = parse_ptxas_report(log, source.entry)
+    assert not usage.spills, usage
+    assert usage.smem_static_bytes == 0  # everything is dynamic
+    params = config.as_dict()
+    cap = min(255, 65536 // (family.threads(params) * params["MINBLOCKS"]))
+    assert usage.registers <= cap, (usage.registers, cap)
+    # The FP64 sums alone take eight registers per m16n8 tile.
+    assert usage.registers >= family.footprint(params).accumulators
+
+
+def assert_cost_model_rates_candidates(family: str, shape: Shape, count: int = 40) -> None:
+    """The ranked sampler's model gives a finite, positive cost to the first candidates."""
+    for config in list(Space(family, shape, H100).candidates())[:count]:
+        cycles = estimate(config, shape, H100).cycles
+        assert math.isfinite(cycles) and cycles > 0, config.name
