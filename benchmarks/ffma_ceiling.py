@@ -93,15 +93,19 @@ def measure() -> dict[str, object]:
     }
 
 
+def write_result(result: dict[str, object], out: Path | None) -> None:
+    """``result`` as indented JSON on stdout and, with ``out``, in that file."""
+    text = json.dumps(result, indent=1) + "\n"
+    if out:
+        out.write_text(text)
+    sys.stdout.write(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    result = measure()
-    text = json.dumps(result, indent=1) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    sys.stdout.write(text)
+    write_result(measure(), args.out)
     return 0
 
 

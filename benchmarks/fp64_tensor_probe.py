@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +29,7 @@ import cupy as cp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.ffma_ceiling import write_result
 from tuner.gpu_worker import device_provenance
 from tuner.measure import cublas_gemm, time_launches
 from tuner.resources import DeviceLimits, live_device
@@ -199,10 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     result = measure()
-    text = json.dumps(result, indent=1) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    sys.stdout.write(text)
+    write_result(result, args.out)
     for row in result["probe"]:  # type: ignore[union-attr]
         print(
             f"dmma={row['dmma']!s:5} ffma/dmma={row['ffma_per_dmma']:4}  "

@@ -21,7 +21,7 @@ from storage import shape_distance
 from tuner.errors import InputError
 from tuner.families import parse_config
 from tuner.resources import DeviceLimits
-from tuner.shape import Shape
+from tuner.shape import Shape, parse_shape
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
@@ -106,10 +106,10 @@ def _sweep_bests(path: Path, mtime_ns: int) -> SuiteBests:
         if row.get("status") != "ok" or not isinstance(row.get("ms"), (int, float)):
             continue
         try:
-            m, n, k = (int(v) for v in str(row["shape"]).split("x"))
-            key = ((m, n, k), str(row["family"]))
+            shape = parse_shape(str(row["shape"]))
+            key = ((shape.m, shape.n, shape.k), str(row["family"]))
             name = str(row["config_name"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, InputError):
             continue
         if key in rows and row["ms"] >= rows[key][0]:
             continue

@@ -7,6 +7,7 @@ import math
 from tuner.compile import NvccCompiler, parse_ptxas_report
 from tuner.families import get_family, parse_config
 from tuner.ranking import estimate
+from tuner.render import render
 from tuner.resources import DEVICE_TABLE
 from tuner.shape import Shape
 from tuner.space import Space
@@ -17,8 +18,6 @@ H100 = DEVICE_TABLE["sm_90"]
 def assert_compiles_without_spills_within_the_blocks_per_sm(name: str) -> None:
     """nvcc sm_90 builds ``name`` without spills, all shared memory dynamic, in no more registers
     than MINBLOCKS blocks per SM leave and no fewer than its FP64 sums take."""
-    from tuner.render import render
-
     config = parse_config(name)
     family = get_family(config.family)
     source = render(config)
