@@ -1,25 +1,25 @@
-"""``gemmtune serve``: preload if asked, print the dashboard URL, run uvicorn."""
+"""The served app: built from the environment, preloaded when asked (``gemmtune serve``).
+
+``uvicorn api.serve:app_from_environment --factory`` is what ``gemmtune serve`` runs; the
+settings (``GEMMTUNE_DATABASE_URL``, ``GEMMTUNE_PRELOAD``, ...) come from the environment.
+"""
 
 from __future__ import annotations
 
-import sys
-
+from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from api.app import create_app
 from api.preload import preload, results_dir
 from api.settings import Settings
 
 
-def serve(host: str, port: int, db: str | None, with_preload: bool) -> None:
-    """Run the API in this process until interrupted (one uvicorn worker)."""
-    import uvicorn
-
-    from api.app import create_app
-
-    settings = Settings(database_url=db) if db else Settings()
+def app_from_environment() -> FastAPI:
+    """The API on the environment's settings, preloaded first when ``GEMMTUNE_PRELOAD`` is set."""
+    settings = Settings()
     app = create_app(settings)
-    if with_preload:
+    if settings.preload:
         folder = results_dir()
         print(f"preloading {folder} into {_safe(settings.database_url)} ...", flush=True)
         count = preload(app.state.sessions, folder)
@@ -29,14 +29,7 @@ def serve(host: str, port: int, db: str | None, with_preload: bool) -> None:
             else "database already holds results; preload skipped",
             flush=True,
         )
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    print(
-        f"gemmtune API on http://{shown}:{port}/  dashboard: http://{shown}:{port}/dashboard  "
-        f"docs: http://{shown}:{port}/docs",
-        flush=True,
-    )
-    sys.stdout.flush()
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    return app
 
 
 def _safe(url: str) -> str:

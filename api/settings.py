@@ -19,6 +19,10 @@ class Settings(BaseSettings):
 
     database_url: str = Field(default=DEFAULT_URL, description="SQLAlchemy URL of the results")
     api_token: str | None = Field(default=None, description="bearer token for uploads")
+    preload: bool = Field(
+        default=False,
+        description="fill an empty database with the committed results at start-up",
+    )
     cache_ttl_s: float = Field(
         default=2.0,
         ge=0,

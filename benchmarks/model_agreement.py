@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.search_report import ok_ms
 from tuner import ranking
 from tuner.config import Config
-from tuner.families import get_family, is_persistent, parse_config
+from tuner.families import get_family, parse_config
 from tuner.ranking import Estimate, estimate
 from tuner.replay import ReplayEvaluator
 from tuner.shape import Shape
@@ -89,7 +89,11 @@ def warps_per_sm(config: Config, model: Estimate, warp_size: int) -> int:
     """Resident warps per SM the model assumes in a full wave (``model``: its estimate)."""
     params = config.as_dict()
     threads = get_family(config.family).threads(params)
-    blocks = params["SMBLOCKS"] if is_persistent(params) else model.blocks_per_sm
+    blocks = (
+        params["SMBLOCKS"]
+        if get_family(config.family).cost.schedule == "persistent"
+        else model.blocks_per_sm
+    )
     return -(-threads // warp_size) * blocks
 
 

@@ -7,6 +7,7 @@ ints, strings and dicts in and typed rows out. The caller owns sessions and tran
 from __future__ import annotations
 
 from storage.claims import claim_candidate
+from storage.database import open_database, open_engine
 from storage.engine import (
     DEFAULT_URL,
     URL_ENV_VAR,
@@ -73,6 +74,8 @@ __all__ = [
     "make_session_factory",
     "measurements_for_study",
     "nearest_best",
+    "open_database",
+    "open_engine",
     "record_measurement",
     "record_measurements",
     "shape_distance",

@@ -28,10 +28,11 @@ from tuner.evaluate import Evaluator
 from tuner.families import get_family, parse_config
 from tuner.measure import tflops as measured_tflops
 from tuner.roofline import Ceilings, roofline
+from tuner.runner import WARM_START, run_study
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
 from tuner.study import study_name
-from tuner.tune_cli import WARM_START, read_suite_csv, run_study
+from tuner.suite import SuiteEntry
 
 DEFAULT_SUITE = Path("benchmarks/shapes.csv")
 RESULTS_DIR = Path("benchmarks/results")
@@ -41,18 +42,6 @@ TIMING = (
     "operands, alpha = 1, beta = 0; each round is the median of repeated launches (CUDA events, "
     "3 warm-ups, L2 flushed before each repeat); reported: the median of the rounds"
 )
-
-
-@dataclass(frozen=True)
-class SuiteEntry:
-    """One row of the suite CSV: its class (``None`` for ``M,N,K`` rows) and shape."""
-
-    label: str | None
-    shape: Shape
-
-
-def read_suite(path: Path) -> list[SuiteEntry]:
-    return [SuiteEntry(label, shape) for label, shape in read_suite_csv(path)]
 
 
 @dataclass(frozen=True)

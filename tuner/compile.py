@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from tuner.errors import InputError
 from tuner.render import KernelSource
 from tuner.resources import DeviceLimits, Occupancy, occupancy
 
@@ -279,6 +280,30 @@ class NvrtcCompiler(_CachingCompiler):
 def default_compiler(arch: str, use_gpu: bool) -> Compiler:
     """NVRTC when a GPU is in use, else nvcc."""
     return NvrtcCompiler(arch) if use_gpu else NvccCompiler(arch)
+
+
+COMPILERS = ("auto", "nvcc", "nvrtc")
+
+
+def choose_compiler(arch: str, name: str = "auto") -> Compiler:
+    """The compiler called ``name``; ``auto`` is NVRTC where a CUDA GPU is present, else nvcc."""
+    if name == "auto":
+        name = "nvrtc" if gpu_present() else "nvcc"
+    if name == "nvcc":
+        return NvccCompiler(arch)
+    if name == "nvrtc":
+        return NvrtcCompiler(arch)
+    raise InputError(f"--compiler must be one of {', '.join(COMPILERS)}, got {name!r}")
+
+
+def gpu_present() -> bool:
+    """Whether CuPy is installed and sees at least one CUDA device."""
+    try:
+        import cupy
+
+        return bool(cupy.cuda.runtime.getDeviceCount() > 0)
+    except Exception:
+        return False
 
 
 def compile_many(

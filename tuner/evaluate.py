@@ -61,12 +61,18 @@ class Result:
 class Evaluator(Protocol):
     """Measures configs on one device. Implementations: GPU worker, replay table.
 
-    An evaluator that can answer for only some configs (a replay) also has
-    ``measured_configs(shape) -> set[str]``; a study of a shape it holds searches only those
-    (of a shape it does not hold, every candidate comes back "not measured").
+    Capabilities are declared, not discovered: ``families`` names the families the evaluator
+    can answer for (empty: any), and ``measured_configs`` the configs it holds for a shape
+    (``None``: any config; a replay returns the configs its tables hold, and a study of that
+    shape searches only those).
     """
 
     device: DeviceLimits
+    families: tuple[str, ...]
+
+    def measured_configs(self, shape: Shape) -> set[str] | None:
+        """The config names this evaluator can answer for ``shape``; None when unrestricted."""
+        ...
 
     def evaluate(self, config: Config, shape: Shape) -> Result:
         """Evaluate one rule-valid config; never raises for a bad kernel (returns a status)."""

@@ -168,6 +168,11 @@ def _compare_one(request: Compare, budget_ms: float) -> dict[str, Any]:
 class GpuEvaluator:
     """Compile in this process, measure in a restartable child process with a deadline."""
 
+    families: tuple[str, ...] = ()  # any family
+
+    def measured_configs(self, shape: Shape) -> set[str] | None:
+        return None  # any config
+
     def __init__(
         self, device_index: int = 0, budget_ms: float = 100.0, run_timeout_s: float = 60.0
     ) -> None:

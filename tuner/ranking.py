@@ -40,13 +40,7 @@ import numpy as np
 import optuna
 
 from tuner.config import Config
-from tuner.families import (
-    SPLITK_MAX_TILES,
-    get_family,
-    is_persistent,
-    persistent_blocks,
-    warptile_prefetches,
-)
+from tuner.families import SPLITK_MAX_TILES, get_family, persistent_blocks
 from tuner.resources import DeviceLimits, ResourceCheck, static_check
 from tuner.shape import Shape
 
@@ -137,23 +131,11 @@ class Estimate:
 
 def _tiles(config: Config) -> tuple[int, int, int, int]:
     """(accumulators, fragment floats, WM, WN) of one thread / one warp for any family."""
-    fp = get_family(config.family).footprint(config.as_dict())
+    family = get_family(config.family)
     params = config.as_dict()
-    if "WM" in params:
-        return fp.accumulators, fp.fragments, params["WM"], params["WN"]
-    # Families without warp tiles: a warp covers 32 thread tiles laid out along n.
-    tm, tn = params.get("TM", 1), params.get("TN", 1)
-    return fp.accumulators, fp.fragments, tm, 32 * tn
-
-
-def _loads_ahead(config: Config) -> int:
-    """How many k tiles a block requests before it needs them (0: the latency is exposed)."""
-    if config.family in ("pipelined", "splitk"):
-        return config["STAGES"] - 1
-    if config.family in ("warptile", "doublebuf", "warptile_splitk", "streamk"):
-        # The template prefetches the next tile into registers when they leave room for it.
-        return 1 if warptile_prefetches(config.as_dict()) else 0
-    return 0
+    fp = family.footprint(params)
+    wm, wn = family.cost.warp_tile_of(params)
+    return fp.accumulators, fp.fragments, wm, wn
 
 
 @dataclass(frozen=True)
@@ -229,7 +211,8 @@ def _stream_estimate(config: Config, shape: Shape, device: DeviceLimits) -> Esti
 
 def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
     """Estimated cycles of ``config`` on ``shape`` (lower is better)."""
-    if config.family == "skinny":
+    family = get_family(config.family)
+    if family.cost.schedule == "stream":
         return _stream_estimate(config, shape, device)
     rates = THROUGHPUT.get(device.arch, THROUGHPUT["sm_90"])
     params = config.as_dict()
@@ -243,7 +226,7 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
     all_k_tiles = -(-shape.k // bk)
     k_tiles = -(-all_k_tiles // split)  # k tiles of the longest slice
     tile_loads = max((bm + bn) * bk // (4 * threads), 1)  # float4 loads per thread per tile
-    ahead = _loads_ahead(config)
+    ahead = family.cost.loads_ahead(params)
 
     def tile_cycles(resident: int) -> float:
         """Clocks for one k tile of every block resident on one SM."""
@@ -257,7 +240,7 @@ def estimate(config: Config, shape: Shape, device: DeviceLimits) -> Estimate:
             return max(busy, rates.global_latency + busy / resident)
         return max(busy, rates.global_latency / ahead)
 
-    if is_persistent(params):
+    if family.cost.schedule == "persistent":
         return _persistent_estimate(config, shape, device, tiles, all_k_tiles, tile_cycles)
     full_waves, rest = divmod(blocks, device.sm_count * r_full)
     cycles = full_waves * k_tiles * tile_cycles(r_full)

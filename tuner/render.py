@@ -16,7 +16,7 @@ import jinja2
 
 from tuner.config import Config
 from tuner.errors import InputError
-from tuner.families import get_family, is_persistent, persistent_blocks
+from tuner.families import get_family, persistent_blocks
 from tuner.shape import Shape
 
 
@@ -71,7 +71,7 @@ class KernelSource:
     @property
     def persistent(self) -> bool:
         """Whether the grid is sized by the device (SMBLOCKS per SM) rather than the shape."""
-        return is_persistent(self.config.as_dict())
+        return get_family(self.config.family).cost.schedule == "persistent"
 
     def launch(self, shape: Shape, sm_count: int | None = None) -> Launch:
         """Grid ``(ceil(N/BN), ceil(M/BM), SPLITK)`` (z is 1 for families that do not split K),

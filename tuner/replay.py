@@ -88,7 +88,7 @@ class ReplayEvaluator:
     def configs(self, shape: Shape) -> list[Config]:
         return [parse_config(name) for (s, name) in self.rows if s == shape]
 
-    def measured_configs(self, shape: Shape) -> set[str]:
+    def measured_configs(self, shape: Shape) -> set[str] | None:
         """The config names the tables hold for ``shape``: a study on a replay searches only
         these (any other candidate would have no answer)."""
         return {name for (s, name) in self.rows if s == shape}

@@ -114,8 +114,7 @@ def search_space(
     """The candidates a study of ``shape`` searches, by name: every valid config of ``families``
     (``tuner.space``), or, on a replay that holds the shape, those of them it measured."""
     space = {c.name: c for f in families for c in Space(f, shape, evaluator.device).candidates()}
-    held = getattr(evaluator, "measured_configs", None)
-    measured = held(shape) if held is not None else set()
+    measured = evaluator.measured_configs(shape)
     if measured:  # a replay of this shape answers only for the configs its tables hold
         return {name: c for name, c in space.items() if name in measured}
     return space

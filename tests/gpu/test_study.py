@@ -15,7 +15,7 @@ def test_thirty_trial_study_on_4096_cubed_stores_its_results(tmp_path: Path) -> 
     from tuner.shape import Shape
     from tuner.sql_recorder import SqlRecorder
     from tuner.study import Study
-    from tuner.tune_cli import open_database
+    from storage import open_database
 
     url = f"sqlite:///{tmp_path / 'gpu.db'}"
     sessions = open_database(url)

@@ -14,18 +14,16 @@ from typing import Any, ClassVar
 import pytest
 
 import storage
-from tests.tuner.test_tune_cli import cli, one_error_line
-from tuner import bench_cli
+from tests.tuner.cli.test_tune import cli, one_error_line
+from tuner.cli import bench as bench_cli
 from tuner.bench import (
     Choice,
     Options,
-    SuiteEntry,
     Target,
     choose_config,
     device_slug,
     document,
     geomean,
-    read_suite,
     run_bench,
     shape_row,
     summarize,
@@ -38,7 +36,9 @@ from tuner.replay import ReplayEvaluator
 from tuner.resources import DeviceLimits
 from tuner.roofline import H100_SXM, ceilings_for, min_bytes, roofline
 from tuner.shape import Shape
-from tuner.tune_cli import DEFAULT_FAMILIES, open_database, run_study
+from storage import open_database
+from tuner.runner import DEFAULT_FAMILIES, run_study
+from tuner.suite import SuiteEntry, read_suite
 
 BIG, MID, SKINNY = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)
 H100 = "NVIDIA H100 80GB HBM3"
@@ -357,6 +357,10 @@ class FakeBench:
         self.device = replay.device
         self.provenance = dict(replay.provenance)
         self.compared: list[tuple[str, Shape, int]] = []
+        self.families = replay.families
+
+    def measured_configs(self, shape: Shape) -> set[str] | None:
+        return self.replay.measured_configs(shape)
 
     def evaluate(self, config: Config, shape: Shape) -> Any:
         return self.replay.evaluate(config, shape)
@@ -469,7 +473,7 @@ def test_run_bench_reuses_tunes_and_compares(tuned_db: str, replay: ReplayEvalua
 @pytest.fixture
 def fake_gpu(replay: ReplayEvaluator, monkeypatch: pytest.MonkeyPatch) -> None:
     """``gemmtune bench`` measures through the replay table instead of a GPU."""
-    monkeypatch.setattr(bench_cli, "start_gpu", lambda budget_ms: FakeBench(replay))
+    monkeypatch.setattr(bench_cli, "start_gpu", lambda purpose, budget_ms: FakeBench(replay))
 
 
 def test_the_command_end_to_end_with_a_fake_gpu(

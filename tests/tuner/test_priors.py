@@ -18,7 +18,7 @@ from tuner.resources import table_device
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
 from tuner.study import Study
-from tuner.tune_cli import open_database
+from storage import open_database
 
 GPU = "NVIDIA H100 80GB HBM3"  # the replay table's device
 H100 = replace(table_device("sm_90"), name=GPU)

@@ -60,6 +60,10 @@ class FakeEvaluator:
     def __init__(self) -> None:
         self.device = H100
         self.asked: list[str] = []
+        self.families: tuple[str, ...] = ()
+
+    def measured_configs(self, shape: Shape) -> set[str] | None:
+        return None
 
     def evaluate(self, config: Config, shape: Shape) -> Result:
         self.asked.append(config.name)

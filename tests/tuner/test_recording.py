@@ -15,7 +15,7 @@ from tuner.recording import MemoryRecorder, Recorder
 from tuner.replay import ReplayEvaluator
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
-from tuner.tune_cli import open_database
+from storage import open_database
 
 DEVICE = ReplayEvaluator().device
 A = parse_config("warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128")

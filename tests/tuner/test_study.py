@@ -20,7 +20,7 @@ from tuner.samplers import make_sampler
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
 from tuner.study import Study
-from tuner.tune_cli import open_database
+from storage import open_database
 
 BIG, MID, THIN = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)
 WARPTILE = ("warptile",)
@@ -43,6 +43,10 @@ class FailingEvaluator:
     def __init__(self, replay: ReplayEvaluator) -> None:
         self.replay = replay
         self.device: DeviceLimits = replay.device
+        self.families = replay.families
+
+    def measured_configs(self, shape: Shape) -> set[str] | None:
+        return self.replay.measured_configs(shape)
 
     @staticmethod
     def fate(config: Config) -> str:

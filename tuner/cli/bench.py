@@ -1,5 +1,4 @@
-"""The ``gemmtune bench`` command (registered on the app in ``tuner.cli``; logic in
-``tuner.bench``, rendering in ``tuner.bench_report``).
+"""``gemmtune bench`` (logic in ``tuner.bench``, rendering in ``tuner.bench_report``).
 
 It needs a CUDA GPU: without one it ends with exit code 2 and one line, before it touches the
 database.
@@ -7,54 +6,20 @@ database.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
+from storage import open_database
 from tuner import bench as logic
 from tuner.bench_report import chart_title, markdown, ratio_chart
-from tuner.errors import InputError
+from tuner.cli._common import DbOpt, FamiliesOpt, SamplerOpt, SeedOpt, WarmStartOpt, err
 from tuner.roofline import ceilings_for
-from tuner.samplers import SAMPLERS
-from tuner.tune_cli import (
-    DEFAULT_FAMILIES,
-    WARM_START,
-    DbOpt,
-    FamiliesOpt,
-    WarmStartOpt,
-    _check_sampler,
-    _families,
-    err,
-    open_database,
-)
-
-if TYPE_CHECKING:
-    from tuner.gpu_worker import GpuEvaluator
-
-
-def start_gpu(budget_ms: float) -> GpuEvaluator:
-    """The GPU worker, or an :class:`InputError` saying in one line why there is none."""
-    need = "gemmtune bench needs a CUDA GPU with CuPy"
-    if importlib.util.find_spec("cupy") is None:
-        raise InputError(f"{need}: CuPy is not installed (pip install 'gemmtune[gpu]')")
-    try:
-        import cupy
-
-        count = int(cupy.cuda.runtime.getDeviceCount())
-    except Exception as exc:  # no driver, a broken install: CuPy's own error names it
-        raise InputError(f"{need}: {' '.join(str(exc).split())}") from None
-    if count < 1:
-        raise InputError(f"{need}: no CUDA device found")
-    from tuner.gpu_worker import GpuEvaluator
-
-    try:
-        return GpuEvaluator(budget_ms=budget_ms)
-    except (ImportError, RuntimeError) as exc:
-        raise InputError(f"{need}: {exc}") from None
+from tuner.runner import DEFAULT_FAMILIES, WARM_START, check_families, check_sampler, start_gpu
+from tuner.suite import read_suite
 
 
 def _write(path: Path, text: str) -> None:
@@ -89,8 +54,8 @@ def bench(
     retune: Annotated[
         bool, typer.Option("--retune", help="run --trials more candidates even when stored")
     ] = False,
-    sampler: Annotated[str, typer.Option(help=", ".join(SAMPLERS))] = "tpe",
-    seed: Annotated[int | None, typer.Option(help="sampler seed")] = None,
+    sampler: SamplerOpt = "tpe",
+    seed: SeedOpt = None,
     warm_start: WarmStartOpt = WARM_START,
     rounds: Annotated[
         int, typer.Option(min=1, help="alternating rounds of ours and cuBLAS per shape")
@@ -113,10 +78,10 @@ def bench(
 ) -> None:
     """Tune or reuse every suite shape, re-measure it side by side with cuBLAS, write JSON,
     a Markdown table (also printed) and an SVG chart."""
-    entries, families = logic.read_suite(suite), _families(family) or DEFAULT_FAMILIES
-    _check_sampler(sampler)
+    entries, families = read_suite(suite), check_families(family) or DEFAULT_FAMILIES
+    check_sampler(sampler)
     options = logic.Options(families, sampler, trials, retune, seed, rounds, warm_start)
-    gpu = start_gpu(budget_ms)
+    gpu = start_gpu("gemmtune bench", budget_ms)
     try:
         sessions = open_database(db, optuna_tables=True)
         ceilings = ceilings_for(gpu.device.name)

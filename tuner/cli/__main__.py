@@ -1,0 +1,5 @@
+"""``python -m tuner.cli``: the same as the ``gemmtune`` console script."""
+
+from tuner.cli import main
+
+main()

@@ -1,0 +1,114 @@
+"""Commands on the kernels themselves: ``space``, ``render`` and ``compile``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from tuner.candidates import compile_candidates
+from tuner.cli._common import out
+from tuner.compile import COMPILERS, CompiledKernel, CompileError, choose_compiler
+from tuner.families import FAMILIES, checked_config, get_family
+from tuner.render import KernelSource, render
+from tuner.resources import resolve_device, static_check
+from tuner.shape import parse_shape
+from tuner.space import Space
+
+FamilyOpt = Annotated[str, typer.Option("--family", "-f", help=f"one of {', '.join(FAMILIES)}")]
+ShapeOpt = Annotated[str, typer.Option("--shape", "-s", help="MxNxK, e.g. 4096x4096x4096")]
+DeviceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device", "-d", help="sm_80, sm_86, sm_89 or sm_90; default: the GPU, else sm_90"
+    ),
+]
+ConfigOpt = Annotated[
+    str, typer.Option("--config", "-c", help="a procedural name, or BM=..,BN=.. with --family")
+]
+CompilerOpt = Annotated[str, typer.Option(help=", ".join(COMPILERS))]
+
+
+def space(
+    family: FamilyOpt,
+    shape: ShapeOpt,
+    device: DeviceOpt = None,
+    limit: Annotated[int, typer.Option(help="how many configs to list")] = 10,
+    compile: Annotated[
+        bool, typer.Option("--compile", help="also compile and prune on real usage")
+    ] = False,
+    compiler: CompilerOpt = "auto",
+    jobs: Annotated[int | None, typer.Option(help="parallel compiles (default: all cores)")] = None,
+) -> None:
+    """Count the configs of a family for a shape (raw -> valid -> useful -> fits) and list some."""
+    fam, problem, dev = get_family(family), parse_shape(shape), resolve_device(device)
+    sp = Space(fam, problem, dev)
+    checks, counts = sp.evaluate()
+    out.print(f"{fam.name} on {dev.name} for {problem}: {counts}")
+    for reason, n in sorted(counts.pruned.items(), key=lambda kv: -kv[1]):
+        out.print(f"  dropped {n:6d}: {reason}")
+    if compile:
+        cands, _ = compile_candidates(sp, choose_compiler(dev.arch, compiler), jobs=jobs)
+        by_status: dict[str, int] = {}
+        for c in cands:
+            by_status[c.status] = by_status.get(c.status, 0) + 1
+        out.print("after compiling: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
+        for c in [c for c in cands if c.status != "ok"][:limit]:
+            out.print(f"  {c.status}: {c.config.name}: {c.reason}")
+    table = Table("config", "threads", "smem B", "est. regs", "blocks/SM", "occupancy")
+    for check in checks[:limit]:
+        table.add_row(
+            check.config.name,
+            str(check.threads),
+            str(check.smem_bytes),
+            str(check.est_registers),
+            str(check.occupancy.blocks_per_sm),
+            f"{check.occupancy.occupancy:.0%}",
+        )
+    out.print(table)
+
+
+def render_cmd(
+    config: ConfigOpt,
+    family: Annotated[str | None, typer.Option("--family", "-f")] = None,
+) -> None:
+    """Print the CUDA source of one config."""
+    sys.stdout.write(render(checked_config(config, family)).code)
+
+
+def compile_cmd(
+    config: ConfigOpt,
+    family: Annotated[str | None, typer.Option("--family", "-f")] = None,
+    device: DeviceOpt = None,
+    compiler: CompilerOpt = "auto",
+) -> None:
+    """Compile one config; print registers, shared memory, spills and occupancy."""
+    cfg, dev = checked_config(config, family), resolve_device(device)
+    source: KernelSource = render(cfg)
+    try:
+        kernel: CompiledKernel = choose_compiler(dev.arch, compiler).compile(source)
+    except CompileError as exc:
+        out.print(f"{cfg.name}: compile failed: {exc}")
+        raise typer.Exit(1) from exc
+    u, occ, est = kernel.usage, kernel.occupancy(dev), static_check(cfg, dev)
+    out.print(
+        f"{cfg.name}  ({kernel.compiler}, {kernel.arch}{', cached' if kernel.cached else ''})"
+    )
+    out.print(f"  registers/thread   {u.registers} (estimated {est.est_registers})")
+    out.print(
+        f"  shared memory      {u.smem_static_bytes} B static + "
+        f"{source.dynamic_smem_bytes} B dynamic"
+    )
+    out.print(
+        f"  spills             {u.spill_store_bytes} B stores, {u.spill_load_bytes} B loads, "
+        f"{u.stack_bytes} B stack"
+    )
+    out.print(f"  threads/block      {source.threads}")
+    out.print(
+        f"  occupancy on {dev.arch}  {occ.blocks_per_sm} blocks/SM, {occ.occupancy:.0%} "
+        f"(limited by {occ.limited_by})"
+    )
+    verdict = kernel.rejection(dev)
+    out.print(f"  verdict            {'pruned: ' + verdict if verdict else 'ok'}")

@@ -1,0 +1,141 @@
+"""``gemmtune tune`` and ``tune-batch``: one study per shape (logic in ``tuner.runner``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from storage import open_database
+from tuner.cli._common import (
+    DbOpt,
+    FamiliesOpt,
+    ProgressBar,
+    ReplayTablesOpt,
+    SamplerOpt,
+    SeedOpt,
+    WarmStartOpt,
+    out,
+)
+from tuner.runner import (
+    WARM_START,
+    check_families,
+    check_sampler,
+    default_families,
+    make_evaluator,
+    run_study,
+)
+from tuner.shape import Shape, parse_shape
+from tuner.study import Progress
+from tuner.suite import read_shapes
+
+TrialsOpt = Annotated[int | None, typer.Option(min=1, help="evaluated candidates in the study")]
+EvaluatorOpt = Annotated[str, typer.Option(help="gpu or replay")]
+
+
+def tune(
+    shape: Annotated[str, typer.Option("--shape", "-s", help="MxNxK")],
+    family: FamiliesOpt = None,
+    trials: TrialsOpt = 30,
+    timeout: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
+    sampler: SamplerOpt = "tpe",
+    evaluator: EvaluatorOpt = "gpu",
+    replay_table: ReplayTablesOpt = None,
+    seed: SeedOpt = None,
+    warm_start: WarmStartOpt = WARM_START,
+    db: DbOpt = None,
+) -> None:
+    """Tune one shape; re-running the same command resumes the study."""
+    _tune_shapes(
+        [parse_shape(shape)],
+        family,
+        trials,
+        timeout,
+        sampler,
+        evaluator,
+        replay_table,
+        seed,
+        warm_start,
+        db,
+    )
+
+
+def tune_batch(
+    file: Annotated[Path, typer.Argument(help="CSV of M,N,K or class,M,N,K rows")],
+    family: FamiliesOpt = None,
+    trials: TrialsOpt = 30,
+    timeout: Annotated[float | None, typer.Option(help="seconds per shape")] = None,
+    sampler: SamplerOpt = "tpe",
+    evaluator: EvaluatorOpt = "gpu",
+    replay_table: ReplayTablesOpt = None,
+    seed: SeedOpt = None,
+    warm_start: WarmStartOpt = WARM_START,
+    db: DbOpt = None,
+) -> None:
+    """Tune every shape of a CSV file, one study each (resumable like ``tune``)."""
+    _tune_shapes(
+        read_shapes(file),
+        family,
+        trials,
+        timeout,
+        sampler,
+        evaluator,
+        replay_table,
+        seed,
+        warm_start,
+        db,
+    )
+
+
+def _tune_shapes(
+    shapes: list[Shape],
+    family: list[str] | None,
+    trials: int | None,
+    timeout: float | None,
+    sampler: str,
+    evaluator: str,
+    replay_table: list[Path] | None,
+    seed: int | None,
+    warm_start: int,
+    db: str | None,
+) -> None:
+    families = check_families(family)
+    check_sampler(sampler)
+    sessions = open_database(db, optuna_tables=True)
+    ev = make_evaluator(evaluator, replay_table)
+    families = families or default_families(ev)
+    try:
+        for shape in shapes:
+            with ProgressBar() as bar:
+                progress = run_study(
+                    shape,
+                    families,
+                    ev,
+                    sessions,
+                    db,
+                    sampler,
+                    trials,
+                    timeout,
+                    seed,
+                    warm_start,
+                    report=bar,
+                )
+            print_outcome(progress)
+    finally:
+        ev.close()
+
+
+def print_outcome(p: Progress) -> None:
+    statuses: dict[str, int] = {}
+    for r in p.history:
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+    out.print(
+        f"{p.study}: {p.evaluated} evaluated "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})"
+    )
+    if p.best and p.best.ms:
+        ratio = f", {p.best.ratio:.2f}x cuBLAS" if p.best.ratio else ""
+        out.print(
+            f"best {p.best.config_name}: {p.best.ms:.4f} ms, {p.best.tflops:.1f} TFLOP/s{ratio}"
+        )

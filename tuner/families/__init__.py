@@ -1,0 +1,76 @@
+"""Kernel families: their parameters, validity rules, resource footprint and cost traits.
+
+Each family matches one template, ``templates/<name>.cu.j2``, and lives in the module of its
+group: ``ladder`` (the first SGEMM rungs), ``warptile`` (warp-tiled, one block per output tile),
+``split`` (K split across blocks: split-K and stream-K), ``skinny`` (B streamed for small M) and
+``dmma`` (FP32 on the FP64 tensor cores). The building blocks are in ``_base``; the registry of
+names and the config-name parser in ``registry``.
+"""
+
+from __future__ import annotations
+
+from tuner.families._base import (
+    A_PAD,
+    FLOAT_BYTES,
+    CostTraits,
+    Family,
+    Footprint,
+    Param,
+    Params,
+    Rule,
+)
+from tuner.families.dmma import DMMA, DMMA_PIPELINED, DMMA_PIPELINED_A_PADS, DMMA_ROW_PADS
+from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
+from tuner.families.registry import FAMILIES, checked_config, get_family, parse_config
+from tuner.families.skinny import SKINNY, SKINNY_MAX_ROW_BLOCKS
+from tuner.families.split import (
+    SPLITK,
+    SPLITK_MAX_TILES,
+    STREAMK,
+    STREAMK_MAX_BLOCKS,
+    WARPTILE_SPLITK,
+    persistent_blocks,
+)
+from tuner.families.warptile import (
+    DOUBLEBUF,
+    PIPELINED,
+    WARPTILE,
+    warptile_prefetches,
+    warptile_register_budget,
+)
+
+__all__ = [
+    "A_PAD",
+    "BLOCKTILE_1D",
+    "BLOCKTILE_2D",
+    "DMMA",
+    "DMMA_PIPELINED",
+    "DMMA_PIPELINED_A_PADS",
+    "DMMA_ROW_PADS",
+    "DOUBLEBUF",
+    "FAMILIES",
+    "FLOAT_BYTES",
+    "PIPELINED",
+    "SKINNY",
+    "SKINNY_MAX_ROW_BLOCKS",
+    "SMEM_TILING",
+    "SPLITK",
+    "SPLITK_MAX_TILES",
+    "STREAMK",
+    "STREAMK_MAX_BLOCKS",
+    "VECTORIZED",
+    "WARPTILE",
+    "WARPTILE_SPLITK",
+    "CostTraits",
+    "Family",
+    "Footprint",
+    "Param",
+    "Params",
+    "Rule",
+    "checked_config",
+    "get_family",
+    "parse_config",
+    "persistent_blocks",
+    "warptile_prefetches",
+    "warptile_register_budget",
+]

@@ -1,0 +1,199 @@
+"""The parts every kernel family is built from: parameters, rules, footprints, cost traits.
+
+A family says which parameter values exist (:class:`Param`), which combinations make a correct
+kernel (:class:`Rule`, each with its reason), which extra constants the template needs
+(``derive``), what one block of it costs the chip (``footprint``: threads, shared memory, values
+held in registers), and what the cost model must know about how it runs (:class:`CostTraits`).
+Everything here is pure arithmetic on integers; nothing compiles or touches a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tuner.config import Config
+from tuner.errors import InputError
+from tuner.shape import Shape
+
+Params = Mapping[str, int]
+FLOAT_BYTES = 4
+# Extra floats per row of a shared-memory tile that is written transposed. A multiple of 4 keeps
+# every row 16-byte aligned for float4 reads; it moves successive rows to other banks.
+A_PAD = 4
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tunable integer and the values the search may give it."""
+
+    name: str
+    values: tuple[int, ...]
+    doc: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A predicate every valid config satisfies; ``reason`` says why, and is shown on failure."""
+
+    reason: str
+    holds: Callable[[Params], bool]
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one thread block of a config needs from the chip (before compiling)."""
+
+    threads: int
+    smem_bytes: int
+    dynamic_smem: bool
+    accumulators: int  # C values each thread keeps in registers
+    fragments: int  # A and B values each thread holds in registers per k step
+
+
+Schedule = Literal["grid", "persistent", "stream"]
+MathUnit = Literal["ffma", "fp64_tensor"]
+
+
+def _no_loads_ahead(p: Params) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class CostTraits:
+    """What the analytic cost model (``tuner.ranking``) needs to know about how a family runs.
+
+    ``schedule``: ``grid`` launches one block per output tile (times SPLITK along grid z);
+    ``persistent`` launches SMBLOCKS blocks per SM that walk the tiles (stream-K); ``stream``
+    keeps no shared-memory tiles and streams B from memory (``skinny``).
+    ``math``: the unit that does the products, FP32 FMA pipes or the FP64 tensor cores.
+    ``loads_ahead``: how many k tiles a block requests before it needs them (0: each tile's
+    load latency is exposed).
+    ``warp_tile``: rows and columns of C one warp computes, for families whose parameters do not
+    name it (None: ``WM`` and ``WN``).
+    """
+
+    schedule: Schedule = "grid"
+    math: MathUnit = "ffma"
+    loads_ahead: Callable[[Params], int] = _no_loads_ahead
+    warp_tile: Callable[[Params], tuple[int, int]] | None = None
+
+    def warp_tile_of(self, p: Params) -> tuple[int, int]:
+        if self.warp_tile is not None:
+            return self.warp_tile(p)
+        return p["WM"], p["WN"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One kernel family: parameters, rules, template constants and resource footprint."""
+
+    name: str
+    doc: str
+    params: tuple[Param, ...]
+    rules: tuple[Rule, ...]
+    threads: Callable[[Params], int]
+    footprint: Callable[[Params], Footprint]
+    derive: Callable[[Params], dict[str, int]] = lambda p: {}
+    # The smallest piece of K one block works on at a time (a split-K slice needs at least one).
+    k_step: Callable[[Params], int] = lambda p: p["BK"]
+    # Why a valid config is wasteful for a shape beyond the generic checks, or None.
+    waste: Callable[[Params, Shape], str | None] = lambda p, shape: None
+    # The template keeps split-K ticket counters in module-scope device memory, so two launches
+    # of one loaded module must not overlap (templates/README.md); a caller that launches on
+    # several streams loads one module per stream (tuner.client).
+    module_counters: bool = False
+    cost: CostTraits = field(default_factory=CostTraits)
+
+    @property
+    def template(self) -> str:
+        return f"{self.name}.cu.j2"
+
+    def config(self, params: Params) -> Config:
+        """Build a config in canonical order; unknown or missing names and bad values raise."""
+        known = [p.name for p in self.params]
+        extra = sorted(set(params) - set(known))
+        missing = [n for n in known if n not in params]
+        if extra or missing:
+            raise InputError(
+                f"family {self.name} takes parameters {', '.join(known)}"
+                + (f"; unknown: {', '.join(extra)}" if extra else "")
+                + (f"; missing: {', '.join(missing)}" if missing else "")
+            )
+        values: list[tuple[str, int]] = []
+        for param in self.params:
+            value = params[param.name]
+            lowest = min(1, *param.values)  # 0 only for switches whose values list it
+            if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+                kind = "a positive integer" if lowest == 1 else "an integer >= 0"
+                raise InputError(f"{param.name} must be {kind}, got {value!r}")
+            values.append((param.name, value))
+        return Config(self.name, tuple(values))
+
+    def broken_rules(self, config: Config) -> list[str]:
+        """Reasons of the rules ``config`` breaks (empty when valid). Stops at the first break
+        of a rule that later rules' arithmetic depends on, so no rule divides by zero."""
+        params = config.as_dict()
+        broken = []
+        for rule in self.rules:
+            try:
+                ok = rule.holds(params)
+            except ZeroDivisionError:
+                ok = False
+            if not ok:
+                broken.append(rule.reason)
+        return broken
+
+    def template_values(self, config: Config) -> dict[str, int]:
+        """Every constant the template sees: the parameters plus derived integers."""
+        params = config.as_dict()
+        values = {**params, "THREADS": self.threads(params), **self.derive(params)}
+        for key, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"template constant {key} must be an int, got {value!r}")
+        return values
+
+
+# --- rules shared by several families -------------------------------------------------------
+
+
+def whole_warps(threads: Callable[[Params], int]) -> Rule:
+    return Rule(
+        "threads per block must be a whole number of warps (a multiple of 32)",
+        lambda p: threads(p) % 32 == 0 and threads(p) >= 32,
+    )
+
+
+def block_limit(threads: Callable[[Params], int]) -> Rule:
+    return Rule(
+        "threads per block must be at most 1024 (CUDA's limit)", lambda p: threads(p) <= 1024
+    )
+
+
+def float4_tiles(threads: Callable[[Params], int]) -> tuple[Rule, ...]:
+    return (
+        Rule(
+            "BK must be a multiple of 4: tiles are loaded as float4 along k",
+            lambda p: p["BK"] % 4 == 0,
+        ),
+        Rule(
+            "BM*BK must be a multiple of 4*threads: the A tile loads in whole float4 passes",
+            lambda p: (p["BM"] * p["BK"]) % (4 * threads(p)) == 0,
+        ),
+        Rule(
+            "BN*BK must be a multiple of 4*threads: the B tile loads in whole float4 passes",
+            lambda p: (p["BN"] * p["BK"]) % (4 * threads(p)) == 0,
+        ),
+    )
+
+
+def with_values(params: tuple[Param, ...], **values: tuple[int, ...]) -> tuple[Param, ...]:
+    """``params`` with other value lists for the names given."""
+    return tuple(Param(p.name, values[p.name], p.doc) if p.name in values else p for p in params)
+
+
+SPLITK_IN_GRID_Z = Rule(
+    "SPLITK must be at most 65535: it is the grid's z dimension",
+    lambda p: p["SPLITK"] <= 65535,
+)

@@ -1,0 +1,172 @@
+"""FP32 GEMM on the FP64 tensor cores: ``dmma`` and ``dmma_pipelined``. Every FP32 product is
+exact in FP64, sums are FP64, and C is rounded to float once.
+"""
+
+from __future__ import annotations
+
+from tuner.families._base import (
+    FLOAT_BYTES,
+    SPLITK_IN_GRID_Z,
+    CostTraits,
+    Family,
+    Footprint,
+    Param,
+    Params,
+    Rule,
+    block_limit,
+    whole_warps,
+)
+from tuner.families.ladder import (
+    TILE_2D_PARAMS,
+)
+from tuner.families.split import (
+    SPLITK,
+    SPLITK_MAX_TILES,
+)
+from tuner.families.warptile import staged_tiles
+
+# --- dmma -----------------------------------------------------------------------------------
+
+# Elements added to each shared-memory row of dmma.cu.j2 (A's rows of BK, B's of BN), by WIDEN.
+# Double tiles: a row length of 4 modulo 16 doubles (12 for BK = 8) puts the fragment reads of a
+# half-warp (4 rows x 4 columns) in 16 different bank pairs. Float tiles: 4 modulo 32 for A's
+# reads (8 rows x 4 columns) and 8 modulo 32 for B's (4 rows x 8 columns) fill the 32 banks.
+DMMA_ROW_PADS = {0: (4, 4), 1: (4, 8)}
+DOUBLE_BYTES = 8
+
+
+def _dmma_threads(p: Params) -> int:
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def _dmma_footprint(p: Params) -> Footprint:
+    mma_tiles = (p["WM"] // 16) * (p["WN"] // 8)
+    a_pad, b_pad = DMMA_ROW_PADS[p["WIDEN"]]
+    buffer = p["BM"] * (p["BK"] + a_pad) + p["BK"] * (p["BN"] + b_pad)
+    element = FLOAT_BYTES if p["WIDEN"] else DOUBLE_BYTES
+    loads = (p["BM"] + p["BN"]) * p["BK"] // (4 * _dmma_threads(p))
+    return Footprint(
+        threads=_dmma_threads(p),
+        smem_bytes=2 * buffer * element,
+        dynamic_smem=True,
+        # In 32-bit registers: four FP64 sums per m16n8 tile, the A and B fragments of one mma
+        # k step as doubles, and the next k tile's float4s staged.
+        accumulators=8 * mma_tiles,
+        fragments=(p["WM"] // 16) * p["MK"] + (p["WN"] // 8) * p["MK"] // 2 + 4 * loads,
+    )
+
+
+# Block and warp tiles and the mma depth, shared by dmma and dmma_pipelined.
+_DMMA_TILE_PARAMS = (
+    *TILE_2D_PARAMS[:3],  # BM, BN, BK
+    Param("WM", (16, 32, 64), "rows of C per warp (m16 tiles of the mma)"),
+    Param("WN", (16, 32, 64), "columns of C per warp (n8 tiles of the mma)"),
+    Param("MK", (4, 8, 16), "k depth of one mma.sync (m16n8k4, m16n8k8 or m16n8k16)"),
+)
+# Besides splitk's values, 33 and 66: an output grid of 4, 8 or 16 tiles split 33 or 66 ways fills
+# whole waves of the H100's 132 SMs (4 x 33) at one to four blocks per SM.
+_DMMA_SPLITK = Param(
+    "SPLITK", tuple(sorted({1, 33, 66, *SPLITK.params[-1].values})), SPLITK.params[-1].doc
+)
+_DMMA_MINBLOCKS = Param(
+    "MINBLOCKS",
+    (1, 2, 3, 4),
+    "blocks per SM the compiler must leave registers for (__launch_bounds__)",
+)
+
+DMMA = Family(
+    name="dmma",
+    doc="FP32 GEMM on the FP64 tensor cores: float tiles widened to double before the shared "
+    "store or as fragments are read (WIDEN), mma.sync m16n8kMK in FP64 (exact products, FP64 "
+    "sums), one rounding of C to float; two shared buffers with the next k tile fetched into "
+    "registers; K split over grid z as warptile_splitk when SPLITK > 1.",
+    params=(
+        *_DMMA_TILE_PARAMS,
+        _DMMA_SPLITK,
+        _DMMA_MINBLOCKS,
+        Param(
+            "WIDEN",
+            (0, 1),
+            "0: tiles widened to double before the shared store; 1: kept as float in shared "
+            "memory and widened as fragments are read",
+        ),
+    ),
+    rules=(
+        Rule(
+            "BM must be a multiple of WM and BN of WN: the block is a whole grid of warp tiles",
+            lambda p: p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0,
+        ),
+        whole_warps(_dmma_threads),
+        block_limit(_dmma_threads),
+        Rule(
+            "BK must be a multiple of MK: a k tile is whole mma steps",
+            lambda p: p["BK"] % p["MK"] == 0,
+        ),
+        Rule(
+            "BM*BK and BN*BK must be multiples of 4*threads: the tiles load in whole float4 passes",
+            lambda p: (
+                (p["BM"] * p["BK"]) % (4 * _dmma_threads(p)) == 0
+                and (p["BN"] * p["BK"]) % (4 * _dmma_threads(p)) == 0
+            ),
+        ),
+        SPLITK_IN_GRID_Z,
+    ),
+    threads=_dmma_threads,
+    footprint=_dmma_footprint,
+    derive=lambda p: {
+        "A_ROW_PAD": DMMA_ROW_PADS[p["WIDEN"]][0],
+        "B_ROW_PAD": DMMA_ROW_PADS[p["WIDEN"]][1],
+        "MAX_TILES": SPLITK_MAX_TILES,
+    },
+    module_counters=True,
+    # two shared buffers, the next k tile fetched into registers during the current one
+    cost=CostTraits(math="fp64_tensor", loads_ahead=lambda p: 1),
+)
+
+# --- dmma_pipelined -------------------------------------------------------------------------
+
+# Floats added to each A row of a dmma_pipelined stage, by BK: row lengths of 8, 16 and 36 floats
+# put the vector fragment reads of a phase (two rows, four lanes' k ranges) in distinct banks.
+# B's rows are not padded; their chunks are XOR-swizzled (templates/dmma_pipelined.cu.j2).
+DMMA_PIPELINED_A_PADS = {8: 0, 16: 0, 32: 4}
+
+
+def _dmma_pipelined_footprint(p: Params) -> Footprint:
+    mt, nt = p["WM"] // 16, p["WN"] // 8
+    stage = p["BM"] * (p["BK"] + DMMA_PIPELINED_A_PADS[p["BK"]]) + p["BK"] * p["BN"]
+    vw = min(p["BK"] // 4, 4)  # k per vector read of a fragment row
+    return Footprint(
+        threads=_dmma_threads(p),
+        smem_bytes=p["STAGES"] * stage * FLOAT_BYTES,
+        dynamic_smem=True,
+        accumulators=8 * mt * nt,
+        # In 32-bit registers: the A floats of one vector group (2*MT rows of VW), one mma step's
+        # A fragments as doubles and the B fragments of two n8 tiles (B is widened as it is
+        # used); cp.async needs no staging registers. With the overhead this is under nvcc's
+        # count by a median of 10 % (at most 34 %) over the H100 sweep rows: it prunes leniently,
+        # and compiling finds the spills.
+        fragments=mt * 2 * vw + mt * p["MK"] + p["MK"],
+    )
+
+
+DMMA_PIPELINED = Family(
+    name="dmma_pipelined",
+    doc="dmma (FP32 GEMM on the FP64 tensor cores, one rounding of C) with float tiles in a "
+    "STAGES-deep cp.async ring, vector fragment reads along a permuted k and n, and float4 C "
+    "stores; K split over grid z as dmma when SPLITK > 1.",
+    params=(
+        *_DMMA_TILE_PARAMS,
+        Param("STAGES", (2, 3, 4), "shared-memory buffers in flight"),
+        _DMMA_SPLITK,
+        _DMMA_MINBLOCKS,
+    ),
+    rules=DMMA.rules,
+    threads=_dmma_threads,
+    footprint=_dmma_pipelined_footprint,
+    derive=lambda p: {
+        "A_ROW_PAD": DMMA_PIPELINED_A_PADS[p["BK"]],
+        "MAX_TILES": SPLITK_MAX_TILES,
+    },
+    module_counters=True,
+    cost=CostTraits(math="fp64_tensor", loads_ahead=staged_tiles),
+)

@@ -1,0 +1,87 @@
+"""Every family by name, and reading a config back from its procedural name."""
+
+from __future__ import annotations
+
+import re
+
+from tuner.config import ABBR_PARAM, Config
+from tuner.errors import InputError
+from tuner.families._base import Family
+from tuner.families.dmma import DMMA, DMMA_PIPELINED
+from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
+from tuner.families.skinny import SKINNY
+from tuner.families.split import SPLITK, STREAMK, WARPTILE_SPLITK
+from tuner.families.warptile import DOUBLEBUF, PIPELINED, WARPTILE
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        SMEM_TILING,
+        BLOCKTILE_1D,
+        BLOCKTILE_2D,
+        VECTORIZED,
+        WARPTILE,
+        DOUBLEBUF,
+        PIPELINED,
+        SPLITK,
+        WARPTILE_SPLITK,
+        STREAMK,
+        SKINNY,
+        DMMA,
+        DMMA_PIPELINED,
+    )
+}
+
+
+def get_family(name: str) -> Family:
+    """The family called ``name``; an unknown name raises listing the known ones."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise InputError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}") from None
+
+
+_TOKEN_RE = re.compile(r"^([a-z]+)(\d+)$")
+_ASSIGN_RE = re.compile(r"^\s*([A-Za-z]+)\s*=\s*(-?\d+)\s*$")
+
+
+def parse_config(text: str, family: str | None = None) -> Config:
+    """Read a config from its procedural name, or from ``BM=128,BN=128,...`` with ``family``.
+
+    The result has canonical order but is not checked against the rules (see ``Family``).
+    """
+    text = text.strip()
+    if "=" in text:
+        if family is None:
+            raise InputError(f"config {text!r} is given as parameters: name its family too")
+        fam = get_family(family)
+        params: dict[str, int] = {}
+        for part in text.split(","):
+            match = _ASSIGN_RE.match(part)
+            if not match:
+                raise InputError(f"config parameter {part.strip()!r} must look like NAME=INTEGER")
+            params[match.group(1).upper()] = int(match.group(2))
+        return fam.config(params)
+    names = sorted((n for n in FAMILIES if text.startswith(n + "_")), key=len, reverse=True)
+    if not names:
+        raise InputError(f"config name {text!r} must start with a family: {', '.join(FAMILIES)}")
+    fam = FAMILIES[names[0]]
+    if family is not None and family != fam.name:
+        raise InputError(f"config {text!r} belongs to family {fam.name}, not {family}")
+    params = {}
+    for token in text[len(fam.name) + 1 :].split("_"):
+        match = _TOKEN_RE.match(token)
+        if not match or match.group(1) not in ABBR_PARAM:
+            raise InputError(f"config name {text!r} has an unreadable part {token!r}")
+        params[ABBR_PARAM[match.group(1)]] = int(match.group(2))
+    return fam.config(params)
+
+
+def checked_config(text: str, family: str | None = None) -> Config:
+    """:func:`parse_config`, then the family's rules: an invalid config raises with the first
+    rule it breaks."""
+    config = parse_config(text, family)
+    broken = get_family(config.family).broken_rules(config)
+    if broken:
+        raise InputError(f"config {config.name} is invalid: {broken[0]}")
+    return config
