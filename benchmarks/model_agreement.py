@@ -1,4 +1,4 @@
-"""How well the cost model (``tuner.ranking.estimate``) orders measured sweep tables.
+"""How well the cost model (``tuner.cost_model.estimate``) orders measured sweep tables.
 
     python benchmarks/model_agreement.py [--table FILE ...] [--min-rows 20] [--json OUT]
 
@@ -35,10 +35,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.search_report import ok_ms
-from tuner import ranking
+from tuner import cost_model
 from tuner.config import Config
+from tuner.cost_model import Estimate, estimate
 from tuner.families import get_family, parse_config
-from tuner.ranking import Estimate, estimate
 from tuner.replay import ReplayEvaluator
 from tuner.shape import Shape
 
@@ -103,10 +103,10 @@ def capped_issue(share: float) -> Callable[[int], float]:
     def efficiency(warps: int) -> float:
         w = max(warps, 1)
         per = [
-            w // ranking.SCHEDULERS + (i < w % ranking.SCHEDULERS)
-            for i in range(ranking.SCHEDULERS)
+            w // cost_model.SCHEDULERS + (i < w % cost_model.SCHEDULERS)
+            for i in range(cost_model.SCHEDULERS)
         ]
-        return sum(min(1.0, share * n) for n in per) / ranking.SCHEDULERS
+        return sum(min(1.0, share * n) for n in per) / cost_model.SCHEDULERS
 
     return efficiency
 
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         if "skinny" not in p.name and "dmma" not in p.name
     )
     model = (
-        patch.object(ranking, "issue_efficiency", capped_issue(args.warp_issue_share))
+        patch.object(cost_model, "issue_efficiency", capped_issue(args.warp_issue_share))
         if args.warp_issue_share is not None
         else contextlib.nullcontext()
     )
@@ -181,14 +181,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {key:24s} {value['rows']:5d} rows  {value['relative_error']:.2f}")
     if args.json:
         doc = {
-            "what": "the cost model (tuner.ranking) against measured sweep tables",
+            "what": "the cost model (tuner.cost_model) against measured sweep tables",
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "tables": [p.name for p in tables],
             "tolerance": TOLERANCE,
             "issue_model": (
                 f"min(1, {args.warp_issue_share} * warps per scheduler)"
                 if args.warp_issue_share is not None
-                else f"tuner.ranking.issue_efficiency (WARP_READY {ranking.WARP_READY})"
+                else f"tuner.cost_model.issue_efficiency (WARP_READY {cost_model.WARP_READY})"
             ),
             "agreement": [asdict(r) for r in results],
             "by_family_and_warps": by_warps,

@@ -6,7 +6,7 @@ ints, strings and dicts in and typed rows out. The caller owns sessions and tran
 
 from __future__ import annotations
 
-from storage.claims import claim_candidate
+from storage.claims import claim_candidate, release_claim
 from storage.database import open_database, open_engine
 from storage.engine import (
     DEFAULT_URL,
@@ -21,6 +21,7 @@ from storage.models import Base, BestConfig, Claim, Device, Measurement, Shape
 from storage.queries import (
     best_configs,
     best_for,
+    fastest_ok_times,
     find_device,
     find_shape,
     list_devices,
@@ -64,6 +65,7 @@ __all__ = [
     "database_url",
     "downgrade",
     "export_json",
+    "fastest_ok_times",
     "find_device",
     "find_shape",
     "head_revision",
@@ -78,6 +80,7 @@ __all__ = [
     "open_engine",
     "record_measurement",
     "record_measurements",
+    "release_claim",
     "shape_distance",
     "upgrade",
 ]

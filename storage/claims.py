@@ -3,6 +3,7 @@ the same one. The unique (study, config_name) key decides atomically on both bac
 
 from __future__ import annotations
 
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from storage.conflicts import insert_ignoring_conflicts
@@ -16,3 +17,9 @@ def claim_candidate(session: Session, study: str, config_name: str, worker: str)
     """
     values = {"study": study, "config_name": config_name, "worker": worker}
     return insert_ignoring_conflicts(session, Claim, values)
+
+
+def release_claim(session: Session, study: str, config_name: str) -> None:
+    """Give ``config_name`` back to ``study`` (a worker that claimed it and will not measure
+    it, e.g. when its time ran out), so another worker may take it."""
+    session.execute(delete(Claim).where(Claim.study == study, Claim.config_name == config_name))

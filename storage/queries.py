@@ -199,3 +199,29 @@ def measurements_for_study(session: Session, study_name: str) -> Sequence[Measur
         .order_by(Measurement.trial_number, Measurement.id)
     )
     return session.scalars(query).all()
+
+
+# --- the search's view of a device's history ----------------------------------------------
+
+
+def fastest_ok_times(
+    session: Session, device_name: str, dtype: str = "float32", layout: str = "row-major"
+) -> list[tuple[int, int, int, str, float]]:
+    """(m, n, k, config name, fastest ok ms) of every config measured on ``device_name``: what
+    the search transfers to a new shape of that device."""
+    query = (
+        select(Shape.m, Shape.n, Shape.k, Measurement.config_name, func.min(Measurement.ms))
+        .join(Measurement.device)
+        .join(Measurement.shape)
+        .where(
+            Device.name == device_name,
+            Shape.dtype == dtype,
+            Shape.layout == layout,
+            Measurement.status == "ok",
+            Measurement.ms.is_not(None),
+        )
+        .group_by(Shape.m, Shape.n, Shape.k, Measurement.config_name)
+    )
+    return [
+        (m, n, k, name, float(ms)) for m, n, k, name, ms in session.execute(query) if ms is not None
+    ]

@@ -34,6 +34,11 @@ def record_measurement(
     Only ``ok`` measurements with a time compete, and only a strictly lower time replaces the
     current best, so the first of equally fast configs stays. Failed measurements are stored
     with their status and reason and never become best.
+
+    A study ends by re-measuring its finalists side by side with cuBLAS
+    (``provenance["phase"] == "final"``, :data:`FINAL_PHASE`). Those re-measurements outrank
+    the study's quicker screening times: a final measurement replaces a best that is not final,
+    or a final one when strictly faster; a screening measurement never replaces a final best.
     """
     return record_measurements(session, [(device, shape, m)])[0]
 
@@ -126,6 +131,14 @@ def _get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:
     return row
 
 
+FINAL_PHASE = "final"
+
+
+def is_final(provenance: object) -> bool:
+    """Whether a measurement's provenance marks a finalist's side-by-side re-measurement."""
+    return isinstance(provenance, dict) and provenance.get("phase") == FINAL_PHASE
+
+
 def _offer_best(session: Session, measurement: Measurement, ms: float) -> None:
     """Make ``measurement`` the best for its device and shape if none is faster (strictly)."""
     values = {
@@ -150,8 +163,13 @@ def _offer_best(session: Session, measurement: Measurement, ms: float) -> None:
     if best.measurement_id == measurement.id:
         return  # the insert above created it
     # A fresh statement, hence a fresh snapshot that sees the current best's committed row.
-    best_ms = session.scalar(select(Measurement.ms).where(Measurement.id == best.measurement_id))
-    if best_ms is None or ms < best_ms:
+    current = session.execute(
+        select(Measurement.ms, Measurement.provenance).where(Measurement.id == best.measurement_id)
+    ).one()
+    best_ms, best_final = current[0], is_final(current[1])
+    new_final = is_final(measurement.provenance)
+    faster = best_ms is None or ms < best_ms
+    if (new_final and (not best_final or faster)) or (not best_final and faster):
         best.measurement_id = measurement.id
         best.updated_at = utcnow()
         session.flush()

@@ -13,25 +13,24 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from tuner.config import Config
 from tuner.errors import InputError
-from tuner.evaluate import Evaluator
+from tuner.evaluate import Comparison, Evaluator
 from tuner.families import get_family, parse_config
 from tuner.measure import tflops as measured_tflops
 from tuner.roofline import Ceilings, roofline
 from tuner.runner import WARM_START, run_study
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
-from tuner.study import study_name
+from tuner.study import screened_study, study_name
 from tuner.suite import SuiteEntry
 
 DEFAULT_SUITE = Path("benchmarks/shapes.csv")
@@ -68,14 +67,6 @@ class Choice:
     reason: str | None = None
 
 
-class Comparer(Evaluator, Protocol):
-    """An evaluator that can also re-measure a config against cuBLAS (``GpuEvaluator``)."""
-
-    provenance: dict[str, Any]
-
-    def compare(self, config: Config, shape: Shape, rounds: int) -> dict[str, Any]: ...
-
-
 def device_slug(name: str) -> str:
     """``NVIDIA H100 80GB HBM3`` -> ``h100``: the words up to the first holding a digit."""
     words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w and w != "nvidia"]
@@ -96,7 +87,7 @@ def _stored_choice(
         if found is None:
             return None
         row = found[1]
-        name, study = row.config_name, row.study
+        name, study = row.config_name, screened_study(row.study) if row.study else None
         evaluated = len(storage.measurements_for_study(session, study)) if study else None
         ms, ratio = row.ms, row.ratio
     try:
@@ -150,9 +141,9 @@ def choose_config(
 
 
 def shape_row(
-    entry: SuiteEntry, choice: Choice, reply: dict[str, Any] | None, ceilings: Ceilings | None
+    entry: SuiteEntry, choice: Choice, reply: Comparison | None, ceilings: Ceilings | None
 ) -> dict[str, Any]:
-    """One shape's JSON row from its choice and the comparison's reply (None: not compared)."""
+    """One shape's JSON row from its choice and its re-measurement (None: not compared)."""
     shape = entry.shape
     row: dict[str, Any] = {
         "class": entry.label,
@@ -173,11 +164,11 @@ def shape_row(
     row["roofline"] = roof.as_dict() if roof is not None else None
     if reply is None:
         return row
-    row.update(status=reply["status"], reason=reply.get("reason"), rel_error=reply.get("rel_error"))
-    if reply["status"] != "ok":
+    row.update(status=reply.status, reason=reply.reason, rel_error=reply.rel_error)
+    if reply.status != "ok" or reply.ms is None or reply.cublas_ms is None:
         return row
-    mine, base = list(reply["ms_rounds"]), list(reply["cublas_ms_rounds"])
-    ms, cublas_ms = statistics.median(mine), statistics.median(base)
+    mine, base = list(reply.ms_rounds), list(reply.cublas_ms_rounds)
+    ms, cublas_ms = reply.ms, reply.cublas_ms
     tflops, cublas_tflops = measured_tflops(shape, ms), measured_tflops(shape, cublas_ms)
     row.update(
         ms=ms,
@@ -196,7 +187,7 @@ def shape_row(
 
 def run_bench(
     suite: Sequence[SuiteEntry],
-    bench: Comparer,
+    bench: Evaluator,
     sessions: sessionmaker[Session],
     url: str | None,
     options: Options,
@@ -210,7 +201,7 @@ def run_bench(
         choice = choose_config(entry.shape, bench, sessions, url, options)
         reply = None
         if choice.config is not None:
-            reply = bench.compare(choice.config, entry.shape, options.rounds)
+            reply = bench.compare([choice.config], entry.shape, options.rounds)[0]
         rows.append(shape_row(entry, choice, reply, ceilings))
         if on_row is not None:
             on_row(rows)
@@ -296,7 +287,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def document(
     rows: list[dict[str, Any]],
-    bench: Comparer,
+    bench: Evaluator,
     options: Options,
     ceilings: Ceilings | None,
     suite_file: Path,

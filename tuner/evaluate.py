@@ -1,16 +1,21 @@
 """The evaluator interface: config + shape -> one measured (or failed) result.
 
-Studies never know how a number was obtained. The GPU evaluator (``tuner.gpu_worker``) compiles,
-verifies and times in an isolated worker process; the replay evaluator (``tuner.replay``) answers
-from a committed table of real H100 measurements so whole studies run in CI without a GPU.
+Studies never know how a number was obtained. The GPU evaluator (``tuner.gpu_worker``) compiles
+ahead on every core, verifies and times in an isolated worker process; the replay evaluator
+(``tuner.replay``) answers from committed tables of real H100 measurements so whole studies run
+in CI without a GPU. Both re-measure a study's finalists side by side with cuBLAS
+(:meth:`Evaluator.compare`).
 """
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from tuner.config import Config
+from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits
 from tuner.shape import Shape
 
@@ -58,24 +63,69 @@ class Result:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """One config re-measured side by side with cuBLAS: one median per alternating round
+    (ours, cuBLAS, ours, ...), on the same operands, after a correctness check."""
+
+    config_name: str
+    status: str
+    reason: str | None = None
+    ms_rounds: tuple[float, ...] = ()
+    cublas_ms_rounds: tuple[float, ...] = ()
+    rel_error: float | None = None
+
+    @property
+    def ms(self) -> float | None:
+        return statistics.median(self.ms_rounds) if self.ms_rounds else None
+
+    @property
+    def cublas_ms(self) -> float | None:
+        return statistics.median(self.cublas_ms_rounds) if self.cublas_ms_rounds else None
+
+    @property
+    def ratio(self) -> float | None:
+        ours, theirs = self.ms, self.cublas_ms
+        return theirs / ours if ours and theirs else None
+
+
 class Evaluator(Protocol):
-    """Measures configs on one device. Implementations: GPU worker, replay table.
+    """Measures configs on one device. Implementations: the GPU worker, a replay of tables.
 
     Capabilities are declared, not discovered: ``families`` names the families the evaluator
     can answer for (empty: any), and ``measured_configs`` the configs it holds for a shape
     (``None``: any config; a replay returns the configs its tables hold, and a study of that
-    shape searches only those).
+    shape searches only those). ``parallelism`` says how many candidates are worth preparing
+    ahead of the one being measured (1: none).
     """
 
     device: DeviceLimits
     families: tuple[str, ...]
+    provenance: dict[str, Any]
+    parallelism: int
 
     def measured_configs(self, shape: Shape) -> set[str] | None:
         """The config names this evaluator can answer for ``shape``; None when unrestricted."""
+        ...
+
+    def prepare(self, config: Config) -> None:
+        """Start what precedes measuring ``config`` (compiling) in the background, so that
+        :meth:`evaluate` finds it done; an evaluator with nothing to prepare does nothing."""
         ...
 
     def evaluate(self, config: Config, shape: Shape) -> Result:
         """Evaluate one rule-valid config; never raises for a bad kernel (returns a status)."""
         ...
 
-    def close(self) -> None: ...
+    def compare(self, configs: Sequence[Config], shape: Shape, rounds: int) -> list[Comparison]:
+        """Re-measure ``configs`` side by side with cuBLAS in ``rounds`` alternating rounds;
+        one :class:`Comparison` per config, in order."""
+        ...
+
+    def probe(self) -> DeviceRates | None:
+        """The device's rates, measured now (``tuner.probes``); None when it cannot probe."""
+        ...
+
+    def close(self) -> None:
+        """Release what the evaluator holds (worker processes, pools); idempotent."""
+        ...

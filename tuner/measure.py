@@ -129,18 +129,51 @@ class Verification:
         return self.rel_error <= self.tolerance
 
 
+@dataclass(frozen=True)
+class Operands:
+    """Random A, B and C of one shape with cuBLAS's answers for the two checks of
+    :func:`verify`, made once per shape: a study verifies every candidate against them, and
+    times on ``a``, ``b`` and ``out``."""
+
+    shape: Shape
+    a: Any
+    b: Any
+    c0: Any
+    references: tuple[Any, Any]  # cuBLAS's C for each of CHECKS
+    out: Any  # C for timed launches (beta = 0: written, never read)
+
+    @classmethod
+    def make(cls, shape: Shape, seed: int | None = None) -> Operands:
+        cp = _cupy()
+        a, b, c0 = random_operands(shape, seed)
+        references = []
+        for alpha, beta in CHECKS:
+            ref = c0.copy()
+            cublas_gemm(alpha, a, b, beta, ref)
+            references.append(ref)
+        cp.cuda.get_current_stream().synchronize()
+        return cls(shape, a, b, c0, (references[0], references[1]), cp.empty_like(c0))
+
+
+# (alpha, beta) of the two checks: C read and scaled; C poisoned with NaN and never read.
+CHECKS = ((0.5, 3.0), (1.0, 0.0))
+
+
 def verify(
-    kernel: Any, source: KernelSource, shape: Shape, seed: int | None = None
+    kernel: Any,
+    source: KernelSource,
+    shape: Shape,
+    seed: int | None = None,
+    operands: Operands | None = None,
 ) -> Verification:
-    """Compare with cuBLAS twice: (alpha=0.5, beta=3) on random C; (1, 0) on NaN-poisoned C."""
+    """Compare with cuBLAS twice: (alpha=0.5, beta=3) on random C; (1, 0) on NaN-poisoned C.
+    ``operands``: made for this shape already (else fresh ones from ``seed``)."""
     cp = _cupy()
-    a, b, c0 = random_operands(shape, seed)
+    ops = operands if operands is not None else Operands.make(shape, seed)
     worst = 0.0
-    for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
-        c = c0.copy() if beta != 0.0 else cp.full_like(c0, cp.nan)
-        ref = c0.copy()
-        cublas_gemm(alpha, a, b, beta, ref)
-        launch(kernel, source, shape, alpha, a, b, beta, c)
+    for (alpha, beta), ref in zip(CHECKS, ops.references, strict=True):
+        c = ops.c0.copy() if beta != 0.0 else cp.full_like(ops.c0, cp.nan)
+        launch(kernel, source, shape, alpha, ops.a, ops.b, beta, c)
         cp.cuda.get_current_stream().synchronize()
         worst = max(worst, relative_error(c, ref))
     return Verification(worst, tolerance(shape.k))
@@ -163,27 +196,41 @@ def time_launches(
     min_repeats: int = 5,
     max_repeats: int = 200,
 ) -> Timing:
-    """Time ``run`` with CUDA events: warm up, then repeat until ``budget_ms`` of kernel time
-    (bounded by min/max repeats), flushing L2 before each repeat; median of the repeats."""
+    """Time ``run`` with CUDA events: warm up, then repeat for about ``budget_ms`` of kernel time
+    (bounded by min/max repeats), flushing L2 before each repeat; median of the repeats.
+
+    The warm-up launches are timed together to size the repeats, and every repeat records its
+    own pair of events with one synchronisation at the end, so microsecond kernels get their
+    repeats without a host round trip each.
+    """
+    cp = _cupy()
+    flush = _l2_flush_buffer()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    for _ in range(max(warmup, 1)):
+        run()
+    stop.record()
+    stop.synchronize()
+    per_launch = cp.cuda.get_elapsed_time(start, stop) / max(warmup, 1)
+    repeats = min(max_repeats, max(min_repeats, math.ceil(budget_ms / max(per_launch, 1e-3))))
+    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
+    for begin, end in events:
+        flush.fill(0)
+        begin.record()
+        run()
+        end.record()
+    events[-1][1].synchronize()
+    times = sorted(cp.cuda.get_elapsed_time(begin, end) for begin, end in events)
+    return Timing(times[len(times) // 2], times[0], times[-1], len(times))
+
+
+@functools.cache
+def _l2_flush_buffer() -> Any:
+    """Twice the L2 of the current device, written before each timed launch (cached per
+    process: a study times thousands of launches)."""
     cp = _cupy()
     l2 = cp.cuda.Device().attributes.get("L2CacheSize", 50 * 2**20)
-    flush = cp.empty(max(2 * l2, 2**22) // 4, dtype=cp.int32)
-    for _ in range(warmup):
-        run()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times: list[float] = []
-    total = 0.0
-    while len(times) < max_repeats and (len(times) < min_repeats or total < budget_ms):
-        flush.fill(0)
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        ms = cp.cuda.get_elapsed_time(start, stop)
-        times.append(ms)
-        total += ms
-    times.sort()
-    return Timing(times[len(times) // 2], times[0], times[-1], len(times))
+    return cp.empty(max(2 * l2, 2**22) // 4, dtype=cp.int32)
 
 
 def tflops(shape: Shape, ms: float) -> float:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from tuner.evaluate import Result
+from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits
+from tuner.samplers import Observation
 from tuner.shape import Shape
 
 
@@ -35,17 +37,36 @@ class Recorder(Protocol):
         """Reserve a candidate for this worker; False if another worker has it already."""
         ...
 
+    def release(self, study: str, config_name: str) -> None:
+        """Give back a claimed candidate this worker will not measure."""
+        ...
+
     def neighbours(self, device: DeviceLimits, shape: Shape, limit: int) -> list[str]:
         """Best config names of the tuned shapes nearest to ``shape`` on ``device``."""
         ...
 
+    def history(self, device: DeviceLimits, dtype: str, layout: str) -> list[Observation]:
+        """The fastest ok time of every (shape, config) measured on ``device``."""
+        ...
+
+    def rates(self, device: DeviceLimits) -> DeviceRates | None:
+        """The rates probed on ``device``, if any were stored."""
+        ...
+
+    def record_rates(self, device: DeviceLimits, rates: DeviceRates) -> None:
+        """Store rates probed on ``device``."""
+        ...
+
 
 class MemoryRecorder:
-    """Keeps results in a dict: for tests and sampler benchmarks (one process)."""
+    """Keeps results in memory: for tests and sampler research (one process). ``history``
+    seeds what the device "measured before" (a replay of other shapes, for transfer)."""
 
-    def __init__(self) -> None:
+    def __init__(self, history: list[Observation] | None = None) -> None:
         self.results: dict[str, dict[str, Result]] = {}
         self.claims: set[tuple[str, str]] = set()
+        self.observations: list[Observation] = list(history or [])
+        self.probed: dict[str, DeviceRates] = {}
 
     def record(
         self,
@@ -56,6 +77,8 @@ class MemoryRecorder:
         trial_number: int | None,
     ) -> None:
         self.results.setdefault(study, {})[result.config_name] = result
+        if result.status == "ok" and result.ms is not None:
+            self.observations.append(Observation(shape, result.config_name, result.ms))
 
     def evaluated(self, study: str) -> dict[str, Result]:
         return dict(self.results.get(study, {}))
@@ -66,5 +89,17 @@ class MemoryRecorder:
         self.claims.add((study, config_name))
         return True
 
+    def release(self, study: str, config_name: str) -> None:
+        self.claims.discard((study, config_name))
+
     def neighbours(self, device: DeviceLimits, shape: Shape, limit: int) -> list[str]:
         return []
+
+    def history(self, device: DeviceLimits, dtype: str, layout: str) -> list[Observation]:
+        return list(self.observations)
+
+    def rates(self, device: DeviceLimits) -> DeviceRates | None:
+        return self.probed.get(device.name)
+
+    def record_rates(self, device: DeviceLimits, rates: DeviceRates) -> None:
+        self.probed[device.name] = rates

@@ -15,8 +15,9 @@ from typing import Any
 
 from tuner.config import Config
 from tuner.errors import InputError
-from tuner.evaluate import Result
+from tuner.evaluate import Comparison, Result
 from tuner.families import FAMILIES, parse_config
+from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits, table_device
 from tuner.shape import Shape, parse_shape
 
@@ -57,6 +58,7 @@ class ReplayEvaluator:
         # The families the tables measured, in the order of tuner.families.FAMILIES.
         self.families: tuple[str, ...] = tuple(f for f in FAMILIES if f in measured)
         self.evaluations = 0
+        self.parallelism = 1  # nothing to prepare ahead
 
     def _read(self, path: Path) -> dict[str, Any]:
         """Add one table's rows; its header."""
@@ -95,6 +97,9 @@ class ReplayEvaluator:
 
     def evaluate(self, config: Config, shape: Shape) -> Result:
         self.evaluations += 1
+        return self._answer(config, shape)
+
+    def _answer(self, config: Config, shape: Shape) -> Result:
         row = self.rows.get((shape, config.name))
         if row is None:
             return Result.failed(
@@ -121,6 +126,32 @@ class ReplayEvaluator:
             occupancy=row.get("occupancy"),
             provenance=self.provenance,
         )
+
+    def prepare(self, config: Config) -> None:
+        return None  # nothing to compile
+
+    def compare(self, configs: Sequence[Config], shape: Shape, rounds: int) -> list[Comparison]:
+        """The tables' times, as if re-measured ``rounds`` times without noise."""
+        answers = []
+        for config in configs:
+            result = self._answer(config, shape)
+            if result.status != "ok" or result.ms is None or result.cublas_ms is None:
+                answers.append(Comparison(config.name, result.status, result.reason))
+                continue
+            answers.append(
+                Comparison(
+                    config.name,
+                    "ok",
+                    None,
+                    (result.ms,) * rounds,
+                    (result.cublas_ms,) * rounds,
+                    result.rel_error,
+                )
+            )
+        return answers
+
+    def probe(self) -> DeviceRates | None:
+        return None  # a table holds no rates
 
     def close(self) -> None:
         return None

@@ -14,9 +14,14 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
+from tuner.config import Config
 from tuner.errors import InputError
 from tuner.evaluate import Evaluator
-from tuner.families import FAMILIES
+from tuner.families import FAMILIES, checked_config
+from tuner.priors import committed_starts
+from tuner.rates import DeviceRates, table_rates
+from tuner.recording import Recorder
+from tuner.resources import DeviceLimits
 from tuner.samplers import SAMPLERS
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
@@ -99,6 +104,86 @@ def default_families(evaluator: Evaluator) -> tuple[str, ...]:
     return evaluator.families or DEFAULT_FAMILIES
 
 
+def default_config(m: int, n: int) -> Config:  # replaced by tuner.answers at the merge
+    blocks = -(-m // 128) * -(-n // 128)
+    return checked_config(
+        "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
+        if blocks >= 132
+        else "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128"
+    )
+
+
+def untuned_answer(sessions: sessionmaker[Session], device: DeviceLimits, shape: Shape) -> Config:
+    """The config the service answers for ``shape`` on ``device`` before this study: the stored
+    best of the shape, else of the nearest tuned shape on the device, else the default rule."""
+    dims = (shape.m, shape.n, shape.k, shape.dtype, shape.layout)
+    with sessions() as session:
+        exact = storage.best_for(session, device.name, *dims)
+        near = storage.nearest_best(session, device.name, *dims) if exact is None else None
+        name = (
+            exact[1].config_name
+            if exact is not None
+            else near[0].measurement.config_name
+            if near is not None
+            else None
+        )
+    if name is not None:
+        try:
+            return checked_config(name)
+        except InputError:  # stored by another version of the tuner
+            pass
+    return default_config(shape.m, shape.n)
+
+
+def warm_starts(
+    recorder: Recorder, device: DeviceLimits, shape: Shape, first: Config, limit: int
+) -> list[Config]:
+    """What a new study evaluates first: ``first`` (the untuned answer), then up to ``limit``
+    more: the committed suite's best for this shape on this kind of GPU, the committed sweep
+    tables' fastest configs of this shape (``tuner.priors``), the best configs of the nearest
+    shapes tuned in this database, and the committed bests of the nearest other shapes."""
+    names: list[str] = []
+    if limit:
+        committed = committed_starts(device, shape)
+        same = [name for distance, name in committed if distance == 0.0]
+        others = [name for distance, name in committed if distance > 0.0]
+        names = same + recorder.neighbours(device, shape, limit) + others
+    starts = [first]
+    for name in dict.fromkeys(names):
+        if len(starts) > limit:
+            break
+        try:
+            config = checked_config(name)
+        except InputError:
+            continue
+        if config != first:
+            starts.append(config)
+    return starts
+
+
+def device_rates(recorder: Recorder, evaluator: Evaluator, notes: list[str]) -> DeviceRates | None:
+    """The device's rates for the cost model: stored, else probed now (and stored), else
+    none; ``notes`` says which."""
+    device = evaluator.device
+    rates = recorder.rates(device)
+    if rates is None:
+        rates = evaluator.probe()
+        if rates is not None:
+            recorder.record_rates(device, rates)
+    if rates is not None:
+        notes.append(f"cost model on the rates {rates.source}")
+        return rates
+    table = table_rates(device)
+    if table is not None:
+        notes.append(f"no probed rates for {device.name}: cost model on the {table.source}")
+    else:
+        notes.append(
+            f"no probed rates for {device.name} and no table for {device.arch}: the cost model "
+            "ranks by kernel structure alone and the study leans on its own measurements"
+        )
+    return None
+
+
 def run_study(
     shape: Shape,
     families: tuple[str, ...],
@@ -114,18 +199,25 @@ def run_study(
 ) -> Progress:
     """Run (or resume) the study of ``shape`` over ``families`` on ``evaluator``, storing every
     candidate in the database behind ``sessions`` (Optuna's tables in the same database)."""
+    recorder = SqlRecorder(sessions)
+    notes: list[str] = []
+    rates = device_rates(recorder, evaluator, notes)
+    first = untuned_answer(sessions, evaluator.device, shape)
     study = Study(
         shape,
         families,
         evaluator,
-        SqlRecorder(sessions),
+        recorder,
         sampler=sampler,
         seed=seed,
         optuna_storage=storage.database_url(url),
-        warm_start=warm_start,
+        starts=warm_starts(recorder, evaluator.device, shape, first, warm_start),
+        rates=rates,
     )
     if report is not None:
         report.start(str(shape), min(trials or len(study.candidates), len(study.candidates)))
-    return study.run(
+    progress = study.run(
         trials=trials, timeout_s=timeout, on_progress=None if report is None else report.update
     )
+    progress.notes[:0] = notes
+    return progress

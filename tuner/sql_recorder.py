@@ -16,7 +16,9 @@ import storage
 from tuner.errors import InputError
 from tuner.evaluate import Result
 from tuner.families import parse_config
+from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits
+from tuner.samplers import Observation
 from tuner.shape import Shape
 
 
@@ -93,6 +95,21 @@ class SqlRecorder:
     def claim(self, study: str, config_name: str) -> bool:
         with self.sessions.begin() as session:
             return storage.claim_candidate(session, study, config_name, self.worker)
+
+    def release(self, study: str, config_name: str) -> None:
+        with self.sessions.begin() as session:
+            storage.release_claim(session, study, config_name)
+
+    def history(self, device: DeviceLimits, dtype: str, layout: str) -> list[Observation]:
+        with self.sessions() as session:
+            rows = storage.fastest_ok_times(session, device.name, dtype, layout)
+        return [Observation(Shape(m, n, k, dtype, layout), name, ms) for m, n, k, name, ms in rows]
+
+    def rates(self, device: DeviceLimits) -> DeviceRates | None:
+        return None  # the device_rates table arrives with the device-aware answers
+
+    def record_rates(self, device: DeviceLimits, rates: DeviceRates) -> None:
+        return None
 
     def neighbours(self, device: DeviceLimits, shape: Shape, limit: int) -> list[str]:
         """Best configs of the nearest tuned shapes on this device (never this shape itself)."""

@@ -1,9 +1,21 @@
-"""One Optuna study per (device, shape, dtype, layout, families): ask, evaluate, record, tell.
+"""One Optuna study per (device, shape, dtype, layout, families): propose, prepare, measure,
+record, tell; then re-measure the finalists side by side with cuBLAS.
 
-Trials that sample an invalid point (a broken rule, a tile larger than the matrix, a resource
-limit) are told PRUNED at once and cost no GPU time; so are repeats of an evaluated candidate
-(they are told the stored value). ``trials`` counts evaluated candidates, across every worker and
-every run of the same study, so re-running a command after a crash resumes where it stopped.
+The loop keeps up to the evaluator's ``parallelism`` proposals in flight: each is claimed and
+handed to :meth:`Evaluator.prepare` (the GPU evaluator starts compiling it on a spare core), and
+the oldest is measured while the others compile. Trials that sample an invalid point (a broken
+rule, a tile larger than the matrix, a resource limit) are told PRUNED at once and cost nothing;
+so are repeats of an evaluated candidate (they are told the stored value). ``trials`` counts
+evaluated candidates, across every worker and every run of the same study, so re-running a
+command after a crash resumes where it stopped.
+
+A study's first candidates are its ``starts`` (the runner's warm-start list: the config the API
+would answer for this shape and device first). At the end, its fastest few and that first
+answer are re-measured together in alternating rounds with cuBLAS (:meth:`Evaluator.compare`)
+and stored as final measurements (under :func:`finalists_name`; ``storage`` makes the fastest
+of them the best config): the
+stored ratio is the one a side-by-side re-measurement gives, and the best is never slower than
+the answer the study started from.
 
 The sampler works on an in-memory Optuna study: a model-based sampler proposes about ten invalid
 points per valid one, and writing each to a database would cost more than the search itself.
@@ -16,31 +28,51 @@ study.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
+from storage.records import FINAL_PHASE
 from tuner.config import Config
-from tuner.evaluate import Evaluator, Result
+from tuner.evaluate import Comparison, Evaluator, Result
 from tuner.families import get_family
-from tuner.priors import committed_starts
+from tuner.rates import DeviceRates
 from tuner.recording import Recorder
-from tuner.samplers import make_sampler
+from tuner.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
 from tuner.shape import Shape
 from tuner.space import Space
+from tuner.trials import finished_trial, suggest_config, trial_params
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 # After this many proposals in a row that bring nothing new, evaluate an untried candidate
 # instead (a converged sampler keeps proposing its favourite).
 STALE_PROPOSALS = 25
+# How many of the fastest candidates are re-measured beside cuBLAS at the end, and in how many
+# alternating rounds.
+FINALISTS = 3
+FINAL_ROUNDS = 5
 
 
 def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:
     return f"{device}|{shape}|{shape.dtype}|{shape.layout}|{'+'.join(families)}"
+
+
+FINALISTS_SUFFIX = "|finalists"
+
+
+def finalists_name(study: str) -> str:
+    """Where a study's final re-measurements are stored: apart from its screening trials, so
+    that a study's rows stay one per evaluated candidate."""
+    return study + FINALISTS_SUFFIX
+
+
+def screened_study(name: str) -> str:
+    """The study whose candidates a stored measurement belongs to (its finalists' included)."""
+    return name.removesuffix(FINALISTS_SUFFIX)
 
 
 @dataclass
@@ -54,58 +86,8 @@ class Progress:
     best: Result | None = None
     last: Result | None = None
     history: list[Result] = field(default_factory=list)
-
-
-def suggest_config(trial: optuna.trial.BaseTrial, families: tuple[str, ...]) -> Config:
-    """Sample a config: the family, then each parameter as an index into its ordered values
-    (ordinal, so model-based samplers see that 64 lies between 32 and 128)."""
-    family = families[0] if len(families) == 1 else trial.suggest_categorical("family", families)
-    fam = get_family(str(family))
-    params = {
-        p.name: p.values[trial.suggest_int(f"{fam.name}.{p.name}", 0, len(p.values) - 1)]
-        for p in fam.params
-    }
-    return fam.config(params)
-
-
-def distributions(families: tuple[str, ...]) -> dict[str, BaseDistribution]:
-    """The Optuna distributions ``suggest_config`` draws from, by parameter name."""
-    dists: dict[str, BaseDistribution] = {}
-    if len(families) > 1:
-        dists["family"] = CategoricalDistribution(families)
-    for family in families:
-        for p in get_family(family).params:
-            dists[f"{family}.{p.name}"] = IntDistribution(0, len(p.values) - 1)
-    return dists
-
-
-def finished_trial(result: Result, families: tuple[str, ...]) -> optuna.trial.FrozenTrial:
-    """An evaluated candidate as a finished Optuna trial: COMPLETE with its time, else PRUNED."""
-    config = get_family(result.family).config(result.params)
-    params = trial_params(config, families)
-    every = distributions(families)
-    attrs: dict[str, object] = {"config": result.config_name, "status": result.status}
-    ok = result.status == "ok" and result.ms is not None
-    if ok:
-        attrs.update(tflops=result.tflops, ratio=result.ratio)
-    else:
-        attrs["reason"] = result.reason
-    return optuna.trial.create_trial(
-        params=params,
-        distributions={name: every[name] for name in params},
-        value=result.ms if ok else None,
-        state=TrialState.COMPLETE if ok else TrialState.PRUNED,
-        user_attrs=attrs,
-    )
-
-
-def trial_params(config: Config, families: tuple[str, ...]) -> dict[str, object]:
-    """The Optuna parameters that make ``suggest_config`` return ``config`` (for enqueueing)."""
-    fam = get_family(config.family)
-    params: dict[str, object] = {} if len(families) == 1 else {"family": config.family}
-    for p in fam.params:
-        params[f"{fam.name}.{p.name}"] = p.values.index(config[p.name])
-    return params
+    finalists: list[Result] = field(default_factory=list)  # re-measured beside cuBLAS
+    notes: list[str] = field(default_factory=list)  # what the user should know about the run
 
 
 def search_space(
@@ -129,25 +111,41 @@ class Study:
         families: tuple[str, ...],
         evaluator: Evaluator,
         recorder: Recorder,
-        sampler: str = "tpe",
+        sampler: str = DEFAULT_SAMPLER,
         seed: int | None = None,
         optuna_storage: str | optuna.storages.BaseStorage | None = None,
-        warm_start: int = 3,
+        starts: Sequence[Config] = (),
+        rates: DeviceRates | None = None,
+        finalists: int = FINALISTS,
     ) -> None:
         for family in families:
             get_family(family)  # unknown names fail here, before anything runs
         self.shape, self.families = shape, tuple(families)
         self.evaluator, self.recorder = evaluator, recorder
-        self.sampler_name = sampler
         self.device = evaluator.device
         self.name = study_name(self.device.name, shape, self.families)
         self.candidates = search_space(shape, self.families, evaluator)
-        chosen = make_sampler(sampler, seed) or optuna.samplers.RandomSampler(seed=seed)
-        bind = getattr(chosen, "bind", None)  # samplers that need the shape's candidates
-        if bind is not None:
-            bind(shape, self.device, list(self.candidates.values()), self.families)
+        # Starting points outside the space (a tile the space calls wasteful for this shape)
+        # are still valid configs of the study's families: they join the candidates.
+        self.starts = [c for c in starts if c.family in self.families]
+        held = evaluator.measured_configs(shape)
+        for config in self.starts:
+            if held is None or config.name in held:
+                self.candidates.setdefault(config.name, config)
+        self.sampler = make_sampler(sampler, seed)
+        if isinstance(self.sampler, CandidateSampler):
+            self.sampler.bind(
+                SearchContext(
+                    shape,
+                    self.device,
+                    list(self.candidates.values()),
+                    self.families,
+                    rates,
+                    recorder.history(self.device, shape.dtype, shape.layout),
+                )
+            )
         # Where the sampler proposes (invalid points included): memory only.
-        self.optuna = optuna.create_study(sampler=chosen, direction="minimize")
+        self.optuna = optuna.create_study(sampler=self.sampler, direction="minimize")
         # Where evaluated candidates are kept for Optuna's tools, when a storage is given.
         self.stored: optuna.storages.BaseStorage | None = None
         self._stored_id = -1
@@ -158,8 +156,8 @@ class Study:
             )
             self._stored_id = self.stored.get_study_id_from_name(self.name)
         self._known: set[str] = set()  # candidates the in-memory study has a finished trial of
-        self._order = sorted(self.candidates)  # for exhaustive walks and stale fallbacks
-        self._warm_start_limit = warm_start
+        self._order = sorted(self.candidates)  # for stale fallbacks
+        self._finalists = finalists
         self.invalid_proposals = 0
 
     def _learn(self, results: dict[str, Result]) -> None:
@@ -169,22 +167,6 @@ class Study:
                 self.optuna.add_trial(finished_trial(result, self.families))
                 self._known.add(name)
 
-    def warm_starts(self, limit: int) -> list[str]:
-        """What a new study evaluates first, at most ``limit`` candidates of its space: the
-        committed suite's best for this shape on this kind of GPU, then the committed sweep
-        tables' fastest configs of this shape (``tuner.priors``), then the best configs of the
-        nearest shapes tuned in this database, then the committed bests of the nearest other
-        shapes."""
-        committed = committed_starts(self.device, self.shape)
-        same = [name for distance, name in committed if distance == 0.0]
-        others = [name for distance, name in committed if distance > 0.0]
-        ordered = same + self.recorder.neighbours(self.device, self.shape, limit) + others
-        return [name for name in dict.fromkeys(ordered) if name in self.candidates][:limit]
-
-    def _warm_start(self, limit: int) -> None:
-        for name in self.warm_starts(limit):
-            self.optuna.enqueue_trial(trial_params(self.candidates[name], self.families))
-
     def run(
         self,
         trials: int | None = None,
@@ -192,45 +174,127 @@ class Study:
         on_progress: Callable[[Progress], None] | None = None,
     ) -> Progress:
         """Evaluate candidates until ``trials`` are done in this study (all workers, all runs),
-        the space is exhausted, or ``timeout_s`` passes."""
+        the space is exhausted, or ``timeout_s`` passes; then re-measure the finalists."""
         target = min(trials or len(self.candidates), len(self.candidates))
         progress = Progress(self.name, target)
         done = self.recorder.evaluated(self.name)
         for result in done.values():
             self._account(progress, result)
-        if self._warm_start_limit and not done and not self.optuna.trials:
-            self._warm_start(self._warm_start_limit)
+        if not done and not self.optuna.trials:
+            for config in self.starts:
+                if config.name in self.candidates:
+                    self.optuna.enqueue_trial(trial_params(config, self.families))
         self._learn(done)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        stale = 0
+        queue: deque[tuple[Config, optuna.trial.Trial]] = deque()
         taken: set[str] = set()  # claimed by another worker (or by one killed mid-measurement)
-        while progress.evaluated < target:
-            if deadline is not None and time.monotonic() > deadline:
+        stale = 0
+        depth = max(1, self.evaluator.parallelism)
+        while True:
+            while (
+                len(queue) < depth
+                and progress.evaluated + len(queue) < target
+                and (deadline is None or time.monotonic() < deadline)
+            ):
+                proposal, trial = self._propose(done, taken, stale, queue)
+                progress.invalid_proposals = self.invalid_proposals
+                if proposal is None or trial is None:
+                    break  # every candidate is evaluated, queued or claimed by another worker
+                config = proposal
+                if config.name in done or not self.recorder.claim(self.name, config.name):
+                    taken.add(config.name)
+                    self._tell_known(trial, done.get(config.name))
+                    stale += 1
+                    continue
+                stale = 0
+                self.evaluator.prepare(config)
+                queue.append((config, trial))
+            if not queue:
                 break
-            config, trial = self._next(done, stale, taken)
-            progress.invalid_proposals = self.invalid_proposals
-            if config is None:
-                break  # every candidate is evaluated (or claimed by another worker)
-            if config.name in done or not self.recorder.claim(self.name, config.name):
-                taken.add(config.name)
-                self._tell_known(trial, done.get(config.name))
-                stale += 1
-                if self.sampler_name == "exhaustive":  # another worker is here: count its work
-                    self._absorb(done, progress)
+            config, trial = queue.popleft()
+            if deadline is not None and time.monotonic() > deadline:
+                self._give_back(config, trial)
                 continue
-            stale = 0
-            result = self.evaluator.evaluate(config, self.shape)
-            number = self._store(result)
-            self.recorder.record(result, self.device, self.shape, self.name, number)
-            done[config.name] = result
-            self._tell(trial, result)
-            self._account(progress, result)
-            progress.last = result
-            if on_progress is not None:
-                on_progress(progress)
-            if self.sampler_name != "exhaustive":
-                self._absorb(done, progress)
+            self._evaluate(config, trial, done, progress, on_progress)
+        if self._finalists:
+            self._finish(done, progress)
         return progress
+
+    def _evaluate(
+        self,
+        config: Config,
+        trial: optuna.trial.Trial,
+        done: dict[str, Result],
+        progress: Progress,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> None:
+        result = self.evaluator.evaluate(config, self.shape)
+        number = self._store(result)
+        self.recorder.record(result, self.device, self.shape, self.name, number)
+        done[config.name] = result
+        self._tell(trial, result)
+        self._account(progress, result)
+        progress.last = result
+        if on_progress is not None:
+            on_progress(progress)
+        self._absorb(done, progress)
+
+    def _give_back(self, config: Config, trial: optuna.trial.Trial) -> None:
+        """A proposal the study will not measure (time ran out): unclaimed, and told failed."""
+        self.recorder.release(self.name, config.name)
+        self.optuna.tell(trial, state=TrialState.FAIL)
+
+    def _finish(self, done: dict[str, Result], progress: Progress) -> None:
+        """Re-measure the fastest candidates and the study's first answer beside cuBLAS and
+        store them as final measurements; the fastest of them is the study's best."""
+        ok = sorted(
+            (r for r in done.values() if r.status == "ok" and r.ms is not None),
+            key=lambda r: (r.ms, r.config_name),
+        )
+        chosen = [r.config_name for r in ok[: self._finalists]]
+        first = next((c.name for c in self.starts if c.name in done), None)
+        if first is not None and done[first].status == "ok" and first not in chosen:
+            chosen.append(first)
+        if not chosen:
+            return
+        configs = [self.candidates[name] for name in chosen]
+        comparisons = self.evaluator.compare(configs, self.shape, FINAL_ROUNDS)
+        for comparison in comparisons:
+            final = self._final_result(done[comparison.config_name], comparison)
+            if final is None:
+                progress.notes.append(
+                    f"finalist {comparison.config_name} failed its re-measurement: "
+                    f"{comparison.status} ({comparison.reason})"
+                )
+                continue
+            self.recorder.record(final, self.device, self.shape, finalists_name(self.name), None)
+            progress.finalists.append(final)
+        if progress.finalists:
+            progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
+
+    def _final_result(self, screened: Result, comparison: Comparison) -> Result | None:
+        """A finalist's re-measurement as a result to store (None when it did not pass)."""
+        ms, cublas_ms = comparison.ms, comparison.cublas_ms
+        if comparison.status != "ok" or ms is None or cublas_ms is None:
+            return None
+        provenance = {
+            **screened.provenance,
+            "phase": FINAL_PHASE,
+            "rounds": len(comparison.ms_rounds),
+            "ms_rounds": list(comparison.ms_rounds),
+            "cublas_ms_rounds": list(comparison.cublas_ms_rounds),
+        }
+        flops = self.shape.flops
+        return replace(
+            screened,
+            ms=ms,
+            tflops=flops / (ms * 1e9),
+            cublas_ms=cublas_ms,
+            cublas_tflops=flops / (cublas_ms * 1e9),
+            ratio=cublas_ms / ms,
+            rel_error=comparison.rel_error,
+            provenance=provenance,
+        )
 
     def _store(self, result: Result) -> int | None:
         """Add an evaluated candidate to the persistent Optuna study; its trial number."""
@@ -249,19 +313,28 @@ class Study:
                 self._account(progress, other)
         self._learn(done)
 
-    def _next(
-        self, done: dict[str, Result], stale: int, taken: set[str]
+    def _propose(
+        self,
+        done: dict[str, Result],
+        taken: set[str],
+        stale: int,
+        queue: deque[tuple[Config, optuna.trial.Trial]],
     ) -> tuple[Config | None, optuna.trial.Trial | None]:
         """The next candidate: from the sampler, skipping invalid points at no cost."""
-        if self.sampler_name == "exhaustive" or stale >= STALE_PROPOSALS:
-            untried = next((n for n in self._order if n not in done and n not in taken), None)
+        if stale >= STALE_PROPOSALS:
+            queued = {config.name for config, _ in queue}
+            untried = next(
+                (n for n in self._order if n not in done and n not in taken and n not in queued),
+                None,
+            )
             if untried is None:
                 return None, None
-            if self.sampler_name == "exhaustive":
-                return self.candidates[untried], None
             self.optuna.enqueue_trial(trial_params(self.candidates[untried], self.families))
         for _ in range(10_000):
             trial = self.optuna.ask()
+            if isinstance(self.sampler, CandidateSampler) and not self.sampler.proposes(trial):
+                self.optuna.tell(trial, state=TrialState.FAIL)  # nothing left to propose
+                return None, None
             config = suggest_config(trial, self.families)
             if config.name in self.candidates:
                 return config, trial
@@ -271,10 +344,7 @@ class Study:
             self.optuna.tell(trial, state=TrialState.PRUNED)
         return None, None
 
-    def _tell(self, trial: optuna.trial.Trial | None, result: Result) -> None:
-        if trial is None:
-            self._learn({result.config_name: result})  # exhaustive walks: keep the model current
-            return
+    def _tell(self, trial: optuna.trial.Trial, result: Result) -> None:
         self._known.add(result.config_name)
         trial.set_user_attr("config", result.config_name)
         trial.set_user_attr("status", result.status)
@@ -286,9 +356,7 @@ class Study:
             trial.set_user_attr("reason", result.reason)
             self.optuna.tell(trial, state=TrialState.PRUNED)
 
-    def _tell_known(self, trial: optuna.trial.Trial | None, known: Result | None) -> None:
-        if trial is None:
-            return
+    def _tell_known(self, trial: optuna.trial.Trial, known: Result | None) -> None:
         if known is not None and known.status == "ok" and known.ms is not None:
             self.optuna.tell(trial, known.ms)
         else:  # failed before, or being measured by another worker right now

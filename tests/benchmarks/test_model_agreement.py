@@ -10,8 +10,8 @@ from types import ModuleType
 
 import numpy as np
 
+from tuner.cost_model import estimate
 from tuner.families import parse_config
-from tuner.ranking import estimate
 from tuner.resources import table_device
 from tuner.shape import parse_shape
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from tuner.compile import NvccCompiler, parse_ptxas_report
+from tuner.cost_model import estimate
 from tuner.families import get_family, parse_config
-from tuner.ranking import estimate
 from tuner.render import render
 from tuner.resources import DEVICE_TABLE
 from tuner.shape import Shape

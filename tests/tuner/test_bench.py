@@ -8,14 +8,16 @@ import importlib.util
 import json
 import math
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 import storage
+from storage import open_database
 from tests.tuner.cli.test_tune import cli, one_error_line
-from tuner.cli import bench as bench_cli
+from tests.tuner.fakes import Forwarding
 from tuner.bench import (
     Choice,
     Options,
@@ -29,15 +31,17 @@ from tuner.bench import (
     summarize,
 )
 from tuner.bench_report import markdown, ratio_chart, ticks
+from tuner.cli import bench as bench_cli
 from tuner.config import Config
+from tuner.evaluate import Comparison
 from tuner.families import parse_config
 from tuner.priors import RESULTS
 from tuner.replay import ReplayEvaluator
 from tuner.resources import DeviceLimits
 from tuner.roofline import H100_SXM, ceilings_for, min_bytes, roofline
-from tuner.shape import Shape
-from storage import open_database
 from tuner.runner import DEFAULT_FAMILIES, run_study
+from tuner.shape import Shape
+from tuner.study import FINAL_ROUNDS, screened_study
 from tuner.suite import SuiteEntry, read_suite
 
 BIG, MID, SKINNY = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)
@@ -112,11 +116,10 @@ def row(label: str | None, m: int, n: int, k: int, ratio: float | None) -> dict[
     """A measured (or, with ratio None, failed) result row as ``shape_row`` writes it."""
     entry = SuiteEntry(label, Shape(m, n, k))
     choice = Choice(parse_config(CONFIG), tuned=False, study="s", evaluated=12)
-    reply: dict[str, Any]
     if ratio is None:
-        reply = {"status": "wrong_result", "reason": "relative error 1e-2 > 1e-5"}
+        reply = Comparison(CONFIG, "wrong_result", "relative error 1e-2 > 1e-5")
     else:
-        reply = {"status": "ok", "ms_rounds": [1.0, 1.0, 9.0], "cublas_ms_rounds": [ratio] * 3}
+        reply = Comparison(CONFIG, "ok", None, (1.0, 1.0, 9.0), (ratio,) * 3)
     return shape_row(entry, choice, reply, H100_SXM)
 
 
@@ -348,35 +351,17 @@ def test_bad_suite_and_family_are_one_line(
 # 6. Reuse a stored result or tune: the replay table on SQLite.
 
 
-class FakeBench:
-    """The replay evaluator for tuning, plus a comparison that answers from the replay row
-    (ours at the recorded ms, cuBLAS at the recorded cuBLAS ms) and counts its calls."""
+class FakeBench(Forwarding):
+    """The replay evaluator (its comparison answers with the table's times), counting the
+    comparisons the bench asks for."""
 
     def __init__(self, replay: ReplayEvaluator) -> None:
-        self.replay = replay
-        self.device = replay.device
-        self.provenance = dict(replay.provenance)
+        super().__init__(replay)
         self.compared: list[tuple[str, Shape, int]] = []
-        self.families = replay.families
 
-    def measured_configs(self, shape: Shape) -> set[str] | None:
-        return self.replay.measured_configs(shape)
-
-    def evaluate(self, config: Config, shape: Shape) -> Any:
-        return self.replay.evaluate(config, shape)
-
-    def compare(self, config: Config, shape: Shape, rounds: int) -> dict[str, Any]:
-        self.compared.append((config.name, shape, rounds))
-        recorded = self.replay.rows[(shape, config.name)]
-        return {
-            "status": "ok",
-            "rel_error": 0.0,
-            "ms_rounds": [recorded["ms"]] * rounds,
-            "cublas_ms_rounds": [recorded["cublas_ms"]] * rounds,
-        }
-
-    def close(self) -> None:
-        return None
+    def compare(self, configs: Sequence[Config], shape: Shape, rounds: int) -> list[Comparison]:
+        self.compared += [(config.name, shape, rounds) for config in configs]
+        return super().compare(configs, shape, rounds)
 
 
 @pytest.fixture(scope="module")
@@ -413,7 +398,8 @@ def test_stored_shapes_are_reused_and_missing_ones_tuned(
     assert replay.evaluations == before  # nothing evaluated
     best = stored_best(tuned_db, BIG)
     assert reused.config is not None and reused.config.name == best.config_name
-    assert (reused.tuned, reused.evaluated, reused.study) == (False, 4, best.study)
+    assert best.study is not None and best.study.endswith("|finalists")
+    assert (reused.tuned, reused.evaluated, reused.study) == (False, 4, screened_study(best.study))
     assert reused.stored_ms == best.ms
 
     fresh = choose_config(MID, replay, sessions, tuned_db, QUICK)
@@ -460,9 +446,12 @@ def test_run_bench_reuses_tunes_and_compares(tuned_db: str, replay: ReplayEvalua
     assert seen == [1, 2, 3]
     assert [r["tuned"] for r in rows] == [False, True, True]
     assert [r["candidates_evaluated"] for r in rows] == [4, 3, 3]
-    assert [(name, shape, n) for name, shape, n in bench.compared] == [
+    # Tuning a shape re-measures its finalists (FINAL_ROUNDS); the bench then compares the
+    # chosen config in its own rounds.
+    assert [c for c in bench.compared if c[2] == QUICK.rounds] == [
         (r["config"], Shape(r["m"], r["n"], r["k"]), 2) for r in rows
     ]
+    assert {c[2] for c in bench.compared} == {QUICK.rounds, FINAL_ROUNDS}
     for r in rows:
         recorded = replay.rows[(Shape(r["m"], r["n"], r["k"]), r["config"])]
         assert r["status"] == "ok" and r["ms"] == recorded["ms"]

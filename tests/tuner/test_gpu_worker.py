@@ -1,5 +1,6 @@
-"""The GPU evaluator's isolation, without CUDA: its worker process is replaced by fakes that
-answer, hang or die, and the evaluator must bound, restart and report each case."""
+"""The GPU evaluator without CUDA: its worker process is replaced by fakes that answer, hang or
+die, its compiler by one that writes fake cubins; the evaluator must compile ahead, bound,
+restart and report each case. The worker's request handlers run with CUDA calls replaced."""
 
 from __future__ import annotations
 
@@ -9,18 +10,26 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
+import tuner.gpu_requests as gpu_requests
 import tuner.gpu_worker as gpu_worker
-from tuner.compile import CompileError
+from tuner.compile import CompiledKernel, CompileError, ResourceUsage
 from tuner.families import parse_config
-from tuner.gpu_worker import Compare, GpuEvaluator, alternate
+from tuner.gpu_requests import Compare, Measure, Probe, WorkerState
+from tuner.gpu_worker import GpuEvaluator
+from tuner.rates import DeviceRates
+from tuner.render import KernelSource
 from tuner.resources import table_device
 from tuner.shape import Shape
 
 ANSWER, HANG, DIE = Shape(8, 8, 8), Shape(1, 8, 8), Shape(2, 8, 8)
+CONFIG = parse_config("warptile_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128")
+OTHER = parse_config("warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128")
+RATES = DeviceRates(60.0, 60.0, 3.0, 2.5, "fake probe")
 
 
 def fake_worker(conn: Connection, device_index: int, budget_ms: float) -> None:
@@ -30,31 +39,56 @@ def fake_worker(conn: Connection, device_index: int, budget_ms: float) -> None:
         request = conn.recv()
         if request is None:
             return
-        if isinstance(request, Compare):  # answers with one time per round, as the real one
-            if request.shape == HANG:
-                time.sleep(3600)
+        if isinstance(request, Probe):
+            conn.send(RATES)
+            continue
+        if request.shape == HANG:
+            time.sleep(3600)
+        if request.shape == DIE:
+            os._exit(7)  # as after an illegal address
+        if isinstance(request, Compare):  # one time per round and kernel, as the real one
             rounds = range(request.rounds)
             conn.send(
-                {
-                    "status": "ok",
-                    "rel_error": 0.0,
-                    "ms_rounds": [1.0 + i for i in rounds],
-                    "cublas_ms_rounds": [2.0 + i for i in rounds],
-                    "kernel": getattr(request.compiled, "name", None),
-                }
+                [
+                    {
+                        "status": "ok",
+                        "rel_error": 0.0,
+                        "ms_rounds": [1.0 + i + k for i in rounds],
+                        "cublas_ms_rounds": [2.0 + i for i in rounds],
+                    }
+                    for k in range(len(request.kernels))
+                ]
             )
             continue
-        _, shape = request
-        if shape == HANG:
-            time.sleep(3600)
-        if shape == DIE:
-            os._exit(7)  # as after an illegal address
-        conn.send({"status": "ok", "ms": 1.0, "cublas_ms": 1.0})
+        assert isinstance(request, Measure)
+        conn.send({"status": "ok", "ms": 1.0, "cublas_ms": 2.0, "rel_error": 0.0})
 
 
 def dead_worker(conn: Connection, device_index: int, budget_ms: float) -> None:
     """A child that dies before it is ready (no device, a broken driver)."""
     os._exit(5)
+
+
+class FakeCompiler:
+    """Writes a fake cubin per config; configs named in ``failing`` fail, those in ``spilling``
+    report spills. Records what it compiled."""
+
+    failing: ClassVar[set[str]] = set()
+    spilling: ClassVar[set[str]] = set()
+    compiled: ClassVar[list[str]] = []
+
+    def __init__(self, arch: str) -> None:
+        self.arch = arch
+        self.version = "fake 1.0"
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        name = source.config.name
+        FakeCompiler.compiled.append(name)
+        if name in self.failing:
+            raise CompileError(f"fake: {name} does not compile")
+        spill = 64 if name in self.spilling else 0
+        usage = ResourceUsage(96, 0, spill, spill, spill)
+        return CompiledKernel(source, self.arch, self.version, Path("/nonexistent"), usage, False)
 
 
 @pytest.fixture
@@ -70,7 +104,11 @@ def pretend_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def evaluator(pretend_cupy: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[GpuEvaluator]:
     monkeypatch.setattr(gpu_worker, "_worker_main", fake_worker)
-    ev = GpuEvaluator(run_timeout_s=1.0)
+    monkeypatch.setattr(gpu_worker, "NvrtcCompiler", FakeCompiler)
+    monkeypatch.setattr(FakeCompiler, "failing", set())
+    monkeypatch.setattr(FakeCompiler, "spilling", set())
+    monkeypatch.setattr(FakeCompiler, "compiled", [])
+    ev = GpuEvaluator(run_timeout_s=1.0, compile_workers=2)
     yield ev
     ev.close()
 
@@ -79,26 +117,47 @@ def _pid(ev: GpuEvaluator) -> int:
     return int(ev.provenance["worker_pid"])
 
 
-def test_answers_through_the_worker(evaluator: GpuEvaluator) -> None:
+def test_a_candidate_is_compiled_by_the_pool_then_measured_by_the_worker(
+    evaluator: GpuEvaluator,
+) -> None:
     assert evaluator.device.arch == "sm_90" and evaluator.provenance["device"] == "fake"
-    assert evaluator._measure("kernel", ANSWER)["status"] == "ok"  # type: ignore[arg-type]
+    assert evaluator.parallelism == 3  # two compiler workers and one more
+    evaluator.prepare(CONFIG)
+    result = evaluator.evaluate(CONFIG, ANSWER)
+    assert result.status == "ok" and result.ms == 1.0 and result.cublas_ms == 2.0
+    assert result.ratio == 2.0 and result.registers == 96
+    assert FakeCompiler.compiled == [CONFIG.name]  # prepared once, not compiled again
+    assert evaluator.restarts == 0
+
+
+def test_compile_failures_and_spills_never_reach_the_worker(evaluator: GpuEvaluator) -> None:
+    FakeCompiler.failing = {CONFIG.name}
+    FakeCompiler.spilling = {OTHER.name}
+    failed = evaluator.evaluate(CONFIG, DIE)  # the worker would die on this shape
+    spilled = evaluator.evaluate(OTHER, DIE)
+    assert failed.status == "compile_failed" and "does not compile" in (failed.reason or "")
+    assert spilled.status == "pruned" and "spill" in (spilled.reason or "")
     assert evaluator.restarts == 0
 
 
 def test_a_hanging_kernel_times_out_and_the_worker_is_replaced(evaluator: GpuEvaluator) -> None:
     first = _pid(evaluator)
-    reply = evaluator._measure("kernel", HANG)  # type: ignore[arg-type]
-    assert reply["status"] == "timeout" and "no answer within 1 s" in reply["reason"]
+    result = evaluator.evaluate(CONFIG, HANG)
+    assert result.status == "timeout" and "no answer within 1 s" in (result.reason or "")
     assert evaluator.restarts == 1 and _pid(evaluator) != first
-    assert evaluator._measure("kernel", ANSWER)["status"] == "ok"  # type: ignore[arg-type]
+    assert evaluator.evaluate(CONFIG, ANSWER).status == "ok"
 
 
 def test_a_dying_worker_is_launch_failed_and_replaced(evaluator: GpuEvaluator) -> None:
     first = _pid(evaluator)
-    reply = evaluator._measure("kernel", DIE)  # type: ignore[arg-type]
-    assert reply["status"] == "launch_failed" and "exit 7" in reply["reason"]
+    result = evaluator.evaluate(CONFIG, DIE)
+    assert result.status == "launch_failed" and "exit 7" in (result.reason or "")
     assert evaluator.restarts == 1 and _pid(evaluator) != first
-    assert evaluator._measure("kernel", ANSWER)["status"] == "ok"  # type: ignore[arg-type]
+    assert evaluator.evaluate(CONFIG, ANSWER).status == "ok"
+
+
+def test_probe_goes_to_the_worker(evaluator: GpuEvaluator) -> None:
+    assert evaluator.probe() == RATES
 
 
 def test_close_ends_the_worker(evaluator: GpuEvaluator) -> None:
@@ -123,95 +182,77 @@ def test_without_cupy_is_an_import_error_naming_the_extra() -> None:
         GpuEvaluator()
 
 
-# The bench's Compare request: same worker, same isolation, a deadline that grows with rounds.
-
-CONFIG = parse_config("warptile_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128")
-
-
-@dataclass(frozen=True)
-class FakeKernel:
-    """Stands in for a CompiledKernel: picklable, and says whether it must not be timed."""
-
-    name: str
-    rejected: str | None = None
-    source: str = "source"
-
-    def rejection(self, dev: object) -> str | None:
-        return self.rejected
-
-
-def test_alternate_interleaves_ours_and_cublas() -> None:
-    calls: list[str] = []
-
-    def ours() -> float:
-        calls.append("ours")
-        return float(len(calls))
-
-    def theirs() -> float:
-        calls.append("cublas")
-        return float(len(calls))
-
-    assert alternate(3, ours, theirs) == ([1.0, 3.0, 5.0], [2.0, 4.0, 6.0])
-    assert calls == ["ours", "cublas"] * 3
-
-
-def test_compare_goes_to_the_worker(
-    evaluator: GpuEvaluator, monkeypatch: pytest.MonkeyPatch
+def test_compare_sends_every_kernel_in_one_request_and_keeps_the_order(
+    evaluator: GpuEvaluator,
 ) -> None:
-    monkeypatch.setattr(evaluator, "compile", lambda config: FakeKernel(config.name))
-    reply = evaluator.compare(CONFIG, ANSWER, rounds=3)
-    assert reply["status"] == "ok" and reply["kernel"] == CONFIG.name
-    assert reply["ms_rounds"] == [1.0, 2.0, 3.0] and reply["cublas_ms_rounds"] == [2.0, 3.0, 4.0]
-    assert evaluator._measure("kernel", ANSWER)["status"] == "ok"  # type: ignore[arg-type]
-
-
-def test_compare_reports_compile_failures_and_rejections_without_the_worker(
-    evaluator: GpuEvaluator, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(evaluator, "compile", lambda config: CompileError("nvrtc: boom"))
-    assert evaluator.compare(CONFIG, ANSWER, 2) == {
-        "status": "compile_failed",
-        "reason": "nvrtc: boom",
-    }
-    monkeypatch.setattr(evaluator, "compile", lambda config: FakeKernel(config.name, "spills"))
-    assert evaluator.compare(CONFIG, ANSWER, 2) == {"status": "pruned", "reason": "spills"}
+    FakeCompiler.failing = {OTHER.name}
+    third = parse_config("warptile_bm64_bn64_bk32_wm32_wn32_wni1_tm4_tn4_t128")
+    answers = evaluator.compare([CONFIG, OTHER, third], ANSWER, rounds=3)
+    assert [a.config_name for a in answers] == [CONFIG.name, OTHER.name, third.name]
+    assert answers[1].status == "compile_failed" and answers[1].ms_rounds == ()
+    assert answers[0].ms_rounds == (1.0, 2.0, 3.0) and answers[0].cublas_ms_rounds == (
+        2.0,
+        3.0,
+        4.0,
+    )
+    assert answers[2].ms_rounds == (2.0, 3.0, 4.0)  # the worker's second timed kernel
+    assert answers[0].ms == 2.0 and answers[0].ratio == 1.5
     with pytest.raises(ValueError, match="rounds"):
-        evaluator.compare(CONFIG, ANSWER, 0)
+        evaluator.compare([CONFIG], ANSWER, 0)
 
 
 def test_a_hanging_compare_times_out_after_its_longer_deadline(
     evaluator: GpuEvaluator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(gpu_worker, "COMPARE_BLOCK_TIMEOUT_S", 0.5)
-    monkeypatch.setattr(evaluator, "compile", lambda config: FakeKernel(config.name))
     first = _pid(evaluator)
-    reply = evaluator.compare(CONFIG, HANG, rounds=1)  # 1 s + 2 blocks x 0.5 s
-    assert reply == {"status": "timeout", "reason": "no answer within 2 s"}
+    (answer,) = evaluator.compare([CONFIG], HANG, rounds=1)  # 1 s + 2 blocks x 0.5 s
+    assert answer.status == "timeout" and answer.reason == "no answer within 2 s"
     assert evaluator.restarts == 1 and _pid(evaluator) != first
-    assert evaluator.compare(CONFIG, ANSWER, rounds=1)["status"] == "ok"
+    assert evaluator.compare([CONFIG], ANSWER, rounds=1)[0].status == "ok"
 
 
-def test_compare_one_verifies_then_alternates_on_the_same_operands(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The worker side with the CUDA calls replaced: what is launched, with which operands and
-    in which order; the fakes' times are the call counts."""
+# The worker's side, with the CUDA calls replaced: what is launched, on which operands, in which
+# order; the fake times are the call counts.
+
+
+@dataclass(frozen=True)
+class FakeKernel:
+    name: str
+    source: str = "source"
+
+
+@pytest.fixture
+def cuda_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
     import tuner.compile
     import tuner.measure as measure
 
     calls: list[tuple[object, ...]] = []
-    error = [1e-7]
+
+    @dataclass(frozen=True)
+    class Ops:
+        a: str = "A"
+        b: str = "B"
+        out: str = "C"
+
+        @classmethod
+        def make(cls, shape: Shape, seed: int | None = None) -> Ops:
+            calls.append(("operands", str(shape)))
+            return cls()
 
     def time_launches(run: Any, budget_ms: float) -> measure.Timing:
         assert budget_ms == 5.0
         run()
         return measure.Timing(float(len(calls)), 0.0, 0.0, 1)
 
+    def verify(kernel: Any, source: Any, shape: Shape, operands: Any = None) -> Any:
+        calls.append(("verify", kernel))
+        error = 1e-2 if "wrong" in kernel else 1e-7
+        return measure.Verification(error, 1e-5)
+
     monkeypatch.setattr(tuner.compile, "load_kernel", lambda compiled: f"loaded {compiled.name}")
-    monkeypatch.setattr(
-        measure, "verify", lambda kernel, source, shape: measure.Verification(error[0], 1e-5)
-    )
-    monkeypatch.setattr(measure, "random_operands", lambda shape, seed=None: ("A", "B", "C"))
+    monkeypatch.setattr(measure, "Operands", Ops)
+    monkeypatch.setattr(measure, "verify", verify)
     monkeypatch.setattr(
         measure, "launch", lambda *args: calls.append(("ours", *(str(a) for a in args)))
     )
@@ -219,23 +260,42 @@ def test_compare_one_verifies_then_alternates_on_the_same_operands(
         measure, "cublas_gemm", lambda *args: calls.append(("cublas", *(str(a) for a in args)))
     )
     monkeypatch.setattr(measure, "time_launches", time_launches)
-    request = Compare(FakeKernel("k"), ANSWER, 2)  # type: ignore[arg-type]
-    reply = gpu_worker._compare_one(request, 5.0)
-    assert reply == {
-        "status": "ok",
-        "rel_error": 1e-7,
-        "ms_rounds": [1.0, 3.0],
-        "cublas_ms_rounds": [2.0, 4.0],
-    }
-    ours = ("ours", "loaded k", "source", "8x8x8", "1.0", "A", "B", "0.0", "C")
-    assert calls == [ours, ("cublas", "1.0", "A", "B", "0.0", "C")] * 2
+    return calls
 
-    calls.clear()
-    error[0] = 1e-2
-    reply = gpu_worker._compare_one(request, 5.0)
+
+def test_measure_verifies_then_times_ours_and_cublas_on_the_shapes_operands(
+    cuda_calls: list[tuple[object, ...]],
+) -> None:
+    state = WorkerState()
+    first = gpu_requests.measure(Measure(FakeKernel("k"), ANSWER, 5.0), state)  # type: ignore[arg-type]
+    second = gpu_requests.measure(Measure(FakeKernel("k2"), ANSWER, 5.0), state)  # type: ignore[arg-type]
+    ours = ("ours", "loaded k", "source", "8x8x8", "1.0", "A", "B", "0.0", "C")
+    cublas = ("cublas", "1.0", "A", "B", "0.0", "C")
+    assert cuda_calls[:4] == [("operands", "8x8x8"), ("verify", "loaded k"), ours, cublas]
+    assert cuda_calls.count(("operands", "8x8x8")) == 1  # made once per shape
+    # The baseline is the median of the shape's cuBLAS blocks so far (call counts 4 and 7).
+    assert first["status"] == "ok" and first["ms"] == 3.0 and first["cublas_ms"] == 4.0
+    assert second["ms"] == 6.0 and second["cublas_ms"] == 5.5
+
+
+def test_a_wrong_kernel_is_never_timed(cuda_calls: list[tuple[object, ...]]) -> None:
+    reply = gpu_requests.measure(Measure(FakeKernel("wrong"), ANSWER, 5.0), WorkerState())  # type: ignore[arg-type]
     assert reply == {
         "status": "wrong_result",
         "reason": "relative error 1.00e-02 > 1.0e-05",
         "rel_error": 1e-2,
     }
-    assert calls == []  # a wrong kernel is never timed
+    assert [c[0] for c in cuda_calls] == ["operands", "verify"]
+
+
+def test_compare_alternates_every_kernel_with_cublas_each_round(
+    cuda_calls: list[tuple[object, ...]],
+) -> None:
+    kernels = (FakeKernel("a"), FakeKernel("wrong"), FakeKernel("b"))
+    replies = gpu_requests.compare(Compare(kernels, ANSWER, 2, 5.0), WorkerState())  # type: ignore[arg-type]
+    assert [r["status"] for r in replies] == ["ok", "wrong_result", "ok"]
+    timed = [c[:2] if c[0] == "ours" else c[:1] for c in cuda_calls if c[0] in ("ours", "cublas")]
+    a, b = ("ours", "loaded a"), ("ours", "loaded b")
+    assert timed == [a, ("cublas",), b, ("cublas",)] * 2
+    assert replies[0]["ms_rounds"] == [5.0, 9.0] and replies[0]["cublas_ms_rounds"] == [6.0, 10.0]
+    assert replies[2]["ms_rounds"] == [7.0, 11.0]

@@ -1,5 +1,4 @@
-"""Committed suites and sweep tables as a new study's first candidates (tuner.priors,
-Study.warm_starts)."""
+"""Committed suites and sweep tables as a new study's first candidates (tuner.priors)."""
 
 from __future__ import annotations
 
@@ -12,13 +11,8 @@ import pytest
 
 import tuner.priors as priors
 from tuner.priors import NOTHING, committed_starts, suite_bests, sweep_bests
-from tuner.recording import MemoryRecorder
-from tuner.replay import ReplayEvaluator
 from tuner.resources import table_device
 from tuner.shape import Shape
-from tuner.sql_recorder import SqlRecorder
-from tuner.study import Study
-from storage import open_database
 
 GPU = "NVIDIA H100 80GB HBM3"  # the replay table's device
 H100 = replace(table_device("sm_90"), name=GPU)
@@ -181,39 +175,3 @@ def committed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "results"
     monkeypatch.setattr(priors, "RESULTS", folder)
     return folder
-
-
-def test_a_fresh_study_evaluates_the_committed_best_first(committed: Path) -> None:
-    replay = ReplayEvaluator()
-    _suite(committed, "h100", GPU, [_row(1000, 1000, 1000, WT_B), _row(4096, 4096, 4096, WT_A)])
-    study = Study(Shape(1000, 1000, 1000), ("warptile",), replay, MemoryRecorder(), "tpe", seed=3)
-    assert study.warm_starts(3) == [WT_B, WT_A]
-    progress = study.run(trials=3)
-    assert [r.config_name for r in progress.history[:2]] == [WT_B, WT_A]
-
-
-def test_committed_starts_outside_the_families_or_turned_off_are_skipped(committed: Path) -> None:
-    replay = ReplayEvaluator()
-    _suite(committed, "h100", GPU, [_row(1000, 1000, 1000, STREAMK), _row(4096, 4096, 4096, WT_A)])
-    study = Study(Shape(1000, 1000, 1000), ("warptile",), replay, MemoryRecorder(), "random")
-    assert study.warm_starts(3) == [WT_A]  # STREAMK is not a warptile config
-    cold = Study(
-        Shape(1000, 1000, 1000), ("warptile",), replay, MemoryRecorder(), "random", warm_start=0
-    )
-    first = cold.run(trials=1).history[0].config_name
-    assert cold.warm_starts(0) == [] and first in cold.candidates
-
-
-def test_the_shape_own_committed_best_goes_before_tuned_neighbours(
-    committed: Path, tmp_path: Path
-) -> None:
-    replay = ReplayEvaluator()
-    recorder = SqlRecorder(open_database(f"sqlite:///{tmp_path / 'warm.db'}"))
-    tuned = Study(Shape(4096, 4096, 4096), ("warptile",), replay, recorder, "random", seed=0)
-    neighbour = tuned.run(trials=4).best
-    assert neighbour is not None
-    _suite(committed, "h100", GPU, [_row(8192, 8192, 8192, WT_C), _row(1000, 1000, 1000, WT_B)])
-    study = Study(Shape(1000, 1000, 1000), ("warptile",), replay, recorder, "tpe", seed=0)
-    expected = [WT_B, neighbour.config_name, WT_C]
-    assert study.warm_starts(3) == list(dict.fromkeys(expected))
-    assert study.warm_starts(1) == [WT_B]

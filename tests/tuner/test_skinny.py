@@ -9,8 +9,8 @@ import pytest
 from tests.representative import REPRESENTATIVE
 from tuner.compile import NvccCompiler, parse_ptxas_report
 from tuner.config import Config
+from tuner.cost_model import estimate
 from tuner.families import SKINNY_MAX_ROW_BLOCKS, SPLITK_MAX_TILES, get_family, parse_config
-from tuner.ranking import estimate
 from tuner.render import render
 from tuner.resources import DEVICE_TABLE
 from tuner.shape import Shape

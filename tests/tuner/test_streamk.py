@@ -12,9 +12,9 @@ import pytest
 from tests.representative import REPRESENTATIVE
 from tuner.compile import NvccCompiler, parse_ptxas_report
 from tuner.config import Config
+from tuner.cost_model import estimate
 from tuner.errors import InputError
 from tuner.families import STREAMK_MAX_BLOCKS, get_family, parse_config
-from tuner.ranking import estimate
 from tuner.render import render
 from tuner.resources import DEVICE_TABLE, static_check
 from tuner.shape import Shape

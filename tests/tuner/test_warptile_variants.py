@@ -10,8 +10,8 @@ import pytest
 from tests.representative import REPRESENTATIVE
 from tuner.compile import NvccCompiler, parse_ptxas_report
 from tuner.config import Config
+from tuner.cost_model import estimate
 from tuner.families import A_PAD, SPLITK_MAX_TILES, get_family, parse_config
-from tuner.ranking import estimate
 from tuner.render import render
 from tuner.resources import DEVICE_TABLE, static_check
 from tuner.shape import Shape

@@ -1,0 +1,67 @@
+"""The compile pool: compiles ahead in worker processes, and survives a compiler that crashes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tuner.compile import CompiledKernel, CompileError, ResourceUsage
+from tuner.compile_pool import CompilePool
+from tuner.families import parse_config
+from tuner.render import KernelSource
+
+CONFIGS = [
+    parse_config(f"warptile_bm64_bn64_bk{bk}_wm32_wn32_wni1_tm4_tn4_t128") for bk in (8, 16, 32)
+] + [parse_config(f"warptile_bm128_bn64_bk{bk}_wm64_wn32_wni1_tm4_tn4_t128") for bk in (8, 16)]
+CRASHER = CONFIGS[2]
+
+
+class CrashingCompiler:
+    """Compiles to a fake cubin in a worker process; the process dies on ``CRASHER`` (as NVRTC
+    might), so the whole process pool breaks with every compile in flight."""
+
+    arch = "sm_90"
+    version = "fake 1.0"
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        if source.config.name == CRASHER.name:
+            os._exit(11)
+        usage = ResourceUsage(64, 0, 0, 0, 0)
+        who = f"pid {os.getpid()}"  # which process compiled it
+        return CompiledKernel(source, self.arch, who, Path("/nonexistent"), usage, False)
+
+
+def test_every_config_gets_a_result_and_only_the_crasher_fails() -> None:
+    pool = CompilePool(CrashingCompiler(), workers=3, in_processes=True)
+    try:
+        for config in CONFIGS:
+            pool.submit(config)
+        outcomes = {config.name: pool.result(config) for config in CONFIGS}
+        assert pool.crashes >= 1
+        crashed = outcomes.pop(CRASHER.name)
+        assert isinstance(crashed, CompileError) and CRASHER.name in str(crashed)
+        assert "crashed" in str(crashed)
+        assert all(isinstance(o, CompiledKernel) for o in outcomes.values())
+        # The pool still works after the crash.
+        again = parse_config("warptile_bm64_bn128_bk8_wm32_wn64_wni1_tm4_tn4_t128")
+        assert isinstance(pool.result(again), CompiledKernel)
+    finally:
+        pool.close()
+
+
+def test_compiles_run_in_other_processes_and_are_not_repeated() -> None:
+    pool = CompilePool(CrashingCompiler(), workers=2, in_processes=True)
+    try:
+        safe = [c for c in CONFIGS if c != CRASHER]
+        for config in safe:
+            pool.submit(config)
+            pool.submit(config)  # a second submit of a pending config adds nothing
+        assert pool.pending() == len(safe)
+        results = [pool.result(c) for c in safe]
+        assert all(isinstance(r, CompiledKernel) for r in results)
+        assert all(
+            isinstance(r, CompiledKernel) and r.compiler != f"pid {os.getpid()}" for r in results
+        )
+        assert pool.pending() == 0
+    finally:
+        pool.close()

@@ -1,0 +1,123 @@
+"""Compiling ahead: a pool of compiler processes fed with the configs a study will measure next.
+
+NVRTC compiles inside the calling process, so a pool of worker processes (none touches the GPU)
+compiles as many candidates at once as there are cores, while the GPU measures the ones already
+built. nvcc runs in subprocesses of its own, so threads are enough for it.
+
+A compiler process that dies (a crash inside NVRTC) breaks the whole process pool, and every
+compile in flight with it. The pool is rebuilt and the configs that were in flight are compiled
+again, each alone in a process of its own: a second crash there names the config that causes
+it, which becomes a ``CompileError``; the others compile normally. No config is
+lost, and the study goes on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from tuner.compile import CompiledKernel, CompileError, Compiler, NvrtcCompiler
+from tuner.config import Config
+from tuner.render import render
+
+Outcome = CompiledKernel | CompileError
+
+
+def compile_config(compiler: Compiler, config: Config) -> Outcome:
+    """Render and compile one config; a compile error is returned, not raised."""
+    try:
+        return compiler.compile(render(config))
+    except CompileError as exc:
+        return exc
+
+
+def default_workers() -> int:
+    """Every core but one (which measures and runs the study), at least one."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+class CompilePool:
+    """Compiles configs in the background; :meth:`result` waits for one.
+
+    ``in_processes`` (default: for NVRTC) runs compiles in spawned worker processes, else in
+    threads. Not thread-safe: one study drives it.
+    """
+
+    def __init__(
+        self, compiler: Compiler, workers: int | None = None, in_processes: bool | None = None
+    ) -> None:
+        self.compiler = compiler
+        self.workers = workers or default_workers()
+        self.in_processes = (
+            isinstance(compiler, NvrtcCompiler) if in_processes is None else in_processes
+        )
+        self._pool: Executor | None = None
+        self._pending: dict[str, tuple[Config, Future[Outcome]]] = {}
+        self.crashes = 0
+
+    def _executor(self) -> Executor:
+        if self._pool is None:
+            self._pool = self._new_executor(self.workers)
+        return self._pool
+
+    def _new_executor(self, workers: int) -> Executor:
+        if self.in_processes:
+            return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+        return ThreadPoolExecutor(max_workers=workers)
+
+    def submit(self, config: Config) -> None:
+        """Start compiling ``config`` (nothing if it is already pending)."""
+        if config.name not in self._pending:
+            future = self._executor().submit(compile_config, self.compiler, config)
+            self._pending[config.name] = (config, future)
+
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def result(self, config: Config) -> Outcome:
+        """The compiled kernel of ``config`` (submitting it first if needed), or its error."""
+        self.submit(config)
+        _, future = self._pending[config.name]
+        try:
+            outcome = future.result()
+        except BrokenProcessPool:
+            self._recover()
+            _, future = self._pending[config.name]
+            outcome = future.result()
+        del self._pending[config.name]
+        return outcome
+
+    def _recover(self) -> None:
+        """After a crash: a fresh pool for new work, and every config that was in flight
+        compiled again alone, so that a second crash names the config that causes it."""
+        self.crashes += 1
+        self._shutdown(self._pool)
+        self._pool = None
+        for name, (config, future) in list(self._pending.items()):
+            if future.done() and future.exception() is None:
+                continue  # it finished before the crash
+            settled: Future[Outcome] = Future()
+            settled.set_result(self._compile_alone(config))
+            self._pending[name] = (config, settled)
+
+    def _compile_alone(self, config: Config) -> Outcome:
+        """Compile a crash suspect in a process of its own (waiting for it here)."""
+        with self._new_executor(1) as alone:
+            try:
+                return alone.submit(compile_config, self.compiler, config).result()
+            except BrokenProcessPool:
+                return CompileError(f"the compiler process crashed compiling {config.name}")
+
+    @staticmethod
+    def _shutdown(pool: Executor | None) -> None:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        """Stop the workers; compiles still pending are dropped (their cubins, if written,
+        stay in the cache)."""
+        self._shutdown(self._pool)
+        self._pool = None
+        self._pending.clear()

@@ -1,0 +1,350 @@
+"""An analytic cost model of every family, to rank candidates before measuring them.
+
+The model knows a config's parameters, the shape, the device's limits and its rates
+(:class:`tuner.rates.DeviceRates`: probed on the device, or an architecture's table). It
+estimates a kernel's time in SM clock cycles:
+
+* the grid is ``ceil(M/BM) * ceil(N/BN)`` output tiles (padding at the matrix edges is paid in
+  full) times SPLITK blocks per tile, each over ``1/SPLITK`` of the k tiles;
+* ``r`` blocks share an SM (the occupancy estimate of ``tuner.resources.static_check``, or fewer
+  when the grid is small); the grid runs in full waves of ``SMs * r`` blocks and a last, partial
+  wave whose blocks share their SMs with fewer others (wave quantization);
+* one k tile of one SM costs the largest of the pipes it keeps busy, and of the global-load
+  latency divided by the k tiles loaded ahead (``CostTraits.loads_ahead``):
+  - FFMA families: instruction issue (FMAs, float4 shared loads of the fragments, the tile's
+    global loads and shared stores; ``fma_lanes / 32`` warp instructions a clock, scaled by the
+    share of issue slots the resident warps fill, ``issue_efficiency``), shared-memory bandwidth
+    and L2 bandwidth for the block tiles;
+  - FP64-tensor-core families (``CostTraits.math == "fp64_tensor"``): the DMMA pipe (the
+    device's FP64 tensor rate), the conversion unit widening every float a warp reads to double
+    (``XU_PER_CLK``), the issue of the mma, shared-load, conversion and copy instructions,
+    shared-memory and L2 bandwidth;
+* split-K adds, per wave, one hand-off (about two global-memory latencies) and the atomic adds
+  of the SPLITK-1 later slices into C (one 16-byte reduction per four values,
+  ``REDUCTIONS_PER_CLK`` chip-wide);
+* a persistent grid (``streamk``) runs every block for the whole launch over an equal share of
+  the k tiles, plus the hand-off and atomic adds of its stream-K tiles;
+* a streaming family (``skinny``) has a model of its own, ``_stream_estimate``.
+
+Cycles become milliseconds at the clock the rates imply (the FFMA rate over the FMA lanes),
+plus one launch. The model does not see ``doublebuf``'s one barrier less per k tile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from tuner.config import Config
+from tuner.families import SPLITK_MAX_TILES, Family, get_family, persistent_blocks
+from tuner.rates import DeviceRates, table_rates
+from tuner.resources import DeviceLimits, ResourceCheck, static_check
+from tuner.shape import Shape
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Per-SM rates at the SM clock, the units the model counts in."""
+
+    clock_ghz: float
+    fma_lanes: int  # FP32 FMA lanes per SM (warp instructions a clock = fma_lanes / 32)
+    dmma_per_clk: float  # FP64 multiply-adds per SM and clock on the tensor cores
+    smem_bytes_per_clk: int  # shared-memory bandwidth per SM
+    l2_bytes_per_clk: int  # L2 -> SM bandwidth per SM
+    global_latency: int  # clocks from a global load to its data (L2 hit / DRAM mix)
+    dram_bytes_per_clk: float  # device-memory bandwidth of the whole chip, per SM clock
+    launch_us: float = 3.0
+
+
+# The structure of an architecture's SM (published figures, not measured by this project); the
+# rates (clock, DMMA, DRAM) come from ``DeviceRates`` when a device has them.
+STRUCTURE: dict[str, Throughput] = {
+    "sm_80": Throughput(1.41, 64, 64.0, 128, 64, 600, 1400),
+    "sm_86": Throughput(1.80, 128, 2.0, 128, 64, 600, 550),
+    "sm_89": Throughput(2.52, 128, 2.0, 128, 64, 600, 400),
+    "sm_90": Throughput(1.98, 128, 128.0, 128, 64, 600, 1690),
+}
+
+# 16-byte atomic reductions into C that L2 completes per SM clock, chip-wide (an assumption of
+# this model, not a measured figure).
+REDUCTIONS_PER_CLK = 64
+
+# Conversions from float to double per SM and clock (the CUDA programming guide's table of
+# arithmetic throughput: 16 on sm_80 and sm_90).
+XU_PER_CLK = 16
+
+# Schedulers (SM sub-partitions) per SM, each issuing one warp instruction a clock, and the chance
+# that one warp of the k loop has an instruction ready in a given clock: one warp per scheduler
+# issues 90 % of the clocks, two 99 %. The one figure of this model chosen by looking at
+# measurements: of 0.7, 0.8 and 0.9, 0.9 agreed best with the H100 sweep tables overall
+# (benchmarks/speed.md, "The cost model").
+SCHEDULERS = 4
+WARP_READY = 0.9
+
+# Instructions that one load of ``skinny``'s unchecked loop costs beside itself: address
+# arithmetic (nvcc 13.0 for sm_90 put 4.5 to 4.7 non-FMA instructions per load in the loop
+# bodies of three configs; the checked loop, which only ragged edges run, about 16).
+SKINNY_LOAD_ISSUE = 5
+
+
+def throughput(device: DeviceLimits, rates: DeviceRates | None = None) -> Throughput:
+    """The model's per-SM rates for ``device``: its architecture's structure, with the clock,
+    DMMA rate, DRAM bandwidth and launch time of ``rates`` (default: the architecture's
+    table; an unknown architecture is modelled as sm_90)."""
+    base = STRUCTURE.get(device.arch, STRUCTURE["sm_90"])
+    rates = rates or table_rates(device)
+    if rates is None:
+        return base
+    clock_hz = rates.ffma_tflops * 1e12 / (2 * base.fma_lanes * device.sm_count)
+    return replace(
+        base,
+        clock_ghz=clock_hz / 1e9,
+        dmma_per_clk=rates.fp64_tensor_tflops * 1e12 / (2 * device.sm_count * clock_hz),
+        dram_bytes_per_clk=rates.dram_tb_s * 1e12 / clock_hz,
+        launch_us=rates.launch_us,
+    )
+
+
+def issue_efficiency(warps: int) -> float:
+    """Share of the SM's issue slots that ``warps`` resident warps fill: a scheduler without a
+    warp issues nothing, and one with w warps misses a clock only when none of them is ready."""
+    active = min(SCHEDULERS, max(warps, 1))
+    per_scheduler = max(warps, 1) / active
+    ready = 1.0 - float((1.0 - WARP_READY) ** per_scheduler)
+    return active / SCHEDULERS * ready
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The model's view of one config on one shape."""
+
+    cycles: float
+    ms: float  # cycles at the device's clock, plus one launch
+    blocks: int  # output tiles x SPLITK
+    blocks_per_sm: int  # resident blocks per SM in a full wave
+    waves: float  # blocks / (SMs * blocks_per_sm)
+    wave_efficiency: float  # waves / ceil(waves)
+    edge_efficiency: float  # useful M*N / padded M*N
+
+    @classmethod
+    def of(
+        cls,
+        cycles: float,
+        blocks: int,
+        per_sm: int,
+        tile: tuple[int, int],
+        shape: Shape,
+        device: DeviceLimits,
+        rates: Throughput,
+    ) -> Estimate:
+        """An estimate of ``cycles`` for ``blocks`` blocks of ``tile`` (BM, BN), ``per_sm`` of
+        them resident per SM."""
+        waves = blocks / (device.sm_count * per_sm)
+        tiles = -(-shape.m // tile[0]) * -(-shape.n // tile[1])
+        return cls(
+            cycles=cycles,
+            ms=cycles / (rates.clock_ghz * 1e6) + rates.launch_us / 1e3,
+            blocks=blocks,
+            blocks_per_sm=per_sm,
+            waves=waves,
+            wave_efficiency=waves / -(-blocks // (device.sm_count * per_sm)),
+            edge_efficiency=(shape.m * shape.n) / (tiles * tile[0] * tile[1]),
+        )
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """How a config's blocks meet the chip: shared by every schedule."""
+
+    check: ResourceCheck
+    tiles: int  # output tiles
+    split: int  # SPLITK blocks per tile (1 when the grid has more tiles than ticket counters)
+    blocks: int
+    per_sm: int  # resident blocks per SM the resources allow
+    r_full: int  # resident blocks per SM in a full wave of this grid
+
+
+def _grid(config: Config, shape: Shape, device: DeviceLimits) -> _Grid:
+    params = config.as_dict()
+    check = static_check(config, device)
+    tiles = -(-shape.m // params["BM"]) * -(-shape.n // params["BN"])
+    # The kernel splits only when every tile has its ticket counters (see templates/splitk).
+    split = params.get("SPLITK", 1) if tiles <= SPLITK_MAX_TILES else 1
+    blocks = tiles * split
+    per_sm = max(check.occupancy.blocks_per_sm, 1)
+    return _Grid(check, tiles, split, blocks, per_sm, min(per_sm, -(-blocks // device.sm_count)))
+
+
+TileCycles = Callable[[int], float]
+
+
+def _ffma_tile(
+    family: Family, params: dict[str, int], threads: int, rates: Throughput, warp_size: int
+) -> TileCycles:
+    """Clocks of one k tile of ``resident`` blocks on one SM, for an FP32 FMA family."""
+    bm, bn, bk = params["BM"], params["BN"], params["BK"]
+    fp = family.footprint(params)
+    wm, wn = family.cost.warp_tile_of(params)
+    warps = -(-threads // warp_size)
+    tile_loads = max((bm + bn) * bk // (4 * threads), 1)  # float4 loads per thread per tile
+    ahead = family.cost.loads_ahead(params)
+
+    def cycles(resident: int) -> float:
+        per_thread = bk * (fp.accumulators + fp.fragments / 4) + 2 * tile_loads + 2
+        issue = resident * warps * per_thread / (rates.fma_lanes / 32)
+        issue /= issue_efficiency(resident * warps)
+        smem = resident * (warps * bk * (wm + wn) + (bm + bn) * bk) * 4 / rates.smem_bytes_per_clk
+        l2 = resident * (bm + bn) * bk * 4 / rates.l2_bytes_per_clk
+        return _with_latency(max(issue, smem, l2), resident, ahead, rates)
+
+    return cycles
+
+
+def _fp64_tensor_tile(
+    family: Family, params: dict[str, int], threads: int, rates: Throughput, warp_size: int
+) -> TileCycles:
+    """Clocks of one k tile of ``resident`` blocks on one SM, for a family that multiplies on
+    the FP64 tensor cores: each warp reads its WMxBK slice of A and BKxWN slice of B as floats
+    and widens every value (or, with WIDEN = 0, the block widens its tiles once as it stores
+    them, and warps read doubles)."""
+    bm, bn, bk, mk = params["BM"], params["BN"], params["BK"], params["MK"]
+    wm, wn = family.cost.warp_tile_of(params)
+    warps = -(-threads // warp_size)
+    widened_on_store = params.get("WIDEN", 1) == 0
+    element = 8 if widened_on_store else 4
+    per_warp_reads = (wm + wn) * bk  # values one warp reads from shared memory per k tile
+    conversions = (bm + bn) * bk if widened_on_store else warps * per_warp_reads
+    mmas = (wm // 16) * (wn // 8) * (bk // mk)
+    per_warp = mmas + per_warp_reads * element / (16 * warp_size) + per_warp_reads / warp_size
+    copies = (bm + bn) * bk / (4 * threads)  # 16-byte copies per thread
+    ahead = family.cost.loads_ahead(params)
+
+    def cycles(resident: int) -> float:
+        math = resident * bm * bn * bk / rates.dmma_per_clk
+        widen = resident * conversions / XU_PER_CLK
+        issue = resident * (warps * per_warp + threads * copies / warp_size) / SCHEDULERS
+        issue /= issue_efficiency(resident * warps)
+        smem_bytes = warps * per_warp_reads * element + (bm + bn) * bk * element
+        smem = resident * smem_bytes / rates.smem_bytes_per_clk
+        l2 = resident * (bm + bn) * bk * 4 / rates.l2_bytes_per_clk
+        return _with_latency(max(math, widen, issue, smem, l2), resident, ahead, rates)
+
+    return cycles
+
+
+def _with_latency(busy: float, resident: int, ahead: int, rates: Throughput) -> float:
+    """A k tile's clocks once the wait for its global loads is counted: hidden behind the
+    tiles loaded ahead, or, without any, filled only by the other resident blocks' work."""
+    if ahead == 0:
+        return max(busy, rates.global_latency + busy / resident)
+    return max(busy, rates.global_latency / ahead)
+
+
+def estimate(
+    config: Config, shape: Shape, device: DeviceLimits, rates: DeviceRates | None = None
+) -> Estimate:
+    """Estimated time of ``config`` on ``shape`` (lower is better)."""
+    family = get_family(config.family)
+    unit = throughput(device, rates)
+    if family.cost.schedule == "stream":
+        return _stream_estimate(config, shape, device, unit)
+    params = config.as_dict()
+    bm, bn, bk = params["BM"], params["BN"], params["BK"]
+    g = _grid(config, shape, device)
+    tile_model = _fp64_tensor_tile if family.cost.math == "fp64_tensor" else _ffma_tile
+    tile_cycles = tile_model(family, params, g.check.threads, unit, device.warp_size)
+    all_k_tiles = -(-shape.k // bk)
+    if family.cost.schedule == "persistent":
+        return _persistent_estimate(config, shape, device, unit, g.tiles, all_k_tiles, tile_cycles)
+    k_tiles = -(-all_k_tiles // g.split)  # k tiles of the longest slice
+    full_waves, rest = divmod(g.blocks, device.sm_count * g.r_full)
+    cycles = full_waves * k_tiles * tile_cycles(g.r_full)
+    if rest:
+        r_last = -(-rest // device.sm_count)
+        cycles += k_tiles * tile_cycles(r_last)
+    if g.split > 1:  # the first slice's hand-off, then the later slices' atomic adds into C
+        handoff = 2 * unit.global_latency
+        adds = (g.split - 1) * g.tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
+        cycles += (full_waves + (1 if rest else 0)) * handoff + adds
+    return Estimate.of(cycles, g.blocks, g.r_full, (bm, bn), shape, device, unit)
+
+
+def _persistent_estimate(
+    config: Config,
+    shape: Shape,
+    device: DeviceLimits,
+    unit: Throughput,
+    tiles: int,
+    k_tiles: int,
+    tile_cycles: TileCycles,
+) -> Estimate:
+    """``streamk``: SMBLOCKS blocks on every SM for the whole launch, each running an equal
+    share of all k tiles (to one); the ``tiles % blocks`` stream-K tiles are cut into pieces
+    (about ``blocks / stream-K tiles`` each), all but one of which add into C."""
+    params = config.as_dict()
+    per_sm = params["SMBLOCKS"]
+    blocks = persistent_blocks(params, device.sm_count)
+    resident = min(per_sm, -(-blocks // device.sm_count))
+    cycles = -(-tiles * k_tiles // blocks) * tile_cycles(resident)
+    sk_tiles = tiles % blocks
+    if sk_tiles:
+        pieces = min(-(-blocks // sk_tiles) + 1, k_tiles)
+        adds = (pieces - 1) * sk_tiles * params["BM"] * params["BN"] / 4 / REDUCTIONS_PER_CLK
+        cycles += 2 * unit.global_latency + adds
+    return Estimate.of(cycles, blocks, resident, (params["BM"], params["BN"]), shape, device, unit)
+
+
+def _stream_estimate(
+    config: Config, shape: Shape, device: DeviceLimits, rates: Throughput
+) -> Estimate:
+    """``skinny``: no shared-memory tiles; B streams from memory once per block row.
+
+    Time is the largest of: reading every byte once from DRAM (and B again from L2 for each
+    further block row; at most the L2 bandwidth of each SM with a block), scaled up when the
+    resident lanes keep too few bytes in flight to cover the latency; and issuing the FMAs and
+    loads of the padded product; and each lane's chain of chunks (``chain`` below). Split-K
+    adds the atomic adds of the later slices into C (one 16-byte reduction per four values) and
+    one hand-off latency."""
+    p = config.as_dict()
+    bm, bn = p["BM"], p["BN"]
+    g = _grid(config, shape, device)
+    row_blocks, col_blocks = -(-shape.m // bm), -(-shape.n // bn)
+    dram = 4 * (shape.k * shape.n + shape.m * shape.k + shape.m * shape.n)
+    l2 = 4 * shape.k * shape.n * (row_blocks - 1)
+    active_sms = min(device.sm_count, g.blocks)  # each SM pulls at most its L2 bandwidth
+    memory = max(
+        dram / rates.dram_bytes_per_clk, (dram + l2) / (active_sms * rates.l2_bytes_per_clk)
+    )
+    resident = min(g.blocks, device.sm_count * g.per_sm)
+    in_flight = resident * g.check.threads * p["KU"] * p["TN"] * 4  # bytes requested, chip-wide
+    needed = rates.global_latency * rates.dram_bytes_per_clk  # Little's law at full bandwidth
+    memory *= max(1.0, needed / max(in_flight, 1))
+    # Per block row, k and lane: BM*TN FMAs, TN/4 loads of B, BM loads of A (a quarter as
+    # many when chunks of 4 k are read as float4, half as many as float2).
+    a_loads = bm / 4 if p["KU"] % 4 == 0 else bm / 2 if p["KU"] == 2 else bm
+    per_lane_k = bm * p["TN"] + p["TN"] / 4 + a_loads
+    lanes = row_blocks * col_blocks * bn / p["TN"]
+    arithmetic = lanes * shape.k * per_lane_k / (device.sm_count * rates.fma_lanes)
+    # Each lane runs its chunks one after another: it requests B (and A), waits, then issues the
+    # chunk's FMAs and load instructions while its scheduler's other warps take turns. Few warps
+    # per scheduler leave the wait exposed; many make the scheduler's issue the bound. (The
+    # template requests the next chunk of B before computing the current one; charging the
+    # latency and the chunk's issue in sequence still ranked the 55 configs measured on the H200
+    # better than overlapping them: Spearman 0.72 against 0.53, benchmarks/speed.md.)
+    waves = -(-g.blocks // (device.sm_count * g.per_sm))
+    per_scheduler = resident * (g.check.threads / device.warp_size) / (device.sm_count * SCHEDULERS)
+    b_loads = p["KU"] * p["TN"] / 4
+    chunk = bm * p["KU"] * p["TN"] + SKINNY_LOAD_ISSUE * (a_loads * p["KU"] + b_loads)
+    chunks = -(-shape.k // (p["KU"] * p["LK"] * g.split))
+    chain = waves * chunks * max(chunk * max(per_scheduler, 1.0), rates.global_latency + chunk)
+    reductions = (g.split - 1) * g.tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
+    cycles = max(memory, arithmetic, chain) + reductions
+    cycles += rates.global_latency if g.split > 1 else 0
+    return Estimate.of(cycles, g.blocks, g.r_full, (bm, bn), shape, device, rates)
+
+
+def rank(
+    configs: list[Config], shape: Shape, device: DeviceLimits, rates: DeviceRates | None = None
+) -> list[Config]:
+    """``configs`` from the fastest estimate to the slowest (ties by name, so deterministic)."""
+    return sorted(configs, key=lambda c: (estimate(c, shape, device, rates).cycles, c.name))

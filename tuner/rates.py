@@ -1,0 +1,70 @@
+"""How fast a device is at what GEMM kernels do: the inputs of the cost model.
+
+Measured once per device by quick probes (``tuner.probes``: FP32 FMA rate, FP64 tensor-core rate,
+DRAM bandwidth, launch overhead) and stored with the device; where nothing was measured, an
+architecture's figures from this table (datasheet-class numbers per SM and clock, scaled by the
+device's SM count), and where the architecture is unknown, nothing: the model then ranks by its
+structure alone and the study leans on its own measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuner.resources import DeviceLimits
+
+# A device's FP64 tensor cores are worth searching when they reach at least this share of its
+# FP32 FMA rate (the FP64-tensor-core families then at least match FFMA kernels' arithmetic).
+FAST_FP64_TENSOR_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class DeviceRates:
+    """Whole-device throughputs, and where they come from."""
+
+    ffma_tflops: float  # FP32 fused multiply-adds, 2 flops each
+    fp64_tensor_tflops: float  # FP64 tensor-core mma (DMMA), 2 flops per multiply-add
+    dram_tb_s: float  # device memory, 1 TB = 1e12 bytes
+    launch_us: float  # one kernel launch, back to back
+    source: str  # "probed on <device> at <time>" or "table for <arch>"
+
+    def fp64_tensor_is_fast(self) -> bool:
+        """Whether families that multiply on the FP64 tensor cores can compete on this device."""
+        return self.fp64_tensor_tflops >= FAST_FP64_TENSOR_SHARE * self.ffma_tflops
+
+
+@dataclass(frozen=True)
+class ArchFigures:
+    """Per-SM figures of an architecture at its boost clock (not measured by this project)."""
+
+    clock_ghz: float
+    ffma_per_clk: int  # FP32 FMA lanes per SM
+    dmma_per_clk: float  # FP64 multiply-adds per SM and clock on the tensor cores (or FP64 units)
+    dram_tb_s_per_sm: float  # datasheet bandwidth / SM count of the reference part
+
+
+# A100 SXM (108 SMs, 1.41 GHz, 19.5 TFLOP/s FP64 tensor, 2.0 TB/s), RTX A6000-class sm_86
+# (84 SMs, FP64 at 1/64 of FP32, no fast DMMA), L40S-class sm_89 (142 SMs, 0.86 TB/s),
+# H100 SXM (132 SMs, 1.98 GHz, 66.9 TFLOP/s FP64 tensor, 3.35 TB/s).
+ARCH_FIGURES: dict[str, ArchFigures] = {
+    "sm_80": ArchFigures(1.41, 64, 64.0, 2.0 / 108),
+    "sm_86": ArchFigures(1.80, 128, 2.0, 0.77 / 84),
+    "sm_89": ArchFigures(2.52, 128, 2.0, 0.86 / 142),
+    "sm_90": ArchFigures(1.98, 128, 128.0, 3.35 / 132),
+}
+TABLE_LAUNCH_US = 3.0
+
+
+def table_rates(device: DeviceLimits) -> DeviceRates | None:
+    """Rates of ``device`` from its architecture's figures; None for an unknown architecture."""
+    figures = ARCH_FIGURES.get(device.arch)
+    if figures is None:
+        return None
+    per_clock = device.sm_count * figures.clock_ghz * 1e9 * 2 / 1e12
+    return DeviceRates(
+        ffma_tflops=figures.ffma_per_clk * per_clock,
+        fp64_tensor_tflops=figures.dmma_per_clk * per_clock,
+        dram_tb_s=figures.dram_tb_s_per_sm * device.sm_count,
+        launch_us=TABLE_LAUNCH_US,
+        source=f"table for {device.arch} (datasheet figures, {device.sm_count} SMs)",
+    )
