@@ -55,7 +55,7 @@ def record_measurements(
     stored: list[tuple[Measurement, MeasurementIn]] = []
     for device, shape, m in records:
         if device not in devices:
-            devices[device] = _get_or_create_device(session, device)
+            devices[device] = get_or_create_device(session, device)
         if shape not in shapes:
             shapes[shape] = _get_or_create_shape(session, shape)
         stored.append((_new_measurement(devices[device], shapes[shape], m), m))
@@ -100,7 +100,7 @@ def _new_measurement(device_row: Device, shape_row: Shape, m: MeasurementIn) -> 
     return measurement
 
 
-def _get_or_create_device(session: Session, device: DeviceIn) -> Device:
+def get_or_create_device(session: Session, device: DeviceIn) -> Device:
     row = find_device(session, device)
     if row is None:
         values = {"name": device.name, "arch": device.arch, "sm_count": device.sm_count}
