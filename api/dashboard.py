@@ -2,45 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 import storage
 from api.charts import Bar, Point, bar_chart, best_so_far_chart, scatter_chart
-from api.lookup import Tuned, load_snapshot
 from api.responses import study_trials
-
-
-@dataclass(frozen=True)
-class StudySummary:
-    name: str
-    trials: int
-    ok: int
-    best_ms: float | None
-
-
-def study_summaries(session: Session) -> list[StudySummary]:
-    """Every study with its number of trials, ok trials and best time."""
-    ok = func.count().filter(storage.Measurement.status == "ok")
-    query = (
-        select(
-            storage.Measurement.study,
-            func.count(),
-            ok,
-            func.min(storage.Measurement.ms).filter(storage.Measurement.status == "ok"),
-        )
-        .where(storage.Measurement.study.is_not(None))
-        .group_by(storage.Measurement.study)
-        .order_by(storage.Measurement.study)
-    )
-    return [
-        StudySummary(str(name), int(count), int(n_ok or 0), best)
-        for name, count, n_ok, best in session.execute(query)
-    ]
+from tuner.answer_index import load_snapshot
+from tuner.answers import Tuned
 
 
 def _pct(entry: Tuned) -> float | None:
@@ -73,8 +44,8 @@ def overview(session: Session) -> dict[str, Any]:
         "devices": devices,
         "charts": charts,
         "pct": _pct,
-        "studies": study_summaries(session),
-        "measurements": session.scalar(select(func.count(storage.Measurement.id))) or 0,
+        "studies": storage.study_summaries(session),
+        "measurements": storage.count_measurements(session),
     }
 
 
