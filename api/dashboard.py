@@ -1,4 +1,4 @@
-"""What the dashboard pages show, gathered from storage and drawn as SVG (see :mod:`api.charts`)."""
+"""What the dashboard pages show: read from storage, drawn by :mod:`tuner.svg_charts`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 import storage
-from api.charts import Bar, Point, bar_chart, best_so_far_chart, scatter_chart
 from api.responses import study_trials
 from tuner.answer_index import load_snapshot
 from tuner.answers import Tuned
+from tuner.svg_charts import Bar, Point, bar_chart, best_so_far_chart, scatter_chart
 
 
 def _pct(entry: Tuned) -> float | None:
@@ -39,7 +39,13 @@ def overview(session: Session) -> dict[str, Any]:
             for e in rows
             if (pct := _pct(e)) is not None
         ]
-        charts[name] = bar_chart(bars, title=f"% of cuBLAS per shape on {name}")
+        charts[name] = bar_chart(
+            bars,
+            title=f"% of cuBLAS per shape on {name}",
+            unit="%",
+            reference=100.0,
+            reference_label="cuBLAS",
+        )
     return {
         "devices": devices,
         "charts": charts,
