@@ -167,15 +167,15 @@ def test_default_rule_switches_at_one_wave_of_128x128_tiles() -> None:
 
 def test_include_source_gives_code_and_launch_geometry(sqlite_client: TestClient) -> None:
     data = post(sqlite_client, m=1000, n=3000, k=64, include_source=True)
+    assert (data["name"], data["source"]) == (FAST, "nearest")  # 128x128 tiles, 128 threads
     kernel = data["kernel"]
     assert isinstance(kernel, dict)
-    assert kernel["entry"] == data["name"]
-    assert 'extern "C"' in kernel["code"] and data["name"] in kernel["code"]
-    bm, bn = data["params"]["BM"], data["params"]["BN"]  # type: ignore[index]
-    assert kernel["grid"] == [-(-3000 // bn), -(-1000 // bm), 1]
-    assert kernel["block"] == [data["params"]["THREADS"], 1, 1]  # type: ignore[index]
-    assert kernel["dynamic_smem_bytes"] == 0
-    assert kernel["module_per_stream"] is False  # a warptile or pipelined default: no counters
+    assert kernel["entry"] == FAST
+    assert 'extern "C"' in kernel["code"] and FAST in kernel["code"]
+    assert kernel["grid"] == [24, 8, 1]  # 3000 columns / 128, 1000 rows / 128, rounded up
+    assert kernel["block"] == [128, 1, 1]
+    assert kernel["dynamic_smem_bytes"] == 0  # warptile's tiles are static
+    assert kernel["module_per_stream"] is False  # warptile keeps no counters
 
 
 def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: object) -> None:
