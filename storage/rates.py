@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session, contains_eager
 
-from storage.inputs import DeviceIn, RatesIn
+from storage.inputs import RATE_FIELDS, DeviceIn, RatesIn
 from storage.models import Device, DeviceRates
 from storage.records import get_or_create_device
 
@@ -20,11 +20,8 @@ def record_device_rates(session: Session, device: DeviceIn, rates: RatesIn) -> D
     transaction; earlier runs stay, the newest is what :func:`device_rates` reads."""
     row = DeviceRates(
         device=get_or_create_device(session, device),
-        ffma_tflops=rates.ffma_tflops,
-        fp64_tensor_tflops=rates.fp64_tensor_tflops,
-        dram_tb_s=rates.dram_tb_s,
-        launch_us=rates.launch_us,
         provenance=dict(rates.provenance),
+        **{name: getattr(rates, name) for name in RATE_FIELDS},
     )
     if rates.measured_at is not None:
         row.measured_at = rates.measured_at

@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
+from functools import cached_property
 
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
-from tuner.answers import DeviceInfo, Tuned, Tuning
+from tuner.answers import DeviceInfo, Tuned, Tuning, shape_values
 from tuner.device_kind import MathRates
 
 
@@ -25,41 +26,29 @@ def device_info(row: storage.Device) -> DeviceInfo:
     return DeviceInfo(row.name, row.arch, row.sm_count)
 
 
+# Tuned's fields read off the best config's measurement record as they are.
+_FROM_RECORD = ("family", "config_name", "params", "tflops", "cublas_tflops", "ratio", "provenance")
+
+
 def tuned(row: storage.BestConfig) -> Tuned:
     """One best_config row (with its device, shape and measurement) as plain values."""
-    shape = row.shape
     values = storage.measurement_values(row.measurement, derive_tflops=True)
     return Tuned(
         best_id=row.id,
         device=device_info(row.device),
-        m=shape.m,
-        n=shape.n,
-        k=shape.k,
-        dtype=shape.dtype,
-        layout=shape.layout,
-        family=values["family"],
-        config_name=values["config_name"],
-        params=values["params"],
+        **shape_values(row.shape),
         ms=values["ms"] if values["ms"] is not None else math.inf,
-        tflops=values["tflops"],
-        cublas_tflops=values["cublas_tflops"],
-        ratio=values["ratio"],
-        provenance=values["provenance"],
+        **{name: values[name] for name in _FROM_RECORD},
     )
 
 
 class Snapshot(Tuning):
     """A :class:`~tuner.answers.Tuning` as read at one moment, with a cache for the API."""
 
-    def __init__(
-        self,
-        entries: Iterable[Tuned],
-        devices: Iterable[DeviceInfo],
-        rates: Mapping[str, MathRates],
-    ) -> None:
-        super().__init__(entries, devices, rates)
-        # Rendered responses by request, filled by the API; dies with the snapshot.
-        self.responses: dict[tuple[object, ...], bytes] = {}
+    @cached_property
+    def responses(self) -> dict[tuple[object, ...], bytes]:
+        """Rendered responses by request, filled by the API; dies with the snapshot."""
+        return {}
 
 
 def load_snapshot(session: Session) -> Snapshot:

@@ -60,6 +60,14 @@ DEFAULT_RULE = (
 )
 
 
+SHAPE_FIELDS = ("m", "n", "k", "dtype", "layout")
+
+
+def shape_values(shape: Any) -> dict[str, Any]:
+    """m, n, k, dtype and layout of a shape (``tuner.shape.Shape`` or a stored row) by name."""
+    return {name: getattr(shape, name) for name in SHAPE_FIELDS}
+
+
 def default_config(m: int, n: int) -> Config:
     """The rule-chosen config for a shape nobody has tuned (see :data:`DEFAULT_RULE`)."""
     blocks = -(-m // DEFAULT_TILE) * -(-n // DEFAULT_TILE)
@@ -136,15 +144,16 @@ class Answer:
     family: str
     params: Mapping[str, int]
     source: Source
-    distance: float | None
-    measured_on: tuple[int, int, int] | None  # the shape the numbers below were measured on
-    ms: float | None
-    tflops: float | None
-    cublas_tflops: float | None
-    ratio: float | None
     device: DeviceSpec | None  # asked about; arch and SM count filled in where stored
-    measured_on_device: DeviceInfo | None
-    device_match: Match | None  # None for a default
+    # What the config measured, and where: None for a default.
+    distance: float | None = None
+    measured_on: tuple[int, int, int] | None = None  # the shape the numbers were measured on
+    ms: float | None = None
+    tflops: float | None = None
+    cublas_tflops: float | None = None
+    ratio: float | None = None
+    measured_on_device: DeviceInfo | None = None
+    device_match: Match | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
 
@@ -339,11 +348,7 @@ def _from_entry(
             f"kind ({entry.device.arch}, {entry.device.sm_count} SMs)"
         )
     return Answer(
-        m=shape.m,
-        n=shape.n,
-        k=shape.k,
-        dtype=entry.dtype,
-        layout=entry.layout,
+        **shape_values(shape),  # the entry's dtype and layout are the shape's
         name=entry.config_name,
         family=entry.family,
         params=entry.params,
@@ -374,24 +379,12 @@ def _default(shape: Shape, device: DeviceSpec | None) -> Answer:
     config = default_config(shape.m, shape.n)
     where = f" on {device.name} or a GPU of its kind" if device is not None else ""
     return Answer(
-        m=shape.m,
-        n=shape.n,
-        k=shape.k,
-        dtype=shape.dtype,
-        layout=shape.layout,
+        **shape_values(shape),
         name=config.name,
         family=config.family,
         params=config.as_dict(),
         source="default",
-        distance=None,
-        measured_on=None,
-        ms=None,
-        tflops=None,
-        cublas_tflops=None,
-        ratio=None,
         device=device,
-        measured_on_device=None,
-        device_match=None,
         provenance={"rule": DEFAULT_RULE},
         note=f"nothing tuned{where} for {shape.dtype} {shape.layout} yet; config chosen by "
         f"rule: {DEFAULT_RULE}",
