@@ -1,7 +1,7 @@
 """The FastAPI application: ``create_app(settings)`` wires storage, the best-config index, routes.
 
-``uvicorn api.app:create_app --factory`` (what ``gemmtune serve`` does) reads settings from the
-environment; tests pass their own :class:`api.settings.Settings`.
+Without arguments it reads settings from the environment (``gemmtune serve`` builds it so, through
+:func:`api.serve.app_from_environment`); tests pass their own :class:`api.settings.Settings`.
 """
 
 from __future__ import annotations
@@ -11,19 +11,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 
 import storage
-from api.errors import validation_handler
-from api.lookup import BestIndex
+from api.errors import unknown_device_handler, validation_handler
 from api.routes import configs, dashboard, health, results, studies
 from api.settings import Settings
+from tuner.answer_index import BestIndex
+from tuner.answers import UnknownDeviceError
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """An app on ``settings.database_url``; an empty database is migrated, an old one refused."""
     settings = settings or Settings()
-    engine = storage.make_engine(settings.database_url)
-    if storage.current_revision(engine) is None:
-        storage.upgrade(engine)
-    storage.check_schema(engine)
+    engine = storage.open_engine(settings.database_url)
     sessions = storage.make_session_factory(engine)
 
     app = FastAPI(
@@ -36,6 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessions = sessions
     app.state.index = BestIndex(sessions, ttl_s=settings.cache_ttl_s)
     app.add_exception_handler(RequestValidationError, validation_handler)
+    app.add_exception_handler(UnknownDeviceError, unknown_device_handler)
     for module in (configs, results, studies, health, dashboard):
         app.include_router(module.router)
 

@@ -1,46 +1,17 @@
-"""What the dashboard pages show, gathered from storage and drawn as SVG (see :mod:`api.charts`)."""
+"""What the dashboard pages show: read from storage, drawn by :mod:`tuner.svg_charts`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 import storage
-from api.charts import Bar, Point, bar_chart, best_so_far_chart, scatter_chart
-from api.lookup import Tuned, load_snapshot
 from api.responses import study_trials
-
-
-@dataclass(frozen=True)
-class StudySummary:
-    name: str
-    trials: int
-    ok: int
-    best_ms: float | None
-
-
-def study_summaries(session: Session) -> list[StudySummary]:
-    """Every study with its number of trials, ok trials and best time."""
-    ok = func.count().filter(storage.Measurement.status == "ok")
-    query = (
-        select(
-            storage.Measurement.study,
-            func.count(),
-            ok,
-            func.min(storage.Measurement.ms).filter(storage.Measurement.status == "ok"),
-        )
-        .where(storage.Measurement.study.is_not(None))
-        .group_by(storage.Measurement.study)
-        .order_by(storage.Measurement.study)
-    )
-    return [
-        StudySummary(str(name), int(count), int(n_ok or 0), best)
-        for name, count, n_ok, best in session.execute(query)
-    ]
+from tuner.answer_index import load_snapshot
+from tuner.answers import Tuned
+from tuner.svg_charts import Bar, Point, bar_chart, best_so_far_chart, scatter_chart
 
 
 def _pct(entry: Tuned) -> float | None:
@@ -68,13 +39,19 @@ def overview(session: Session) -> dict[str, Any]:
             for e in rows
             if (pct := _pct(e)) is not None
         ]
-        charts[name] = bar_chart(bars, title=f"% of cuBLAS per shape on {name}")
+        charts[name] = bar_chart(
+            bars,
+            title=f"% of cuBLAS per shape on {name}",
+            unit="%",
+            reference=100.0,
+            reference_label="cuBLAS",
+        )
     return {
         "devices": devices,
         "charts": charts,
         "pct": _pct,
-        "studies": study_summaries(session),
-        "measurements": session.scalar(select(func.count(storage.Measurement.id))) or 0,
+        "studies": storage.study_summaries(session),
+        "measurements": storage.count_measurements(session),
     }
 
 

@@ -14,8 +14,8 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.lookup import BestIndex
 from api.settings import Settings
+from tuner.answer_index import BestIndex
 
 
 def get_settings(request: Request) -> Settings:

@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.status import HTTP_422_UNPROCESSABLE_CONTENT
 
+from tuner.answers import UnknownDeviceError
 from tuner.shape import MAX_DIM
 
 _SOURCES = ("body", "query", "path", "header", "cookie")
@@ -36,6 +37,8 @@ def _allowed(error: dict[str, Any]) -> str:
         return f"must be one of {ctx.get('expected', '?')}"
     if kind == "extra_forbidden":
         return "is not a known field"
+    if kind == "value_error":  # a validator's own message, without pydantic's prefix
+        return str(ctx.get("error", error.get("msg", "is invalid")))
     name = field_name(error.get("loc", ())).rsplit(".", 1)[-1]
     if name in _DIMS and kind in (
         "greater_than_equal",
@@ -64,6 +67,12 @@ def describe(error: dict[str, Any]) -> str:
     return text
 
 
+def _unprocessable(detail: list[dict[str, Any]]) -> JSONResponse:
+    return JSONResponse(
+        status_code=HTTP_422_UNPROCESSABLE_CONTENT, content=jsonable_encoder({"detail": detail})
+    )
+
+
 async def validation_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     detail = []
@@ -76,6 +85,17 @@ async def validation_handler(request: Request, exc: Exception) -> JSONResponse:
                 "type": error.get("type"),
             }
         )
-    return JSONResponse(
-        status_code=HTTP_422_UNPROCESSABLE_CONTENT, content=jsonable_encoder({"detail": detail})
+    return _unprocessable(detail)
+
+
+async def unknown_device_handler(request: Request, exc: Exception) -> JSONResponse:
+    """A device name nothing is stored for, with no arch to find its kind: a 422 on the
+    ``device`` field, its message listing the known devices."""
+    assert isinstance(exc, UnknownDeviceError)
+    message = (
+        f"`{exc.field}` {exc.detail}; or send `device_arch` and `device_sm_count` to be "
+        "answered from devices of the same kind"
+    )
+    return _unprocessable(
+        [{"loc": ["body", exc.field], "field": exc.field, "msg": message, "type": "unknown_device"}]
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from storage import STATUSES
+from tuner.device_kind import ARCH_FORMAT
 from tuner.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
 
 Dim = Annotated[int, Field(ge=1, le=MAX_DIM, description=f"matrix dimension, 1..{MAX_DIM}")]
@@ -42,15 +43,46 @@ class BestRequest(Strict):
     dtype: Dtype = "float32"
     layout: Layout = "row-major"
     device: str | None = Field(
-        default=None, max_length=200, description="device name, e.g. 'NVIDIA H100 80GB HBM3'"
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="the GPU to answer for, by name (e.g. 'NVIDIA H100 80GB HBM3'); omitted: "
+        "the fastest config of any device. A name with no stored results needs "
+        "device_arch and device_sm_count (422 otherwise, listing the known devices)",
+    )
+    device_arch: str | None = Field(
+        default=None,
+        pattern=ARCH_FORMAT.pattern,
+        description="the GPU's architecture, 'sm_' and its compute capability (e.g. 'sm_89'); "
+        "with device_sm_count, finds devices of the same kind when the name has no results, "
+        "and decides which families run slowly on it",
+    )
+    device_sm_count: int | None = Field(
+        default=None, ge=1, le=100_000, description="the GPU's number of SMs"
     )
     include_source: bool = Field(default=False, description="add CUDA source and launch geometry")
+
+    @field_validator("device_arch", "device_sm_count")
+    @classmethod
+    def _describe_a_named_device(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is not None and info.data.get("device") is None:
+            raise ValueError("describes a device: give `device` (its name) too")
+        return value
 
 
 class DeviceOut(BaseModel):
     name: str
     arch: str
     sm_count: int
+
+
+class AskedDevice(BaseModel):
+    """The device an answer is for, as asked, with arch and SM count filled in from the
+    database where the request left them out and the database knows them."""
+
+    name: str
+    arch: str | None
+    sm_count: int | None
 
 
 class ShapeOut(BaseModel):
@@ -100,7 +132,17 @@ class BestResponse(BaseModel):
     tflops: float | None
     cublas_tflops: float | None
     ratio: float | None = Field(description="cuBLAS time / this config's time; > 1 is faster")
-    device: DeviceOut | None
+    device: AskedDevice | None = Field(
+        description="the device the answer is for; null when the request named none"
+    )
+    measured_on_device: DeviceOut | None = Field(
+        description="the device ms/tflops/cublas_tflops/ratio were measured on (not always the "
+        "one asked about: see device_match); null for default"
+    )
+    device_match: Literal["same_device", "same_kind", "any_device"] | None = Field(
+        description="whose data answered: the device's own, a device of the same kind (same "
+        "architecture and SM count), or any device's (no device named); null for default"
+    )
     provenance: dict[str, Any]
     note: str
     kernel: KernelOut | None = None
@@ -159,6 +201,7 @@ class MeasurementOut(BaseModel):
     shape: ShapeOut
     dtype: str
     layout: str
+    # The measurement record (storage.MEASUREMENT_FIELDS), TFLOP/s derived where not stored.
     family: str
     config_name: str
     params: dict[str, int]
@@ -166,13 +209,16 @@ class MeasurementOut(BaseModel):
     reason: str | None
     ms: float | None
     tflops: float | None
+    cublas_ms: float | None
     cublas_tflops: float | None
     ratio: float | None
+    rel_error: float | None
     registers: int | None
     smem_bytes: int | None
     occupancy: float | None
     study: str | None
     trial_number: int | None
+    provenance: dict[str, Any]
     created_at: str
 
 

@@ -16,11 +16,21 @@ from storage.engine import (
     make_session_factory,
 )
 from storage.errors import StorageError
-from storage.inputs import STATUSES, DeviceIn, MeasurementIn, ShapeIn
-from storage.models import Base, BestConfig, Claim, Device, Measurement, Shape
+from storage.inputs import (
+    MEASUREMENT_FIELDS,
+    STATUSES,
+    DeviceIn,
+    MeasurementIn,
+    RatesIn,
+    ShapeIn,
+)
+from storage.models import Base, BestConfig, Claim, Device, DeviceRates, Measurement, Shape
 from storage.queries import (
+    StudySummary,
     best_configs,
+    best_configs_fingerprint,
     best_for,
+    count_measurements,
     fastest_ok_times,
     find_device,
     find_shape,
@@ -28,8 +38,11 @@ from storage.queries import (
     list_measurements,
     measurements_for_study,
     nearest_best,
+    ping,
     shape_distance,
+    study_summaries,
 )
+from storage.rates import device_rates, latest_device_rates, record_device_rates
 from storage.records import record_measurement, record_measurements
 from storage.schema import (
     UPGRADE_COMMAND,
@@ -40,10 +53,12 @@ from storage.schema import (
     upgrade,
 )
 from storage.transfer import FORMAT_VERSION, export_json, import_json
+from storage.values import measurement_values, tflops
 
 __all__ = [
     "DEFAULT_URL",
     "FORMAT_VERSION",
+    "MEASUREMENT_FIELDS",
     "STATUSES",
     "UPGRADE_COMMAND",
     "URL_ENV_VAR",
@@ -52,17 +67,23 @@ __all__ = [
     "Claim",
     "Device",
     "DeviceIn",
+    "DeviceRates",
     "Measurement",
     "MeasurementIn",
+    "RatesIn",
     "Shape",
     "ShapeIn",
     "StorageError",
+    "StudySummary",
     "best_configs",
+    "best_configs_fingerprint",
     "best_for",
     "check_schema",
     "claim_candidate",
+    "count_measurements",
     "current_revision",
     "database_url",
+    "device_rates",
     "downgrade",
     "export_json",
     "fastest_ok_times",
@@ -70,17 +91,23 @@ __all__ = [
     "find_shape",
     "head_revision",
     "import_json",
+    "latest_device_rates",
     "list_devices",
     "list_measurements",
     "make_engine",
     "make_session_factory",
+    "measurement_values",
     "measurements_for_study",
     "nearest_best",
     "open_database",
     "open_engine",
+    "ping",
+    "record_device_rates",
     "record_measurement",
     "record_measurements",
     "release_claim",
     "shape_distance",
+    "study_summaries",
+    "tflops",
     "upgrade",
 ]

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+# Why a candidate did not produce a time: every evaluated candidate gets exactly one status.
+# The one list: the tuner's results, the table's CHECK constraint and the API's enum use it.
 STATUSES: tuple[str, ...] = (
     "ok",
-    "invalid",
-    "pruned",
+    "invalid",  # breaks a family rule (never reaches a compiler)
+    "pruned",  # breaks a resource limit, before or after compiling (spills, no block fits)
     "compile_failed",
-    "launch_failed",
-    "wrong_result",
-    "timeout",
+    "launch_failed",  # the launch or the worker process failed (illegal address, ...)
+    "wrong_result",  # differs from cuBLAS beyond the FP32 tolerance
+    "timeout",  # compile or run took longer than its bound
 )
 
 
@@ -44,6 +46,16 @@ def _check_number(name: str, value: object, *, positive: bool = False) -> None:
         raise ValueError(f"`{name}` must be a finite number, got {value!r}")
     if positive and value <= 0:
         raise ValueError(f"`{name}` must be > 0, got {value!r}")
+
+
+def _check_provenance(value: object) -> None:
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise ValueError(f"`provenance` must be a mapping with string keys, got {value!r}")
+
+
+def _check_time(name: str, value: object) -> None:
+    if value is not None and not isinstance(value, datetime):
+        raise ValueError(f"`{name}` must be a datetime, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -116,12 +128,7 @@ class MeasurementIn:
             if not isinstance(key, str):
                 raise ValueError(f"`params` keys must be strings, got {key!r}")
             _check_int(f"params[{key!r}]", value, minimum=-(2**63))
-        if not isinstance(self.provenance, Mapping) or not all(
-            isinstance(key, str) for key in self.provenance
-        ):
-            raise ValueError(
-                f"`provenance` must be a mapping with string keys, got {self.provenance!r}"
-            )
+        _check_provenance(self.provenance)
         _check_text("reason", self.reason, optional=True)
         for name in ("ms", "cublas_ms"):
             _check_number(name, getattr(self, name), positive=True)
@@ -131,8 +138,7 @@ class MeasurementIn:
         _check_int("smem_bytes", self.smem_bytes, minimum=0, optional=True)
         _check_text("study", self.study, optional=True)
         _check_int("trial_number", self.trial_number, minimum=0, optional=True)
-        if self.created_at is not None and not isinstance(self.created_at, datetime):
-            raise ValueError(f"`created_at` must be a datetime, got {self.created_at!r}")
+        _check_time("created_at", self.created_at)
 
     def effective_ratio(self) -> float | None:
         """The stored ratio: the given one, else ``cublas_ms / ms`` when both are known."""
@@ -141,3 +147,37 @@ class MeasurementIn:
         if self.ms is not None and self.cublas_ms is not None:
             return self.cublas_ms / self.ms
         return None
+
+
+# Every field of a measurement record, in order: what an export writes per measurement (beside
+# its device and shape), what an import reads back, and what the API lists.
+MEASUREMENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MeasurementIn))
+
+RATE_FIELDS = ("ffma_tflops", "fp64_tensor_tflops", "dram_tb_s", "launch_us")
+
+
+@dataclass(frozen=True)
+class RatesIn:
+    """What the GPU probes measured on one device: the rates the cost model and answers need.
+
+    ``ffma_tflops``: FP32 FMA throughput; ``fp64_tensor_tflops``: FP64 tensor-core (DMMA)
+    throughput; ``dram_tb_s``: memory bandwidth; ``launch_us``: the cost of one empty kernel
+    launch. A probe may measure some of them only, so each is optional, but one at least must
+    be given. ``measured_at`` is normally left to the database (now).
+    """
+
+    ffma_tflops: float | None = None
+    fp64_tensor_tflops: float | None = None
+    dram_tb_s: float | None = None
+    launch_us: float | None = None
+    measured_at: datetime | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        values = [getattr(self, name) for name in RATE_FIELDS]
+        for name, value in zip(RATE_FIELDS, values, strict=True):
+            _check_number(name, value, positive=True)
+        if all(value is None for value in values):
+            raise ValueError(f"give at least one rate: {', '.join(RATE_FIELDS)}")
+        _check_time("measured_at", self.measured_at)
+        _check_provenance(self.provenance)

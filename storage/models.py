@@ -178,3 +178,27 @@ class Claim(Base):
     claimed_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, server_default=func.now()
     )
+
+
+class DeviceRates(Base):
+    """Rates the GPU probes measured on a device (FFMA, FP64 tensor cores, DRAM, launch).
+
+    A history, not one row per device: each probe run adds a row, and readers take the newest
+    (:func:`storage.device_rates`), so a re-run never overwrites what an earlier one measured.
+    """
+
+    __tablename__ = "device_rates"
+    __table_args__ = (Index(None, "device_id", "measured_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("device.id"))
+    ffma_tflops: Mapped[float | None] = mapped_column(Float)
+    fp64_tensor_tflops: Mapped[float | None] = mapped_column(Float)
+    dram_tb_s: Mapped[float | None] = mapped_column(Float)
+    launch_us: Mapped[float | None] = mapped_column(Float)
+    measured_at: Mapped[datetime] = mapped_column(
+        UTCDateTime(), default=utcnow, server_default=func.now()
+    )
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+    device: Mapped[Device] = relationship(lazy="joined", innerjoin=True)

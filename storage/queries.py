@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, contains_eager
 
 from storage.inputs import DeviceIn, ShapeIn
-from storage.models import BestConfig, Device, Measurement, Shape
+from storage.models import BestConfig, Device, DeviceRates, Measurement, Shape
 
 MAX_PAGE = 1000
 
@@ -225,3 +226,67 @@ def fastest_ok_times(
     return [
         (m, n, k, name, float(ms)) for m, n, k, name, ms in session.execute(query) if ms is not None
     ]
+
+
+# --- Reads of the answers' index, the dashboard and the health check ------------------------
+# (one block, apart from the rest, so that other changes to this module merge cleanly)
+
+
+def best_configs_fingerprint(session: Session) -> tuple[object, ...]:
+    """A value that changes whenever what the answers are built from changes: a best config
+    added or replaced, a device seen, device rates recorded. One cheap round trip, so an
+    in-memory index can ask it often and reload only when it changed."""
+    row = session.execute(
+        select(
+            select(func.count(BestConfig.id)).scalar_subquery(),
+            select(func.max(BestConfig.measurement_id)).scalar_subquery(),
+            select(func.max(BestConfig.updated_at)).scalar_subquery(),
+            select(func.count(Device.id)).scalar_subquery(),
+            select(func.max(DeviceRates.id)).scalar_subquery(),
+        )
+    ).one()
+    return tuple(row)
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    """One study: its trials, how many measured ``ok``, and the fastest ok time."""
+
+    name: str
+    trials: int
+    ok: int
+    best_ms: float | None
+
+
+def study_summaries(session: Session) -> list[StudySummary]:
+    """Every study (measurements with a study name), by name."""
+    is_ok = Measurement.status == "ok"
+    query = (
+        select(
+            Measurement.study,
+            func.count(),
+            func.count().filter(is_ok),
+            func.min(Measurement.ms).filter(is_ok),
+        )
+        .where(Measurement.study.is_not(None))
+        .group_by(Measurement.study)
+        .order_by(Measurement.study)
+    )
+    return [
+        StudySummary(str(name), int(count), int(ok or 0), best)
+        for name, count, ok, best in session.execute(query)
+    ]
+
+
+def count_measurements(session: Session) -> int:
+    """How many measurements are stored (every status)."""
+    return session.scalar(select(func.count(Measurement.id))) or 0
+
+
+def ping(session: Session) -> str:
+    """Run the cheapest query there is; the backend's name (``sqlite``, ``postgresql``).
+
+    Raises SQLAlchemy's error when the database does not answer.
+    """
+    session.execute(select(1))
+    return session.get_bind().dialect.name

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, lazyload
 
 from storage.conflicts import insert_ignoring_conflicts
-from storage.inputs import DeviceIn, MeasurementIn, ShapeIn
+from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import BestConfig, Device, Measurement, Shape, utcnow
 from storage.queries import find_device, find_shape
 
@@ -60,7 +60,7 @@ def record_measurements(
     stored: list[tuple[Measurement, MeasurementIn]] = []
     for device, shape, m in records:
         if device not in devices:
-            devices[device] = _get_or_create_device(session, device)
+            devices[device] = get_or_create_device(session, device)
         if shape not in shapes:
             shapes[shape] = _get_or_create_shape(session, shape)
         stored.append((_new_measurement(devices[device], shapes[shape], m), m))
@@ -79,33 +79,16 @@ def record_measurements(
 
 
 def _new_measurement(device_row: Device, shape_row: Shape, m: MeasurementIn) -> Measurement:
-    measurement = Measurement(
-        device=device_row,
-        shape=shape_row,
-        family=m.family,
-        config_name=m.config_name,
-        params=dict(m.params),
-        status=m.status,
-        reason=m.reason,
-        ms=m.ms,
-        tflops=m.tflops,
-        cublas_ms=m.cublas_ms,
-        cublas_tflops=m.cublas_tflops,
-        ratio=m.effective_ratio(),
-        rel_error=m.rel_error,
-        registers=m.registers,
-        smem_bytes=m.smem_bytes,
-        occupancy=m.occupancy,
-        study=m.study,
-        trial_number=m.trial_number,
-        provenance=dict(m.provenance),
-    )
-    if m.created_at is not None:
-        measurement.created_at = m.created_at
+    values = {name: getattr(m, name) for name in MEASUREMENT_FIELDS}
+    values.update(params=dict(m.params), provenance=dict(m.provenance), ratio=m.effective_ratio())
+    created_at = values.pop("created_at")  # None: the database's default, now
+    measurement = Measurement(device=device_row, shape=shape_row, **values)
+    if created_at is not None:
+        measurement.created_at = created_at
     return measurement
 
 
-def _get_or_create_device(session: Session, device: DeviceIn) -> Device:
+def get_or_create_device(session: Session, device: DeviceIn) -> Device:
     row = find_device(session, device)
     if row is None:
         values = {"name": device.name, "arch": device.arch, "sm_count": device.sm_count}

@@ -18,23 +18,20 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from storage.errors import StorageError
-from storage.inputs import DeviceIn, MeasurementIn, ShapeIn
+from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import Device, Measurement, Shape
 from storage.queries import find_device, find_shape
 from storage.records import record_measurement
+from storage.values import measurement_values
 
 FORMAT_NAME = "gemmtune-export"
 FORMAT_VERSION = 1
 
 _T = TypeVar("_T")
 
-_INT_FIELDS = ("registers", "smem_bytes", "trial_number")
-_FLOAT_FIELDS = ("ms", "tflops", "cublas_ms", "cublas_tflops", "ratio", "rel_error", "occupancy")
-_TEXT_FIELDS = ("reason", "study")
-_REQUIRED_FIELDS = ("device", "shape", "family", "config_name", "params", "status")
-_MEASUREMENT_FIELDS = frozenset(
-    (*_REQUIRED_FIELDS, "provenance", "created_at", *_INT_FIELDS, *_FLOAT_FIELDS, *_TEXT_FIELDS)
-)
+# What an import needs in every measurement; the rest of MEASUREMENT_FIELDS may be left out.
+_REQUIRED_FIELDS = ("device", "shape", "family", "config_name", "params", "status", "created_at")
+_ENTRY_FIELDS = frozenset(("device", "shape", *MEASUREMENT_FIELDS))
 
 
 def _device_dict(device: Device) -> dict[str, Any]:
@@ -46,19 +43,11 @@ def _shape_dict(shape: Shape) -> dict[str, Any]:
 
 
 def _measurement_dict(row: Measurement) -> dict[str, Any]:
-    out: dict[str, Any] = {
+    return {
         "device": _device_dict(row.device),
         "shape": _shape_dict(row.shape),
-        "family": row.family,
-        "config_name": row.config_name,
-        "params": dict(row.params),
-        "status": row.status,
-        "provenance": dict(row.provenance),
-        "created_at": row.created_at.isoformat(),
+        **measurement_values(row),
     }
-    for name in _INT_FIELDS + _FLOAT_FIELDS + _TEXT_FIELDS:
-        out[name] = getattr(row, name)
-    return out
 
 
 def export_json(session: Session) -> dict[str, Any]:
@@ -197,26 +186,16 @@ def _parse_time(value: Any, where: str) -> datetime:
 
 def _parse_measurement(value: Any, where: str) -> tuple[DeviceIn, ShapeIn, MeasurementIn]:
     item = _as_mapping(value, where)
-    unknown = sorted(set(item) - _MEASUREMENT_FIELDS)
+    unknown = sorted(set(item) - _ENTRY_FIELDS)
     if unknown:
         raise StorageError(f"`{where}` has unknown field(s): {', '.join(unknown)}")
-    device = _parse_device(_require(item, "device", where), f"{where}.device")
-    shape = _parse_shape(_require(item, "shape", where), f"{where}.shape")
-    created_at = _parse_time(_require(item, "created_at", where), where)
-    optional = {name: item.get(name) for name in _INT_FIELDS + _FLOAT_FIELDS + _TEXT_FIELDS}
-    measurement = _build(
-        where,
-        lambda: MeasurementIn(
-            family=_require(item, "family", where),
-            config_name=_require(item, "config_name", where),
-            params=_require(item, "params", where),
-            status=_require(item, "status", where),
-            provenance=item.get("provenance", {}),
-            created_at=created_at,
-            **optional,
-        ),
-    )
-    return device, shape, measurement
+    for name in _REQUIRED_FIELDS:
+        _require(item, name, where)
+    device = _parse_device(item["device"], f"{where}.device")
+    shape = _parse_shape(item["shape"], f"{where}.shape")
+    values = {name: item[name] for name in MEASUREMENT_FIELDS if name in item}
+    values["created_at"] = _parse_time(item["created_at"], where)
+    return device, shape, _build(where, lambda: MeasurementIn(**values))
 
 
 def _build(where: str, make: Callable[[], _T]) -> _T:

@@ -1,19 +1,18 @@
 """The ``gemmtune bench`` JSON as a Markdown table (for the README) and an SVG bar chart.
 
 Both read only the document, so they re-render a committed result without a GPU. The chart is
-hand-written SVG with no dependency (the dashboard has its own in ``api.charts``; ``tuner`` does
-not import ``api``). Rows without a roofline or cuBLAS ms (older per-shape tuning files) render
-too, with "-" where a figure is missing.
+drawn by :mod:`tuner.svg_charts`, the builder the dashboard draws with too. Rows without a
+roofline or cuBLAS ms (older per-shape tuning files) render too, with "-" where a figure is
+missing.
 """
 
 from __future__ import annotations
 
-import html
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from tuner.bench import summarize
+from tuner.svg_charts import Bar, BarLayout, bar_chart
 
 DASH = "-"
 
@@ -137,78 +136,34 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 # The chart: one horizontal bar per shape, ratio = cuBLAS time / our time, a line at 1.0.
-
-BLUE, ORANGE, GREY, TEXT, GRID = "#2563eb", "#f97316", "#94a3b8", "#334155", "#e2e8f0"
-
-
-def ticks(high: float, count: int = 5) -> list[float]:
-    """0, step, 2 step, ... up to the first tick at or above ``high`` (step 1, 2, 2.5 or 5
-    times a power of ten)."""
-    high = high if math.isfinite(high) and high > 0 else 1.0
-    raw = high / count
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(f * power for f in (1, 2, 2.5, 5, 10) if f * power >= raw)
-    n = math.ceil(high / step - 1e-9)
-    return [round(i * step, 10) for i in range(n + 1)]
+RATIO_LAYOUT = BarLayout(label_width=190, right=230, width=880)
 
 
 def ratio_chart(rows: Sequence[dict[str, Any]], title: str) -> str:
     """SVG: one bar per shape (blue at or above 1.0, orange below), labelled with the ratio and
     the roofline position; failed shapes get a note instead of a bar."""
-    label_w, right, top, row_h, width = 190, 230, 48, 24, 880
-    height = top + row_h * max(len(rows), 1) + 36
-    bottom = top + row_h * max(len(rows), 1)
-    marks = ticks(max([r["ratio"] for r in rows if r.get("ratio")] + [1.0]))
-    scale = (width - label_w - right) / marks[-1]
-    esc = html.escape
-    body = [f'<text x="10" y="18" fill="{TEXT}" font-weight="600">{esc(title)}</text>']
-    for mark in marks:
-        x = label_w + mark * scale
-        body.append(
-            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="{GRID}"/>'
-            f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle" fill="{TEXT}">'
-            f"{mark:g}</text>"
-        )
-    for i, row in enumerate(rows):
-        y = top + i * row_h
-        mid = y + row_h / 2 + 4
+    bars = []
+    for row in rows:
         label = f"{row.get('class') or ''} {_shape(row)}".strip()
-        body.append(
-            f'<text x="{label_w - 8}" y="{mid:.1f}" text-anchor="end" fill="{TEXT}">'
-            f"{esc(label)}</text>"
-        )
         ratio = row.get("ratio")
         if not ratio:
             note = f"not measured: {row.get('status') or 'no result'}"
-            body.append(f'<text x="{label_w + 6}" y="{mid:.1f}" fill="{GREY}">{esc(note)}</text>')
+            bars.append(Bar(label, None, note=note))
             continue
-        w = ratio * scale
         roof = row.get("roofline") or {}
         pct = roof.get("pct_of_bound")
         text = f"{ratio:.2f}x" + (
             f" · {pct:.0f} % of {roof['limit']} bound" if pct is not None else ""
         )
-        tip = f"{label}: {row.get('config')}, {text}"
-        body.append(
-            f"<g><title>{esc(tip)}</title>"
-            f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" rx="3" '
-            f'fill="{BLUE if ratio >= 1.0 else ORANGE}"/>'
-            f'<text x="{label_w + w + 6:.1f}" y="{mid:.1f}" fill="{TEXT}">{esc(text)}</text></g>'
-        )
-    x = label_w + 1.0 * scale
-    body.append(
-        f'<line x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{bottom}" stroke="#0f172a" '
-        f'stroke-dasharray="4 3"/><text x="{x + 4:.1f}" y="{top - 8}" fill="#0f172a">'
-        "cuBLAS = 1.0</text>"
-        f'<text x="{label_w + (width - label_w - right) / 2:.1f}" y="{height - 4}" '
-        f'text-anchor="middle" fill="{TEXT}">cuBLAS time / our time (higher is better)</text>'
-    )
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{esc(title)}" '
-        f'font-family="system-ui, sans-serif" font-size="12">'
-        f'<rect width="{width}" height="{height}" fill="white"/>'
-        f"<title>{esc(title)}</title>{''.join(body)}</svg>\n"
+        bars.append(Bar(label, ratio, tooltip=f"{label}: {row.get('config')}, {text}", text=text))
+    return bar_chart(
+        bars,
+        title=title,
+        reference=1.0,
+        reference_label="cuBLAS = 1.0",
+        caption="cuBLAS time / our time (higher is better)",
+        layout=RATIO_LAYOUT,
+        standalone=True,
     )
 
 

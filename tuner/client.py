@@ -1,8 +1,10 @@
 """Ask gemmtune which config to run, and run it.
 
 :func:`best` answers over HTTP (a running ``gemmtune serve``) or straight from a results database,
-with the same answer either way (see :mod:`api.lookup`). :func:`matmul` (exported as
-``tuner.matmul``) computes ``C = alpha * A @ B + beta * C`` on CuPy arrays with that config,
+with the same :class:`~tuner.answers.Answer` either way (the rules are :mod:`tuner.answers`).
+It answers for a GPU: by default the current CuPy device when CuPy sees one, so a GPU whose FP64
+tensor cores are slow never gets a ``dmma`` config tuned on an H100. :func:`matmul` (exported
+as ``tuner.matmul``) computes ``C = alpha * A @ B + beta * C`` on CuPy arrays with that config,
 compiled once per process and GPU architecture (NVRTC, with gemmtune's on-disk cubin cache
 underneath); with nothing tuned it uses the rule-chosen default, correct for any shape.
 
@@ -10,48 +12,71 @@ underneath); with nothing tuned it uses the rule-chosen default, correct for any
     >>> best(1000, 1000, 1000, url="http://127.0.0.1:8000").name   # doctest: +SKIP
     'pipelined_bm128_bn64_bk32_wm32_wn32_wni1_tm4_tn4_t256_s4'
 
-:func:`best` never imports CuPy; ``httpx`` is only imported for HTTP.
+:func:`best` imports CuPy only to describe the current device, and only when CuPy is installed;
+``httpx`` is only imported for HTTP.
 """
 
 from __future__ import annotations
 
+import enum
+import importlib.util
 import os
 import threading
 from collections.abc import Hashable
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from tuner.config import Config
+from tuner.answers import Answer
+from tuner.device_kind import DeviceSpec
 from tuner.errors import InputError
-from tuner.families import parse_config
 from tuner.render import KernelSource, render
 from tuner.shape import Shape
+
+if TYPE_CHECKING:
+    from tuner.answer_index import BestIndex
 
 API_URL_ENV_VAR = "GEMMTUNE_API_URL"
 
 
-@dataclass(frozen=True)
-class BestConfig:
-    """The answer: a config, where it came from, and what it measured (``measured_on``)."""
+class _Current(enum.Enum):
+    DEVICE = "the current CuPy device"
 
-    name: str
-    family: str
-    params: dict[str, int]
-    source: str  # exact | nearest | default
-    distance: float | None
-    measured_on: tuple[int, int, int] | None
-    ms: float | None
-    tflops: float | None
-    cublas_tflops: float | None
-    ratio: float | None
-    device: str | None
-    note: str = ""
-    provenance: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def config(self) -> Config:
-        return parse_config(self.name)
+# ``device=CURRENT``: the GPU CuPy has current, described by name, arch and SM count; with no
+# CuPy or no GPU, no device (the fastest config of any device, as ``device=None`` gives).
+CURRENT: Final = _Current.DEVICE
+DeviceArg = str | DeviceSpec | None | Literal[_Current.DEVICE]
+
+
+def current_device() -> DeviceSpec | None:
+    """The current CuPy device, or None when CuPy is not installed or sees no GPU."""
+    if importlib.util.find_spec("cupy") is None:
+        return None
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+        index = int(cupy.cuda.Device().id)
+    except Exception:  # no driver, a broken install: no device to describe
+        return None
+    return _described(index)
+
+
+@lru_cache(maxsize=16)
+def _described(index: int) -> DeviceSpec:
+    from tuner.resources import live_device
+
+    limits = live_device(index)
+    return DeviceSpec(limits.name, limits.arch, limits.sm_count)
+
+
+def _resolve(device: DeviceArg) -> DeviceSpec | None:
+    if device is CURRENT:
+        return current_device()
+    if isinstance(device, str):
+        return DeviceSpec(device)
+    return device
 
 
 def best(
@@ -61,91 +86,62 @@ def best(
     *,
     url: str | None = None,
     db: str | None = None,
-    device: str | None = None,
+    device: DeviceArg = CURRENT,
     timeout_s: float = 10.0,
-) -> BestConfig:
-    """The best config for an m x n x k float32 row-major GEMM.
+) -> Answer:
+    """The best config for an m x n x k float32 row-major GEMM on ``device``.
 
     Args:
         url: base URL of a gemmtune server (``http://host:8000``); default ``$GEMMTUNE_API_URL``.
         db: a results database URL, read directly (used when no ``url`` is given or set);
             default ``$GEMMTUNE_DATABASE_URL`` or ``sqlite:///gemmtune.db``.
-        device: a device name; ``None`` takes the fastest tuned on any device.
+        device: the GPU to answer for: :data:`CURRENT` (the default: the current CuPy device,
+            if any), a name, a :class:`~tuner.device_kind.DeviceSpec` (name, arch, SM count:
+            a GPU with no results of its own is then answered from GPUs of its kind), or
+            ``None`` for the fastest config of any device.
 
     Raises:
-        InputError: a dimension outside 1..2**31-1, or an error answer from the server.
+        InputError: a dimension outside 1..2**31-1, a device name nothing is stored for
+            (given without its arch), or an error answer from the server.
     """
     Shape(m, n, k)  # validates, naming the field
+    asked = _resolve(device)
     url = url or (None if db else os.environ.get(API_URL_ENV_VAR))
     if url:
-        return _over_http(url, m, n, k, device, timeout_s)
-    return _from_database(db, m, n, k, device)
+        return _over_http(url, m, n, k, asked, timeout_s)
+    return _from_database(db, m, n, k, asked)
 
 
 def _over_http(
-    url: str, m: int, n: int, k: int, device: str | None, timeout_s: float
-) -> BestConfig:
+    url: str, m: int, n: int, k: int, device: DeviceSpec | None, timeout_s: float
+) -> Answer:
     import httpx
 
     body: dict[str, Any] = {"m": m, "n": n, "k": k}
     if device is not None:
-        body["device"] = device
+        body.update(device=device.name, device_arch=device.arch, device_sm_count=device.sm_count)
     try:
         response = httpx.post(f"{url.rstrip('/')}/v1/configs/best", json=body, timeout=timeout_s)
     except httpx.HTTPError as exc:
         raise InputError(f"cannot reach gemmtune at {url}: {exc}") from exc
     if response.status_code != 200:
         raise InputError(f"gemmtune at {url} answered {response.status_code}: {response.text}")
-    data = response.json()
-    measured = data.get("measured_on")
-    return BestConfig(
-        name=data["name"],
-        family=data["family"],
-        params=dict(data["params"]),
-        source=data["source"],
-        distance=data.get("distance"),
-        measured_on=None if measured is None else (measured["m"], measured["n"], measured["k"]),
-        ms=data.get("ms"),
-        tflops=data.get("tflops"),
-        cublas_tflops=data.get("cublas_tflops"),
-        ratio=data.get("ratio"),
-        device=(data.get("device") or {}).get("name"),
-        note=data.get("note", ""),
-        provenance=dict(data.get("provenance") or {}),
-    )
+    return Answer.from_json(response.json())
 
 
 @lru_cache(maxsize=8)
-def _index(db_url: str) -> Any:
+def _index(db_url: str) -> BestIndex:
     import storage
-    from api.lookup import BestIndex
+    from tuner.answer_index import BestIndex
 
-    engine = storage.make_engine(db_url)
-    if storage.current_revision(engine) is None:
-        storage.upgrade(engine)  # an empty database: nothing tuned yet, defaults only
-    storage.check_schema(engine)
-    return BestIndex(storage.make_session_factory(engine), ttl_s=5.0)
+    # An empty database is brought to the schema: nothing tuned yet, defaults only.
+    return BestIndex(storage.open_database(db_url), ttl_s=5.0)
 
 
-def _from_database(db: str | None, m: int, n: int, k: int, device: str | None) -> BestConfig:
+def _from_database(db: str | None, m: int, n: int, k: int, device: DeviceSpec | None) -> Answer:
     import storage
 
-    answer = _index(storage.database_url(db)).snapshot().answer(m, n, k, device=device)
-    return BestConfig(
-        name=answer.name,
-        family=answer.family,
-        params=dict(answer.params),
-        source=answer.source,
-        distance=answer.distance,
-        measured_on=answer.measured_on,
-        ms=answer.ms,
-        tflops=answer.tflops,
-        cublas_tflops=answer.cublas_tflops,
-        ratio=answer.ratio,
-        device=None if answer.device is None else answer.device.name,
-        note=answer.note,
-        provenance=dict(answer.provenance),
-    )
+    return _index(storage.database_url(db)).snapshot().answer(m, n, k, device=device)
 
 
 # (config name, architecture) -> the compiled kernel and whether its family keeps split-K
@@ -154,15 +150,16 @@ def _from_database(db: str | None, m: int, n: int, k: int, device: str | None) -
 _built: dict[tuple[str, str], tuple[Any, bool]] = {}
 _kernels: dict[tuple[str, str, int], tuple[Any, KernelSource]] = {}
 _site_copies: dict[tuple[str, str], dict[Hashable, int]] = {}
-_configs: dict[tuple[int, int, int, str | None, str | None, str | None], str] = {}
+_configs: dict[tuple[int, int, int, str | None, str | None, DeviceSpec | None], str] = {}
 _lock = threading.Lock()
 
 
 def _arch() -> str:
     import cupy
 
-    major, minor = cupy.cuda.Device().compute_capability
-    return f"sm_{major}{minor}"
+    arch = _described(int(cupy.cuda.Device().id)).arch
+    assert arch is not None  # read from the device
+    return arch
 
 
 def compiled(name: str, site: Hashable = 0) -> tuple[Any, KernelSource]:
@@ -197,7 +194,7 @@ def compiled(name: str, site: Hashable = 0) -> tuple[Any, KernelSource]:
 
 
 def _config_name(
-    m: int, n: int, k: int, url: str | None, db: str | None, device: str | None
+    m: int, n: int, k: int, url: str | None, db: str | None, device: DeviceSpec | None
 ) -> str:
     key = (m, n, k, url, db, device)
     name = _configs.get(key)
@@ -227,7 +224,7 @@ def matmul(
     *,
     url: str | None = None,
     db: str | None = None,
-    device: str | None = None,
+    device: DeviceArg = CURRENT,
 ) -> Any:
     """``alpha * a @ b + beta * c`` in strict FP32 with gemmtune's best kernel for the shape.
 
@@ -235,7 +232,8 @@ def matmul(
         a, b: 2-D float32 CuPy arrays, (M, K) and (K, N); made C-contiguous if they are not.
         c: (M, N) float32 C-contiguous array, overwritten with the result; ``None`` allocates
             one (and then ``beta`` must be 0, there being no C to scale).
-        url, db, device: where to look the config up (see :func:`tuner.client.best`).
+        url, db, device: where to look the config up, and for which GPU: by default the
+            one running it (see :func:`tuner.client.best`).
 
     Returns:
         ``c``, or the new array.
@@ -265,7 +263,7 @@ def matmul(
     # The handle alone does not name a stream: each thread's per-thread default stream has
     # the same one.
     site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
-    kernel, source = compiled(_config_name(m, n, k, url, db, device), site)
+    kernel, source = compiled(_config_name(m, n, k, url, db, _resolve(device)), site)
     from tuner.measure import launch
 
     launch(

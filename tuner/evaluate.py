@@ -14,21 +14,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from storage import STATUSES  # why a candidate did not produce a time (storage owns the list)
 from tuner.config import Config
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits
 from tuner.shape import Shape
-
-# Why a candidate did not produce a time. Every evaluated candidate gets exactly one status.
-STATUSES = (
-    "ok",
-    "invalid",  # breaks a family rule (never reaches a compiler)
-    "pruned",  # breaks a resource limit, before or after compiling (spills, no block fits)
-    "compile_failed",
-    "launch_failed",  # the launch or the worker process failed (illegal address, ...)
-    "wrong_result",  # differs from cuBLAS beyond the FP32 tolerance
-    "timeout",  # compile or run took longer than its bound
-)
 
 
 @dataclass

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from tuner.resources import DeviceLimits
 
 # A device's FP64 tensor cores are worth searching when they reach at least this share of its
-# FP32 FMA rate (the FP64-tensor-core families then at least match FFMA kernels' arithmetic).
+# FP32 FMA rate: the FP64-tensor-core families do one FP64 tensor-core operation per FP32 one an
+# FFMA kernel does, so below half the FFMA rate they cannot come near an FFMA kernel.
 FAST_FP64_TENSOR_SHARE = 0.5
 
 
@@ -42,15 +43,23 @@ class ArchFigures:
     dmma_per_clk: float  # FP64 multiply-adds per SM and clock on the tensor cores (or FP64 units)
     dram_tb_s_per_sm: float  # datasheet bandwidth / SM count of the reference part
 
+    @property
+    def fp64_tensor_share(self) -> float:
+        """FP64 tensor-core throughput as a share of FP32 FMA throughput."""
+        return self.dmma_per_clk / self.ffma_per_clk
 
-# A100 SXM (108 SMs, 1.41 GHz, 19.5 TFLOP/s FP64 tensor, 2.0 TB/s), RTX A6000-class sm_86
-# (84 SMs, FP64 at 1/64 of FP32, no fast DMMA), L40S-class sm_89 (142 SMs, 0.86 TB/s),
-# H100 SXM (132 SMs, 1.98 GHz, 66.9 TFLOP/s FP64 tensor, 3.35 TB/s).
+
+# Datasheet figures (dense): A100 SXM (108 SMs, 1.41 GHz, FP64 tensor 19.5 TFLOP/s = FP32 FMA,
+# 2.0 TB/s); GA10x sm_86 (RTX A6000: 84 SMs; FP64, DMMA included, at 1/64 of FP32); AD10x sm_89
+# (L40S: 142 SMs, 0.86 TB/s, FP64 at 1/64); H100 SXM (132 SMs, 1.98 GHz, FP64 tensor 66.9
+# TFLOP/s = FP32 FMA, 3.35 TB/s; the lent H100 measured 63.7 FFMA); GB20x sm_120 (RTX 5090:
+# 170 SMs, 1.79 TB/s, FP64 at 1/64).
 ARCH_FIGURES: dict[str, ArchFigures] = {
     "sm_80": ArchFigures(1.41, 64, 64.0, 2.0 / 108),
     "sm_86": ArchFigures(1.80, 128, 2.0, 0.77 / 84),
     "sm_89": ArchFigures(2.52, 128, 2.0, 0.86 / 142),
     "sm_90": ArchFigures(1.98, 128, 128.0, 3.35 / 132),
+    "sm_120": ArchFigures(2.41, 128, 2.0, 1.79 / 170),
 }
 TABLE_LAUNCH_US = 3.0
 

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
+from tuner.answer_index import load_snapshot
+from tuner.answers import default_config
 from tuner.config import Config
+from tuner.device_kind import DeviceSpec
 from tuner.errors import InputError
 from tuner.evaluate import Evaluator
 from tuner.families import FAMILIES, checked_config
@@ -104,35 +107,18 @@ def default_families(evaluator: Evaluator) -> tuple[str, ...]:
     return evaluator.families or DEFAULT_FAMILIES
 
 
-def default_config(m: int, n: int) -> Config:  # replaced by tuner.answers at the merge
-    blocks = -(-m // 128) * -(-n // 128)
-    return checked_config(
-        "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
-        if blocks >= 132
-        else "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128"
-    )
-
-
 def untuned_answer(sessions: sessionmaker[Session], device: DeviceLimits, shape: Shape) -> Config:
-    """The config the service answers for ``shape`` on ``device`` before this study: the stored
-    best of the shape, else of the nearest tuned shape on the device, else the default rule."""
-    dims = (shape.m, shape.n, shape.k, shape.dtype, shape.layout)
+    """The config the service would answer for ``shape`` on ``device`` before this study
+    (``tuner.answers``: this device's tuned shape or nearest one, else a device of the same
+    kind, else the default rule)."""
     with sessions() as session:
-        exact = storage.best_for(session, device.name, *dims)
-        near = storage.nearest_best(session, device.name, *dims) if exact is None else None
-        name = (
-            exact[1].config_name
-            if exact is not None
-            else near[0].measurement.config_name
-            if near is not None
-            else None
-        )
-    if name is not None:
-        try:
-            return checked_config(name)
-        except InputError:  # stored by another version of the tuner
-            pass
-    return default_config(shape.m, shape.n)
+        tuning = load_snapshot(session)
+    spec = DeviceSpec(device.name, device.arch, device.sm_count)
+    answer = tuning.answer(shape.m, shape.n, shape.k, shape.dtype, shape.layout, spec)
+    try:
+        return checked_config(answer.name)
+    except InputError:  # a stored name this version of the tuner cannot read
+        return default_config(shape.m, shape.n)
 
 
 def warm_starts(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import asdict, fields
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -30,24 +31,21 @@ def shape_in(shape: Shape) -> storage.ShapeIn:
     return storage.ShapeIn(shape.m, shape.n, shape.k, shape.dtype, shape.layout)
 
 
-def _result(row: storage.Measurement) -> Result:
-    return Result(
-        row.config_name,
-        row.family,
-        dict(row.params),
-        row.status,
-        row.reason,
-        ms=row.ms,
-        tflops=row.tflops,
-        cublas_ms=row.cublas_ms,
-        cublas_tflops=row.cublas_tflops,
-        ratio=row.ratio,
-        rel_error=row.rel_error,
-        registers=row.registers,
-        smem_bytes=row.smem_bytes,
-        occupancy=row.occupancy,
-        provenance=dict(row.provenance),
-    )
+# A Result holds the measured part of a measurement record: its fields are record fields.
+RESULT_FIELDS = tuple(f.name for f in fields(Result))
+
+
+def measurement_in(
+    result: Result, study: str | None = None, trial_number: int | None = None
+) -> storage.MeasurementIn:
+    """The record storage keeps of ``result`` (trial ``trial_number`` of ``study``)."""
+    return storage.MeasurementIn(**asdict(result), study=study, trial_number=trial_number)
+
+
+def result_of(row: storage.Measurement) -> Result:
+    """A stored measurement as the :class:`Result` that produced it."""
+    values = storage.measurement_values(row)
+    return Result(**{name: values[name] for name in RESULT_FIELDS})
 
 
 class SqlRecorder:
@@ -65,32 +63,14 @@ class SqlRecorder:
         study: str,
         trial_number: int | None,
     ) -> None:
-        measurement = storage.MeasurementIn(
-            family=result.family,
-            config_name=result.config_name,
-            params=result.params,
-            status=result.status,
-            reason=result.reason,
-            ms=result.ms,
-            tflops=result.tflops,
-            cublas_ms=result.cublas_ms,
-            cublas_tflops=result.cublas_tflops,
-            ratio=result.ratio,
-            rel_error=result.rel_error,
-            registers=result.registers,
-            smem_bytes=result.smem_bytes,
-            occupancy=result.occupancy,
-            study=study,
-            trial_number=trial_number,
-            provenance=result.provenance,
-        )
+        measurement = measurement_in(result, study, trial_number)
         with self.sessions.begin() as session:
             storage.record_measurement(session, device_in(device), shape_in(shape), measurement)
 
     def evaluated(self, study: str) -> dict[str, Result]:
         with self.sessions() as session:
             rows = storage.measurements_for_study(session, study)
-            return {row.config_name: _result(row) for row in rows}
+            return {row.config_name: result_of(row) for row in rows}
 
     def claim(self, study: str, config_name: str) -> bool:
         with self.sessions.begin() as session:
@@ -106,10 +86,32 @@ class SqlRecorder:
         return [Observation(Shape(m, n, k, dtype, layout), name, ms) for m, n, k, name, ms in rows]
 
     def rates(self, device: DeviceLimits) -> DeviceRates | None:
-        return None  # the device_rates table arrives with the device-aware answers
+        """The newest rates stored for ``device``, when all four were probed."""
+        with self.sessions() as session:
+            row = storage.device_rates(session, device.name)
+        if row is None:
+            return None
+        ffma, fp64, dram, launch = (
+            row.ffma_tflops,
+            row.fp64_tensor_tflops,
+            row.dram_tb_s,
+            row.launch_us,
+        )
+        if ffma is None or fp64 is None or dram is None or launch is None:
+            return None
+        source = str((row.provenance or {}).get("source") or f"stored for {device.name}")
+        return DeviceRates(ffma, fp64, dram, launch, source)
 
     def record_rates(self, device: DeviceLimits, rates: DeviceRates) -> None:
-        return None
+        stored = storage.RatesIn(
+            ffma_tflops=rates.ffma_tflops,
+            fp64_tensor_tflops=rates.fp64_tensor_tflops,
+            dram_tb_s=rates.dram_tb_s,
+            launch_us=rates.launch_us,
+            provenance={"source": rates.source},
+        )
+        with self.sessions.begin() as session:
+            storage.record_device_rates(session, device_in(device), stored)
 
     def neighbours(self, device: DeviceLimits, shape: Shape, limit: int) -> list[str]:
         """Best configs of the nearest tuned shapes on this device (never this shape itself)."""

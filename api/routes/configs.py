@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from api import schemas
 from api.deps import IndexDep
-from api.responses import best_response
+from api.responses import asked_device, best_response
 
 router = APIRouter(prefix="/v1/configs", tags=["configs"])
 
@@ -16,17 +16,21 @@ MAX_CACHED = 8192
 
 @router.post("/best", response_class=Response, responses={200: {"model": schemas.BestResponse}})
 async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
-    """The best config for (m, n, k): ``exact``, ``nearest`` (log-space distance) or ``default``.
+    """The best config for (m, n, k) on ``device``: ``exact``, ``nearest`` (log-space distance)
+    or ``default``, from the device's own results, else those of devices of the same kind
+    (``device_match``); never a family that runs slowly on the device.
 
-    For ``nearest`` the numbers were measured on ``measured_on``, not on the requested shape.
-    Async and answered from memory (the snapshot, then a cache of rendered answers), so the hot
-    path neither queries the database nor hops to a worker thread.
+    For ``nearest`` the numbers were measured on ``measured_on``, not on the requested shape,
+    and always on ``measured_on_device``. Async and answered from memory (the snapshot, then a
+    cache of rendered answers), so the hot path neither queries the database nor hops to a
+    worker thread.
     """
     snapshot = index.snapshot()
-    key = (body.m, body.n, body.k, body.dtype, body.layout, body.device, body.include_source)
+    key = tuple(body.model_dump().values())
     content = snapshot.responses.get(key)
     if content is None:
-        answer = snapshot.answer(body.m, body.n, body.k, body.dtype, body.layout, body.device)
+        device = asked_device(body)
+        answer = snapshot.answer(body.m, body.n, body.k, body.dtype, body.layout, device)
         content = best_response(answer, body.include_source).model_dump_json().encode()
         if len(snapshot.responses) < MAX_CACHED:
             snapshot.responses[key] = content

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, status
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+import storage
 from api import schemas
 from api.deps import IndexDep, SessionDep
 
@@ -15,9 +15,8 @@ router = APIRouter(tags=["health"])
 @router.get("/healthz", response_model=schemas.Health)
 def healthz(session: SessionDep, index: IndexDep) -> schemas.Health:
     try:
-        session.execute(text("SELECT 1"))
+        backend = storage.ping(session)
     except SQLAlchemyError as exc:
         detail = " ".join(str(exc).split())[:300]
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, f"database: {detail}") from exc
-    backend = session.get_bind().dialect.name
     return schemas.Health(status="ok", database=backend, best_configs=len(index.snapshot().entries))

@@ -1,4 +1,5 @@
-"""POST /v1/configs/best: exact, nearest and default answers, and 422 for bad input."""
+"""POST /v1/configs/best: exact, nearest and default answers, for the device asked about, and
+422 for bad input."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ import math
 import pytest
 from fastapi.testclient import TestClient
 
-from api.lookup import DEFAULT_LARGE, DEFAULT_SMALL, default_config
-from tests.api.conftest import FAST, PIPE, SLOW, make_app
+import storage
+from tests.api.conftest import A100, FAST, H100, PIPE, SLOW, make_app, measurement, seed
+from tuner.answers import DEFAULT_LARGE, DEFAULT_SMALL, default_config
 from tuner.families import get_family
+
+H100_OUT = {"name": H100.name, "arch": "sm_90", "sm_count": 132}
+H200 = {"device": "NVIDIA H200", "device_arch": "sm_90", "device_sm_count": 132}
+DMMA = "dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1"
 
 
 def post(client: TestClient, **body: object) -> dict[str, object]:
@@ -38,18 +44,23 @@ def test_exact_answer_is_the_fastest_config_for_the_shape(client: TestClient) ->
     assert data["distance"] == 0.0
     assert data["measured_on"] == {"m": 1024, "n": 1024, "k": 1024}
     assert data["ms"] == 0.5
-    assert data["tflops"] == pytest.approx(2 * 1024**3 / 0.5e-3 / 1e12)
-    assert data["cublas_tflops"] == pytest.approx(2 * 1024**3 / 1e-3 / 1e12)
+    assert data["tflops"] == pytest.approx(4.294967)  # derived from 0.5 ms: none was stored
+    assert data["cublas_tflops"] == pytest.approx(2.147484)  # and from cuBLAS's 1.0 ms
     assert data["ratio"] == pytest.approx(2.0)
-    assert data["device"] == {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "sm_count": 132}
+    assert data["device"] is None  # none asked about
+    assert data["measured_on_device"] == H100_OUT
+    assert data["device_match"] == "any_device"
     assert data["provenance"] == {"test": True}
     assert data["kernel"] is None
 
 
 def test_exact_without_device_takes_the_fastest_device(client: TestClient) -> None:
     assert post(client, m=4096, n=4096, k=4096)["name"] == PIPE
-    a100 = post(client, m=4096, n=4096, k=4096, device="NVIDIA A100-SXM4-40GB")
-    assert (a100["name"], a100["source"]) == (SLOW, "exact")
+    a100 = post(client, m=4096, n=4096, k=4096, device=A100.name)
+    assert (a100["name"], a100["source"], a100["device_match"]) == (SLOW, "exact", "same_device")
+    assert a100["measured_on_device"]["name"] == A100.name  # type: ignore[index]
+    # The stored arch and SM count fill in what the request left out.
+    assert a100["device"] == {"name": A100.name, "arch": "sm_80", "sm_count": 108}
 
 
 def test_nearest_says_which_shape_its_numbers_come_from(client: TestClient) -> None:
@@ -69,10 +80,62 @@ def test_nearest_stays_on_the_requested_device(client: TestClient) -> None:
     assert data["name"] == SLOW
 
 
-def test_unknown_device_gets_the_default(client: TestClient) -> None:
-    data = post(client, m=1024, n=1024, k=1024, device="no such GPU")
-    assert data["source"] == "default"
-    assert data["device"] is None and data["ms"] is None and data["distance"] is None
+def test_unknown_device_is_422_listing_the_known_ones(client: TestClient) -> None:
+    response = client.post("/v1/configs/best", json={"m": 8, "n": 8, "k": 8, "device": "RTX"})
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert (error["field"], error["type"]) == ("device", "unknown_device")
+    assert error["msg"].startswith("`device` 'RTX' is not a known device")
+    assert f"known devices: '{A100.name}', '{H100.name}'" in error["msg"]
+    assert "`device_arch` and `device_sm_count`" in error["msg"]
+
+
+def test_a_device_with_no_data_is_answered_from_its_kind(client: TestClient) -> None:
+    data = post(client, m=1024, n=1024, k=1024, **H200)
+    assert (data["source"], data["name"], data["device_match"]) == ("exact", FAST, "same_kind")
+    assert data["device"] == {"name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132}
+    assert data["measured_on_device"] == H100_OUT
+    assert "same kind (sm_90, 132 SMs)" in str(data["note"])
+    nearest = post(client, m=1000, n=1000, k=1000, **H200)
+    assert (nearest["source"], nearest["measured_on_device"]) == ("nearest", H100_OUT)
+
+
+def test_a_device_of_no_stored_kind_gets_the_default(client: TestClient) -> None:
+    rtx = {"device": "NVIDIA GeForce RTX 4090", "device_arch": "sm_89", "device_sm_count": 128}
+    data = post(client, m=1024, n=1024, k=1024, **rtx)
+    assert (data["source"], data["name"], data["device_match"]) == ("default", DEFAULT_SMALL, None)
+    assert data["device"] == {"name": rtx["device"], "arch": "sm_89", "sm_count": 128}
+    assert data["measured_on_device"] is None and data["ms"] is None
+    # An arch without an SM count finds no kind either: the default, not an error.
+    named = post(client, m=1024, n=1024, k=1024, device="GPU X", device_arch="sm_90")
+    assert (named["source"], named["device"]["sm_count"]) == ("default", None)  # type: ignore[index]
+
+
+def test_fp64_tensor_families_are_never_the_answer_where_they_run_slowly(seeded: str) -> None:
+    """An H100 best of dmma_pipelined serves an H200 (fast FP64 tensor cores on sm_90), but not a
+    GPU of the same kind whose probes measured slow FP64 tensor cores."""
+    engine = storage.make_engine(seeded)
+    slow = storage.DeviceIn("Cut-down sm_90", "sm_90", 132)
+    with storage.make_session_factory(engine).begin() as s:
+        storage.record_measurement(
+            s, H100, storage.ShapeIn(2048, 2048, 1024), measurement(DMMA, 0.3)
+        )
+        rates = storage.RatesIn(ffma_tflops=60.0, fp64_tensor_tflops=1.0)
+        storage.record_device_rates(s, slow, rates)
+    engine.dispose()
+    app = make_app(seeded)
+    with TestClient(app) as client:
+        fast = post(client, m=2048, n=2048, k=1024, **H200)
+        cut = post(client, m=2048, n=2048, k=1024, device=slow.name)
+    app.state.engine.dispose()
+    assert (fast["name"], fast["source"], fast["device_match"]) == (DMMA, "exact", "same_kind")
+    # Known by name from its rates (so its kind too); the dmma best skipped, the nearest other
+    # (2048^3, whose best in the seeded study is FAST).
+    assert (cut["name"], cut["source"], cut["device_match"]) == (FAST, "nearest", "same_kind")
+    assert cut["measured_on"] == {"m": 2048, "n": 2048, "k": 2048}
+    assert cut["distance"] == pytest.approx(math.log(2))
+    assert "1 tuned config(s) on fp64_tensor math skipped" in str(cut["note"])
+    assert "measured 1 TFLOP/s on the FP64 tensor cores against 60" in str(cut["note"])
 
 
 def test_empty_database_gets_a_valid_default_for_any_shape(db_url: str) -> None:
@@ -104,21 +167,18 @@ def test_default_rule_switches_at_one_wave_of_128x128_tiles() -> None:
 
 def test_include_source_gives_code_and_launch_geometry(sqlite_client: TestClient) -> None:
     data = post(sqlite_client, m=1000, n=3000, k=64, include_source=True)
+    assert (data["name"], data["source"]) == (FAST, "nearest")  # 128x128 tiles, 128 threads
     kernel = data["kernel"]
     assert isinstance(kernel, dict)
-    assert kernel["entry"] == data["name"]
-    assert 'extern "C"' in kernel["code"] and data["name"] in kernel["code"]
-    bm, bn = data["params"]["BM"], data["params"]["BN"]  # type: ignore[index]
-    assert kernel["grid"] == [-(-3000 // bn), -(-1000 // bm), 1]
-    assert kernel["block"] == [data["params"]["THREADS"], 1, 1]  # type: ignore[index]
-    assert kernel["dynamic_smem_bytes"] == 0
-    assert kernel["module_per_stream"] is False  # a warptile or pipelined default: no counters
+    assert kernel["entry"] == FAST
+    assert 'extern "C"' in kernel["code"] and FAST in kernel["code"]
+    assert kernel["grid"] == [24, 8, 1]  # 3000 columns / 128, 1000 rows / 128, rounded up
+    assert kernel["block"] == [128, 1, 1]
+    assert kernel["dynamic_smem_bytes"] == 0  # warptile's tiles are static
+    assert kernel["module_per_stream"] is False  # warptile keeps no counters
 
 
 def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: object) -> None:
-    import storage
-    from tests.api.conftest import A100, H100, measurement, seed
-
     url = f"sqlite:///{tmp_path}/streamk.db"
     seed(url)
     name = "streamk_bm128_bn256_bk16_wm32_wn128_wni2_tm8_tn4_t256_smb1_stg1"
@@ -130,7 +190,7 @@ def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: ob
     engine.dispose()
     app = make_app(url)
     with TestClient(app) as client:
-        for device, blocks in (("NVIDIA H100 80GB HBM3", 132), ("NVIDIA A100-SXM4-40GB", 108)):
+        for device, blocks in ((H100.name, 132), (A100.name, 108)):
             data = post(client, m=3000, n=5000, k=700, device=device, include_source=True)
             assert data["name"] == name
             kernel = data["kernel"]
@@ -152,6 +212,11 @@ BAD = [
     ({"m": 1, "n": 1, "k": 1, "dtype": "float16"}, "dtype", "'float32'"),
     ({"m": 1, "n": 1, "k": 1, "layout": "column-major"}, "layout", "'row-major'"),
     ({"m": 1, "n": 1, "k": 1, "devcie": "x"}, "devcie", "not a known field"),
+    ({"m": 1, "n": 1, "k": 1, "device": ""}, "device", "at least 1 character"),
+    ({"m": 1, "n": 1, "k": 1, "device": "X", "device_arch": "9.0"}, "device_arch", "sm_"),
+    ({"m": 1, "n": 1, "k": 1, "device_arch": "sm_90"}, "device_arch", "give `device`"),
+    ({"m": 1, "n": 1, "k": 1, "device": "X", "device_sm_count": 0}, "device_sm_count", ">= 1"),
+    ({"m": 1, "n": 1, "k": 1, "device_sm_count": 132}, "device_sm_count", "give `device`"),
 ]
 
 

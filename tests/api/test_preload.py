@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import storage
-from api.lookup import load_snapshot
 from api.preload import BENCH_FILE, SUITE_FILE, SWEEP_FILE, preload, results_dir, sweep_records
+from tuner.answer_index import load_snapshot
 
 
 def small_results(folder: Path, rows: int = 40) -> Path:

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import Engine
 
 from storage import DEFAULT_URL, URL_ENV_VAR, StorageError, database_url, make_engine
+from tests.conftest import needs_psycopg
 
 
 def _one_line_error(url: str) -> str:
@@ -44,12 +45,14 @@ def test_sqlite_connections_get_wal_busy_timeout_and_foreign_keys(sqlite_engine:
         assert (connection.exec_driver_sql("PRAGMA busy_timeout").scalar() or 0) >= 1000
 
 
+@needs_psycopg
 def test_plain_postgresql_url_means_psycopg() -> None:
     engine = make_engine("postgresql://postgres@127.0.0.1:5432/postgres", verify=False)
     assert engine.url.drivername == "postgresql+psycopg"
     engine.dispose()
 
 
+@needs_psycopg
 def test_unreachable_postgres_is_one_line() -> None:
     message = _one_line_error("postgresql+psycopg://postgres@127.0.0.1:1/test")
     assert message.startswith(
@@ -57,6 +60,7 @@ def test_unreachable_postgres_is_one_line() -> None:
     )
 
 
+@needs_psycopg
 def test_password_is_not_shown() -> None:
     message = _one_line_error("postgresql+psycopg://postgres:s3cret@127.0.0.1:1/test")
     assert "s3cret" not in message

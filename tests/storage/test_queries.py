@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from sqlalchemy.orm import Session
 
 from storage import (
+    RatesIn,
     ShapeIn,
     best_configs,
+    best_configs_fingerprint,
     best_for,
+    count_measurements,
     list_devices,
     list_measurements,
     measurements_for_study,
     nearest_best,
+    ping,
+    record_device_rates,
     record_measurement,
+    study_summaries,
 )
 
 from .factories import A100, H100, SQUARE, measurement
@@ -70,10 +74,6 @@ def test_nearest_best_uses_log_space_distance(populated: Session) -> None:
     # to 4096^3 (ln ratios -0.71686, -1.41001, -0.31140) -> 1.61214; to 512x2048x256 -> 2.90310
     assert (row.shape.m, row.shape.n, row.shape.k) == (1024, 1024, 1024)
     assert distance == pytest.approx(1.26653, abs=2e-5)
-    expected = math.sqrt(
-        math.log(2000 / 1024) ** 2 + math.log(1000 / 1024) ** 2 + math.log(3000 / 1024) ** 2
-    )
-    assert distance == pytest.approx(expected)
 
 
 def test_nearest_best_exact_match_and_filters(populated: Session) -> None:
@@ -144,3 +144,47 @@ def test_measurements_for_study_in_trial_order(session: Session) -> None:
     assert [r.trial_number for r in rows] == [0, 1, 2]
     assert [r.config_name for r in rows] == ["t0", "t1", "t2"]
     assert measurements_for_study(session, "none") == []
+
+
+def test_fingerprint_changes_with_bests_devices_and_rates(session: Session) -> None:
+    marks = [best_configs_fingerprint(session)]
+    assert marks[0][0] == 0  # no best config yet
+
+    def changed() -> bool:
+        session.commit()
+        marks.append(best_configs_fingerprint(session))
+        return marks[-1] != marks[-2]
+
+    record_measurement(session, H100, SQUARE, measurement(ms=2.0))
+    assert changed()  # a new best
+    record_measurement(session, H100, SQUARE, measurement(ms=3.0))
+    assert not changed()  # slower: the best stays, and so does the fingerprint
+    record_measurement(session, H100, SQUARE, measurement(ms=1.0))
+    assert changed()  # a best replaced
+    record_measurement(session, A100, SQUARE, measurement(ms=None, status="timeout"))
+    assert changed()  # a device seen, with no best
+    record_device_rates(session, A100, RatesIn(ffma_tflops=19.5))
+    assert changed()
+    assert not changed()
+
+
+def test_study_summaries_and_measurement_count(session: Session) -> None:
+    for trial, (ms, status) in enumerate(((2.0, "ok"), (None, "timeout"), (1.5, "ok"))):
+        record_measurement(
+            session,
+            H100,
+            SQUARE,
+            measurement(ms=ms, status=status, study="b-study", trial_number=trial),
+        )
+    record_measurement(session, H100, SQUARE, measurement(ms=None, status="pruned", study="a"))
+    record_measurement(session, H100, SQUARE, measurement(ms=0.5))  # in no study
+    session.commit()
+    assert [(s.name, s.trials, s.ok, s.best_ms) for s in study_summaries(session)] == [
+        ("a", 1, 0, None),
+        ("b-study", 3, 2, 1.5),
+    ]
+    assert count_measurements(session) == 5
+
+
+def test_ping_names_the_backend(session: Session, db_url: str) -> None:
+    assert ping(session) == db_url.split(":", 1)[0].split("+", 1)[0]

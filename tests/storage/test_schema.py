@@ -11,6 +11,7 @@ import storage.schema
 from storage import (
     UPGRADE_COMMAND,
     Base,
+    DeviceIn,
     StorageError,
     check_schema,
     current_revision,
@@ -29,7 +30,7 @@ def test_upgrade_from_empty_reaches_head(db_url: str) -> None:
         assert current_revision(engine) == head_revision()
         check_schema(engine)
         tables = set(inspect(engine).get_table_names())
-        assert {"device", "shape", "measurement", "best_config"} <= tables
+        assert {"device", "shape", "measurement", "best_config", "claim", "device_rates"} <= tables
         upgrade(engine)  # already at head: a no-op, not an error
         assert current_revision(engine) == head_revision()
     finally:
@@ -77,13 +78,23 @@ def test_check_schema_refuses_older_revision(engine: Engine) -> None:
     assert str(info.value).endswith(f"run `{UPGRADE_COMMAND}`")
 
 
-def test_upgrade_from_0001_keeps_data_and_adds_claims(engine: Engine) -> None:
-    """The upgrade path: rows written under revision 0001 survive the move to head."""
-    downgrade(engine, "0001")
+def _write_device(engine: Engine) -> None:
+    """A device row, as an older schema's code wrote it."""
     with engine.begin() as connection:
         connection.execute(
             text("INSERT INTO device (name, arch, sm_count) VALUES ('H100', 'sm_90', 132)")
         )
+
+
+def _count(engine: Engine, table: str) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar() or 0)
+
+
+def test_upgrade_from_0001_keeps_data_and_adds_claims(engine: Engine) -> None:
+    """The upgrade path: rows written under revision 0001 survive the move to head."""
+    downgrade(engine, "0001")
+    _write_device(engine)
     upgrade(engine)
     check_schema(engine)
     factory = storage.make_session_factory(engine)
@@ -91,9 +102,30 @@ def test_upgrade_from_0001_keeps_data_and_adds_claims(engine: Engine) -> None:
         assert storage.claim_candidate(session, "s", "cfg", "w1")
         assert not storage.claim_candidate(session, "s", "cfg", "w2")
         assert storage.claim_candidate(session, "s", "other", "w2")
-    with engine.connect() as connection:
-        assert connection.execute(text("SELECT count(*) FROM device")).scalar() == 1
-        assert connection.execute(text("SELECT count(*) FROM claim")).scalar() == 2
+    assert (_count(engine, "device"), _count(engine, "claim")) == (1, 2)
+
+
+def test_upgrade_from_0002_keeps_data_and_adds_device_rates(engine: Engine) -> None:
+    """The upgrade path: a device and a claim written under revision 0002 survive the move to
+    head, and the device can then get rates; downgrading drops the rates only."""
+    downgrade(engine, "0002")
+    assert "device_rates" not in inspect(engine).get_table_names()
+    _write_device(engine)
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO claim (study, config_name, worker) VALUES ('s', 'cfg', 'w1')")
+        )
+    upgrade(engine)
+    check_schema(engine)
+    with storage.make_session_factory(engine).begin() as session:
+        rates = storage.RatesIn(ffma_tflops=60.0, fp64_tensor_tflops=58.0)
+        stored = storage.record_device_rates(session, DeviceIn("H100", "sm_90", 132), rates)
+        assert stored.device.id == 1  # the device row from before the upgrade, not a new one
+    assert (_count(engine, "device"), _count(engine, "claim")) == (1, 1)
+    assert _count(engine, "device_rates") == 1
+    downgrade(engine, "0002")
+    assert "device_rates" not in inspect(engine).get_table_names()
+    assert _count(engine, "device") == 1
 
 
 def test_check_schema_refuses_unknown_revision(engine: Engine) -> None:

@@ -30,7 +30,7 @@ from tuner.bench import (
     shape_row,
     summarize,
 )
-from tuner.bench_report import markdown, ratio_chart, ticks
+from tuner.bench_report import markdown, ratio_chart
 from tuner.cli import bench as bench_cli
 from tuner.config import Config
 from tuner.evaluate import Comparison
@@ -264,12 +264,6 @@ def test_markdown_of_an_old_suite_file() -> None:
     text = markdown(doc)
     assert "| 0.010 | 0.1 | - | 0.1 | 1.20 | - | - | - | - |" in text
     assert "**1.20** over 1 of 1 shapes" in text and "2026-11-22" in text
-
-
-def test_ticks() -> None:
-    assert ticks(1.0) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    assert ticks(1.3) == [0.0, 0.5, 1.0, 1.5]
-    assert ticks(2.4) == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]
 
 
 def test_svg_chart() -> None:

@@ -88,8 +88,10 @@ def test_the_untuned_answer_is_the_stored_best_else_the_nearest_else_the_rule(
     assert untuned_answer(sessions, replay.device, big).name == best.best.config_name
     near = Shape(4000, 4096, 4096)
     assert untuned_answer(sessions, replay.device, near).name == best.best.config_name
-    other = replace(replay.device, name="another GPU")
-    assert untuned_answer(sessions, other, big) == rule_big
+    same_kind = replace(replay.device, name="another GPU")  # sm_90 with 132 SMs too
+    assert untuned_answer(sessions, same_kind, big).name == best.best.config_name
+    other_kind = replace(replay.device, name="a smaller GPU", arch="sm_86", sm_count=84)
+    assert untuned_answer(sessions, other_kind, big) == rule_big
 
 
 class Probing(Forwarding):
@@ -116,7 +118,7 @@ def test_a_failed_probe_falls_back_to_the_table_or_to_measurements_and_says_so()
     notes: list[str] = []
     assert device_rates(MemoryRecorder(), evaluator, notes) is None
     assert "no probed rates" in notes[0] and "table for sm_90" in notes[0]
-    evaluator.device = replace(evaluator.device, arch="sm_120")
+    evaluator.device = replace(evaluator.device, arch="sm_100")
     notes.clear()
     assert device_rates(MemoryRecorder(), evaluator, notes) is None
-    assert "no table for sm_120" in notes[0] and "its own measurements" in notes[0]
+    assert "no table for sm_100" in notes[0] and "its own measurements" in notes[0]

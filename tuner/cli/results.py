@@ -13,30 +13,49 @@ from rich.table import Table
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
-from tuner.cli._common import DbOpt, err, out
+from tuner.answer_index import load_snapshot
+from tuner.cli._common import DbOpt, out
+from tuner.device_kind import DeviceSpec
 from tuner.errors import InputError
 from tuner.shape import parse_shape
 
 
 def best(
     shape: Annotated[str, typer.Option("--shape", "-s")],
-    device: Annotated[str | None, typer.Option(help="device name as stored; default any")] = None,
+    device: Annotated[
+        str | None, typer.Option(help="GPU name as stored; default: the fastest of any device")
+    ] = None,
+    arch: Annotated[
+        str | None,
+        typer.Option(help="the GPU's architecture (sm_89): finds GPUs of its kind, needs --device"),
+    ] = None,
+    sm_count: Annotated[
+        int | None, typer.Option("--sm-count", help="the GPU's SM count, with --arch")
+    ] = None,
     db: DbOpt = None,
 ) -> None:
-    """The best stored config for a shape (exit code 1 when nothing is stored for it)."""
+    """The config the API would answer for a shape: exact, nearest or default, and whose data."""
     problem = parse_shape(shape)
-    sessions = storage.open_database(db)
-    with sessions() as session:
-        found = storage.best_for(session, device, problem.m, problem.n, problem.k)
-    if found is None:
-        err.print(f"no tuned config for {problem}" + (f" on {device}" if device else ""))
-        raise typer.Exit(1)
-    _, m = found
-    out.print(f"{m.config_name}")
-    out.print(
-        f"  {m.ms:.4f} ms, {m.tflops:.1f} TFLOP/s, cuBLAS {m.cublas_tflops or 0:.1f} TFLOP/s, "
-        f"ratio {m.ratio or 0:.2f} on {m.device.name}"
-    )
+    if device is None and (arch is not None or sm_count is not None):
+        raise InputError("--arch and --sm-count describe a GPU: give its name with --device too")
+    asked = None if device is None else DeviceSpec(device, arch, sm_count)
+    with storage.open_database(db)() as session:
+        answer = load_snapshot(session).answer(problem.m, problem.n, problem.k, device=asked)
+    lines = [answer.name]
+    where, shape_ = answer.measured_on_device, answer.measured_on
+    if where is not None and shape_ is not None:  # measured, not the default rule
+        match = (answer.device_match or "").replace("_", " ")
+        lines += [
+            f"  source: {answer.source} ({match}), distance {answer.distance:.3f}",
+            f"  measured on {'x'.join(map(str, shape_))} on {where.name} "
+            f"({where.arch}, {where.sm_count} SMs)",
+            f"  {answer.ms:.4f} ms, {answer.tflops or 0:.1f} TFLOP/s, "
+            f"cuBLAS {answer.cublas_tflops or 0:.1f} TFLOP/s, ratio {answer.ratio or 0:.2f}",
+        ]
+    else:
+        lines.append("  source: default")
+    for line in [*lines, f"  {answer.note}"]:
+        out.print(line, soft_wrap=True, markup=False)
 
 
 def _best_rows(sessions: sessionmaker[Session], device: str | None) -> list[dict[str, Any]]:

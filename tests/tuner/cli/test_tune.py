@@ -410,11 +410,6 @@ def test_import_of_malformed_json_changes_nothing(
     assert counts(tuned) == before
 
 
-def test_best_for_an_untuned_shape_exits_1(tuned: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = cli(capsys, "best", "--shape", "77x77x77", "--db", tuned)
-    assert code == 1 and "77x77x77" in err
-
-
 def test_default_families_are_a_replay_tables_own_or_the_gpu_set(replay: ReplayEvaluator) -> None:
     assert default_families(replay) == ("warptile", "pipelined")  # what h100-sweep.jsonl holds
     streamk = ReplayEvaluator(RESULTS / "h100-sweep-streamk.jsonl")

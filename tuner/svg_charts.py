@@ -1,6 +1,8 @@
-"""Inline SVG charts for the dashboard, drawn in Python: no JavaScript, no CDN, works offline.
+"""SVG charts drawn in Python: no JavaScript, no CDN, readable offline and in a README.
 
-Each function returns :class:`markupsafe.Markup` ready to drop into a Jinja template; every piece
+The one chart builder of the project: the dashboard (:mod:`api.dashboard`) draws with it inline,
+``gemmtune bench`` (:mod:`tuner.bench_report`) writes standalone files with it. Each function
+returns :class:`markupsafe.Markup` (a ``str``), ready for a Jinja template or a file; every piece
 of text that came from data is escaped. Charts scale to their container (``viewBox``) and carry
 ``<title>`` tooltips, so hovering a bar or point shows its exact numbers.
 """
@@ -17,13 +19,19 @@ PALETTE = ("#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2", "#c
 AXIS = "#94a3b8"
 GRID = "#e2e8f0"
 TEXT = "#334155"
+REFERENCE = "#0f172a"
 
 
 @dataclass(frozen=True)
 class Bar:
+    """One row of a bar chart. ``value`` None draws no bar but ``note`` (a failed shape);
+    ``text`` replaces the value printed after the bar."""
+
     label: str
-    value: float
+    value: float | None
     tooltip: str = ""
+    text: str = ""
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -35,49 +43,69 @@ class Point:
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """Round tick values covering [low, high] (1, 2 or 5 times a power of ten apart)."""
+    """Round tick values covering [low, high]: about ``count`` steps of 1, 2, 2.5 or 5 times a
+    power of ten, from the last multiple of the step at or below ``low`` to the first at or
+    above ``high``."""
     if not math.isfinite(low) or not math.isfinite(high) or high <= low:
         high = low + 1.0
     raw = (high - low) / max(count, 1)
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    first = math.floor(low / step) * step
-    ticks = []
-    value = first
-    while value <= high + step * 1e-9:
-        ticks.append(round(value, 10))
-        value += step
-    if ticks[-1] < high:
-        ticks.append(round(value, 10))
-    return ticks
+    step = next(f * power for f in (1, 2, 2.5, 5, 10) if f * power >= raw)
+    first, last = math.floor(low / step), math.ceil(high / step - 1e-9)
+    return [round(i * step, 10) for i in range(first, last + 1)]
 
 
 def _fmt(value: float) -> str:
     return f"{value:g}" if abs(value) < 1e5 else f"{value:.2e}"
 
 
-def _svg(width: int, height: int, body: list[str], label: str) -> Markup:
+def _svg(width: int, height: int, body: list[str], label: str, *, standalone: bool) -> Markup:
+    """The ``<svg>`` element. Standalone (a file) it has a size and a white background; inline
+    (a page) it has the ``chart`` class that the page's CSS sizes."""
+    size = f'width="{width}" height="{height}" ' if standalone else ""
+    css = "" if standalone else 'class="chart" '
+    background = f'<rect width="{width}" height="{height}" fill="white"/>' if standalone else ""
     head = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="{escape(label)}" class="chart" '
-        f'font-family="system-ui, sans-serif" font-size="12">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" {size}'
+        f'role="img" aria-label="{escape(label)}" {css}'
+        f'font-family="system-ui, sans-serif" font-size="12">{background}'
     )
-    return Markup(head + f"<title>{escape(label)}</title>" + "".join(body) + "</svg>")
+    end = "</svg>\n" if standalone else "</svg>"
+    return Markup(head + f"<title>{escape(label)}</title>" + "".join(body) + end)
+
+
+@dataclass(frozen=True)
+class BarLayout:
+    """Pixels of a bar chart: the label column, the margin right of the longest bar (for the
+    text printed after it), the whole width."""
+
+    label_width: int = 150
+    right: int = 60
+    width: int = 760
 
 
 def bar_chart(
-    bars: Sequence[Bar], *, title: str, unit: str = "%", reference: float | None = 100.0
+    bars: Sequence[Bar],
+    *,
+    title: str,
+    unit: str = "",
+    reference: float | None = None,
+    reference_label: str = "",
+    caption: str = "",
+    layout: BarLayout = BarLayout(),
+    standalone: bool = False,
 ) -> Markup:
-    """Horizontal bars, one per label, with an optional reference line (100 % = cuBLAS)."""
-    label_w, right, top, row_h = 150, 60, 28, 26
-    width = 760
-    height = top + row_h * max(len(bars), 1) + 34
-    plot_w = width - label_w - right
-    high = max([b.value for b in bars] + [reference or 0.0, 1e-9])
-    ticks = nice_ticks(0.0, high)
-    scale = plot_w / ticks[-1]
-    body = [f'<text x="{label_w}" y="18" fill="{TEXT}" font-weight="600">{escape(title)}</text>']
-    bottom = top + row_h * max(len(bars), 1)
+    """Horizontal bars, one per label, from 0; with a dashed ``reference`` line, bars at or
+    above it are blue and those below orange. ``unit`` follows tick values and default bar
+    texts; ``caption`` is written under the axis."""
+    label_w, top, row_h = layout.label_width, 48, 24
+    rows = max(len(bars), 1)
+    bottom = top + row_h * rows
+    height = bottom + 36
+    values = [b.value for b in bars if b.value]
+    ticks = nice_ticks(0.0, max([*values, reference or 0.0]))
+    scale = (layout.width - label_w - layout.right) / ticks[-1]
+    body = [f'<text x="10" y="18" fill="{TEXT}" font-weight="600">{escape(title)}</text>']
     for tick in ticks:
         x = label_w + tick * scale
         body.append(
@@ -86,27 +114,50 @@ def bar_chart(
             f"{_fmt(tick)}{escape(unit)}</text>"
         )
     for i, bar in enumerate(bars):
-        y = top + i * row_h
-        w = max(bar.value, 0.0) * scale
-        colour = PALETTE[0] if reference is None or bar.value >= reference else PALETTE[1]
-        tip = escape(bar.tooltip or f"{bar.label}: {bar.value:.1f}{unit}")
-        body.append(
-            f'<g class="bar"><title>{tip}</title>'
-            f'<text x="{label_w - 8}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end" '
-            f'fill="{TEXT}">{escape(bar.label)}</text>'
-            f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" rx="3" '
-            f'fill="{colour}"/>'
-            f'<text x="{label_w + w + 6:.1f}" y="{y + row_h / 2 + 4:.1f}" fill="{TEXT}">'
-            f"{bar.value:.1f}{escape(unit)}</text></g>"
-        )
+        body += _bar_row(bar, top + i * row_h, row_h, label_w, scale, unit, reference)
     if reference is not None:
         x = label_w + reference * scale
         body.append(
-            f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{bottom}" stroke="#0f172a" '
-            f'stroke-dasharray="4 3"/><text x="{x + 4:.1f}" y="{top - 6}" fill="#0f172a">'
-            f"cuBLAS</text>"
+            f'<line x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{bottom}" stroke="{REFERENCE}" '
+            f'stroke-dasharray="4 3"/><text x="{x + 4:.1f}" y="{top - 8}" fill="{REFERENCE}">'
+            f"{escape(reference_label)}</text>"
         )
-    return _svg(width, height, body, title)
+    if caption:
+        middle = label_w + (layout.width - label_w - layout.right) / 2
+        body.append(
+            f'<text x="{middle:.1f}" y="{height - 4}" text-anchor="middle" fill="{TEXT}">'
+            f"{escape(caption)}</text>"
+        )
+    return _svg(layout.width, height, body, title, standalone=standalone)
+
+
+def _bar_row(
+    bar: Bar,
+    y: float,
+    row_h: int,
+    label_w: int,
+    scale: float,
+    unit: str,
+    reference: float | None,
+) -> list[str]:
+    mid = y + row_h / 2 + 4
+    out = [
+        f'<text x="{label_w - 8}" y="{mid:.1f}" text-anchor="end" fill="{TEXT}">'
+        f"{escape(bar.label)}</text>"
+    ]
+    if not bar.value:
+        out.append(f'<text x="{label_w + 6}" y="{mid:.1f}" fill="{AXIS}">{escape(bar.note)}</text>')
+        return out
+    w = max(bar.value, 0.0) * scale
+    colour = PALETTE[0] if reference is None or bar.value >= reference else PALETTE[1]
+    text = bar.text or f"{bar.value:.1f}{unit}"
+    out.append(
+        f"<g><title>{escape(bar.tooltip or f'{bar.label}: {text}')}</title>"
+        f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" rx="3" '
+        f'fill="{colour}"/>'
+        f'<text x="{label_w + w + 6:.1f}" y="{mid:.1f}" fill="{TEXT}">{escape(text)}</text></g>'
+    )
+    return out
 
 
 class _Frame:
@@ -186,7 +237,7 @@ def best_so_far_chart(
             f'<path class="best-so-far" d="{"".join(path)}" fill="none" stroke="{PALETTE[0]}" '
             f'stroke-width="2.5"/>'
         )
-    return _svg(frame.width, frame.height, body, title)
+    return _svg(frame.width, frame.height, body, title, standalone=False)
 
 
 def scatter_chart(points: Sequence[Point], *, title: str, x_label: str, y_label: str) -> Markup:
@@ -208,4 +259,4 @@ def scatter_chart(points: Sequence[Point], *, title: str, x_label: str, y_label:
             f'<rect x="{x}" y="{y}" width="12" height="12" rx="2" fill="{colour[group]}"/>'
             f'<text x="{x + 18}" y="{y + 10}" fill="{TEXT}">{escape(group)}</text>'
         )
-    return _svg(frame.width, frame.height, body, title)
+    return _svg(frame.width, frame.height, body, title, standalone=False)

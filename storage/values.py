@@ -1,0 +1,43 @@
+"""Stored measurements as plain values: one conversion for every reader of a whole record.
+
+An export, the API's result lists and the tuner's ``Result`` all want a measurement's fields by
+name (:data:`storage.MEASUREMENT_FIELDS`); :func:`measurement_values` is the one place that reads
+them off a row. TFLOP/s are derived from the times where a row has none (uploads may leave them
+out): 2·m·n·k floating-point operations per GEMM.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from storage.inputs import MEASUREMENT_FIELDS
+from storage.models import Measurement
+
+
+def tflops(m: int, n: int, k: int, ms: float | None) -> float | None:
+    """TFLOP/s of one m x n x k GEMM done in ``ms`` milliseconds (None without a usable time)."""
+    if ms is None or not ms > 0:
+        return None
+    value = 2.0 * m * n * k / ms / 1e9
+    return value if math.isfinite(value) else None
+
+
+def measurement_values(row: Measurement, *, derive_tflops: bool = False) -> dict[str, Any]:
+    """The row's :data:`~storage.MEASUREMENT_FIELDS`, JSON-ready (``created_at`` as ISO 8601,
+    fresh copies of ``params`` and ``provenance``).
+
+    Args:
+        derive_tflops: fill ``tflops`` and ``cublas_tflops`` from ``ms`` and ``cublas_ms`` where
+            the row has none (what a reader shows; an export keeps the row as stored).
+    """
+    values = {name: getattr(row, name) for name in MEASUREMENT_FIELDS}
+    values["params"] = dict(row.params)
+    values["provenance"] = dict(row.provenance or {})
+    values["created_at"] = row.created_at.isoformat()
+    if derive_tflops:
+        shape = row.shape
+        for rate, time in (("tflops", "ms"), ("cublas_tflops", "cublas_ms")):
+            if values[rate] is None:
+                values[rate] = tflops(shape.m, shape.n, shape.k, values[time])
+    return values

@@ -1,0 +1,27 @@
+"""The API's bodies carry the library's records whole: a field added to one shows up here."""
+
+from __future__ import annotations
+
+import storage
+from api import schemas
+from tuner.answer_index import Snapshot
+from tuner.answers import default_config
+
+
+def test_uploads_and_result_lists_carry_every_measurement_field() -> None:
+    # Uploads leave created_at to the server; lists add where the row sits.
+    assert tuple(schemas.MeasurementIn.model_fields) == storage.MEASUREMENT_FIELDS[:-1]
+    listed = [
+        name for name in schemas.MeasurementOut.model_fields if name in storage.MEASUREMENT_FIELDS
+    ]
+    assert tuple(listed) == storage.MEASUREMENT_FIELDS
+    extra = set(schemas.MeasurementOut.model_fields) - set(storage.MEASUREMENT_FIELDS)
+    assert extra == {"id", "device", "shape", "dtype", "layout"}
+
+
+def test_the_best_response_is_the_answer_plus_its_kernel() -> None:
+    answer = Snapshot([], [], {}).answer(100, 200, 300)
+    assert answer.name == default_config(100, 200).name
+    body = answer.as_json()
+    assert list(schemas.BestResponse.model_fields) == [*body, "kernel"]
+    assert schemas.BestResponse(**body).model_dump(exclude={"kernel"}) == body
