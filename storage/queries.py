@@ -199,3 +199,11 @@ def measurements_for_study(session: Session, study_name: str) -> Sequence[Measur
         .order_by(Measurement.trial_number, Measurement.id)
     )
     return session.scalars(query).all()
+
+
+# Preload (api/preload.py): is there anything stored yet?
+
+
+def holds_measurements(session: Session) -> bool:
+    """True when any measurement is stored (a preload then leaves the database alone)."""
+    return session.scalar(select(Measurement.id).limit(1)) is not None
