@@ -63,9 +63,9 @@ def make_evaluator(name: str, replay_tables: Sequence[Path] | None = None) -> Ev
     """The evaluator called ``name``: ``gpu`` (compile, verify, time) or ``replay`` (answers from
     committed sweep tables)."""
     if name == "replay":
-        from tuner.replay import DEFAULT_TABLE, ReplayEvaluator
+        from tuner.replay import ReplayEvaluator
 
-        return ReplayEvaluator(list(replay_tables or [DEFAULT_TABLE]))
+        return ReplayEvaluator(list(replay_tables) if replay_tables else None)
     if name == "gpu":
         return start_gpu("--evaluator gpu")
     raise InputError(f"unknown evaluator {name!r}; choose one of {', '.join(EVALUATORS)}")

@@ -28,6 +28,31 @@ def shape_in(shape: Shape) -> storage.ShapeIn:
     return storage.ShapeIn(shape.m, shape.n, shape.k, shape.dtype, shape.layout)
 
 
+def measurement_in(
+    result: Result, study: str | None, trial_number: int | None
+) -> storage.MeasurementIn:
+    """A result as storage records it, as a trial of ``study``."""
+    return storage.MeasurementIn(
+        family=result.family,
+        config_name=result.config_name,
+        params=result.params,
+        status=result.status,
+        reason=result.reason,
+        ms=result.ms,
+        tflops=result.tflops,
+        cublas_ms=result.cublas_ms,
+        cublas_tflops=result.cublas_tflops,
+        ratio=result.ratio,
+        rel_error=result.rel_error,
+        registers=result.registers,
+        smem_bytes=result.smem_bytes,
+        occupancy=result.occupancy,
+        study=study,
+        trial_number=trial_number,
+        provenance=result.provenance,
+    )
+
+
 def _result(row: storage.Measurement) -> Result:
     return Result(
         row.config_name,
@@ -63,25 +88,7 @@ class SqlRecorder:
         study: str,
         trial_number: int | None,
     ) -> None:
-        measurement = storage.MeasurementIn(
-            family=result.family,
-            config_name=result.config_name,
-            params=result.params,
-            status=result.status,
-            reason=result.reason,
-            ms=result.ms,
-            tflops=result.tflops,
-            cublas_ms=result.cublas_ms,
-            cublas_tflops=result.cublas_tflops,
-            ratio=result.ratio,
-            rel_error=result.rel_error,
-            registers=result.registers,
-            smem_bytes=result.smem_bytes,
-            occupancy=result.occupancy,
-            study=study,
-            trial_number=trial_number,
-            provenance=result.provenance,
-        )
+        measurement = measurement_in(result, study, trial_number)
         with self.sessions.begin() as session:
             storage.record_measurement(session, device_in(device), shape_in(shape), measurement)
 

@@ -10,17 +10,18 @@ import optuna
 import pytest
 
 import storage
+from storage import open_database
 from tuner.config import Config
 from tuner.errors import InputError
 from tuner.evaluate import Result
 from tuner.recording import MemoryRecorder
 from tuner.replay import ReplayEvaluator
 from tuner.resources import DeviceLimits
+from tuner.results import RESULTS_ENV_VAR
 from tuner.samplers import make_sampler
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
 from tuner.study import Study
-from storage import open_database
 
 BIG, MID, THIN = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)
 WARPTILE = ("warptile",)
@@ -144,7 +145,7 @@ def test_warm_start_evaluates_the_nearest_shapes_best_first(
     replay: ReplayEvaluator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No committed results: the committed sweeps hold THIN itself, whose bests would go first.
-    monkeypatch.setattr("tuner.priors.RESULTS", tmp_path)
+    monkeypatch.setenv(RESULTS_ENV_VAR, str(tmp_path))
     recorder = SqlRecorder(open_database(f"sqlite:///{tmp_path / 'warm.db'}"))
     first = Study(MID, WARPTILE, replay, recorder, "random", seed=0).run(trials=6)
     assert first.best is not None
