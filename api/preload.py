@@ -1,16 +1,17 @@
 """Fill an empty database with the committed H100 results, so a fresh server has answers.
 
-Files under ``benchmarks/results/`` (or ``$GEMMTUNE_RESULTS_DIR``), each used when present:
+Files of the results folder (:mod:`tuner.results.location`: ``$GEMMTUNE_RESULTS_DIR``, else the
+checkout's ``benchmarks/results``, else the copy installed with the package), each used when
+present:
 
 * ``h100-sweep*.jsonl``: sweep tables (a header, then one row per shape and config, ok or
   pruned): ``h100-sweep.jsonl``, the exhaustive sweep, and slices of larger spaces
   (``h100-sweep-<slice>.jsonl``). Every row is stored, one study per file and shape
   (``<file stem>-MxNxK``, trials in file order), so the dashboard can show how the space was
   explored.
-* ``h100.json``: best configs of the whole public suite (per shape m, n, k, config, ms, tflops,
-  cublas_tflops, ratio, provenance), stored as ok measurements; then ``h100-suite.json``, the
-  latest ``gemmtune bench`` (same row fields), the same way. Each shape's best config is the
-  fastest of everything stored for it.
+* ``h100.json``: best configs of the whole public suite, then ``h100-suite.json``, the latest
+  ``gemmtune bench``: each ``ok`` row stored as an ok measurement (rows without a measured
+  config add nothing). Each shape's best config is the fastest of everything stored for it.
 
 Everything goes through :func:`storage.record_measurements`, which stores the same rows and
 best_config as live tuning's :func:`storage.record_measurement` one record at a time would.
@@ -19,147 +20,124 @@ Idempotent: a database that already holds measurements is left alone.
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterator, Mapping
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from api.lookup import tflops as _tflops
-from tuner.errors import InputError
 from tuner.families import parse_config
-from tuner.shape import parse_shape
+from tuner.results import SuiteFile, SweepTable, data_location, read_suite_file, read_sweep_table
+from tuner.results.location import SUITE_BESTS
+from tuner.sql_recorder import measurement_in
 
-RESULTS_ENV_VAR = "GEMMTUNE_RESULTS_DIR"
 SWEEP_FILE = "h100-sweep.jsonl"
 SWEEP_GLOB = "h100-sweep*.jsonl"
-SUITE_FILE = "h100.json"
+SUITE_FILE = SUITE_BESTS
 BENCH_FILE = "h100-suite.json"
-H100 = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
 
 Record = tuple[storage.DeviceIn, storage.ShapeIn, storage.MeasurementIn]
 
 
-def results_dir() -> Path:
-    """``$GEMMTUNE_RESULTS_DIR``, else ``benchmarks/results`` of this source checkout."""
-    env = os.environ.get(RESULTS_ENV_VAR)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+class Outcome(enum.Enum):
+    HELD = "held"  # the database already holds results: left alone
+    NOTHING = "nothing"  # no result file in the folder
+    STORED = "stored"
 
 
-def _device(provenance: Mapping[str, Any], fallback: storage.DeviceIn) -> storage.DeviceIn:
-    name = provenance.get("device")
-    sm_count = provenance.get("sm_count")
-    cc = str(provenance.get("compute_capability", ""))
-    arch = provenance.get("arch") or (f"sm_{cc.replace('.', '')}" if cc else fallback.arch)
-    if isinstance(name, str) and isinstance(sm_count, int):
-        return storage.DeviceIn(name, str(arch), sm_count)
-    return fallback
+@dataclass(frozen=True)
+class Preloaded:
+    """What a preload did, and where it looked."""
 
+    outcome: Outcome
+    folder: str  # the folder and why it was chosen
+    count: int = 0  # measurements stored
+    files: int = 0
 
-def sweep_records(path: Path) -> Iterator[Record]:
-    """Rows of a sweep table as storage inputs, one study per shape."""
-    header: dict[str, Any] = {}
-    trial: dict[str, int] = {}
-    with path.open() as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path.name} line {number}: {exc}") from None
-            if row.get("kind") == "header":
-                header = row
-                continue
-            shape = parse_shape(row["shape"])
-            provenance = {
-                **header.get("provenance", {}),
-                "source": f"benchmarks/results/{path.name}",
-            }
-            device = _device({**provenance, "arch": header.get("arch")}, H100)
-            number_in_study = trial.get(row["shape"], 0)
-            trial[row["shape"]] = number_in_study + 1
-            status = row.get("status", "ok")
-            ms = row.get("ms") if status == "ok" else None
-            cublas_ms = row.get("cublas_ms")
-            yield (
-                device,
-                storage.ShapeIn(shape.m, shape.n, shape.k),
-                storage.MeasurementIn(
-                    family=row["family"],
-                    config_name=row["config_name"],
-                    params=parse_config(row["config_name"]).as_dict(),
-                    status=status,
-                    reason=row.get("reason") or (None if status == "ok" else status),
-                    ms=ms,
-                    tflops=_tflops(shape.m, shape.n, shape.k, ms),
-                    cublas_ms=cublas_ms,
-                    cublas_tflops=_tflops(shape.m, shape.n, shape.k, cublas_ms),
-                    rel_error=row.get("rel_error"),
-                    registers=row.get("registers"),
-                    smem_bytes=row.get("smem_bytes"),
-                    occupancy=row.get("occupancy"),
-                    study=f"{path.stem}-{row['shape']}",
-                    trial_number=number_in_study,
-                    provenance=provenance,
-                ),
+    def __str__(self) -> str:
+        if self.outcome is Outcome.HELD:
+            return "database already holds results; preload skipped"
+        if self.outcome is Outcome.NOTHING:
+            return (
+                f"no committed results found at {self.folder}; nothing preloaded (answers are "
+                "`default` until something is tuned)"
             )
+        return f"preloaded {self.count} measurements from {self.files} files in {self.folder}"
 
 
-def suite_records(path: Path) -> Iterator[Record]:
-    """Per-shape best configs of ``h100.json`` (a list, or an object holding one) as inputs."""
-    data = json.loads(path.read_text())
-    top: Mapping[str, Any] = data if isinstance(data, dict) else {}
-    rows: Any = data
-    if isinstance(data, dict):
-        rows = next((data[key] for key in ("results", "shapes", "rows", "best") if key in data), [])
-    for row in rows:
-        m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
-        name = row.get("config") or row["config_name"]
-        config = parse_config(name)
-        provenance = {**top.get("provenance", {}), **(row.get("provenance") or {})}
-        provenance.setdefault("source", f"benchmarks/results/{path.name}")
-        ms = float(row["ms"])
-        cublas_tf = row.get("cublas_tflops")
-        ratio = row.get("ratio")
-        cublas_ms = None
-        if cublas_tf:
-            cublas_ms = 2.0 * m * n * k / (float(cublas_tf) * 1e12) * 1e3
+def sweep_records(table: SweepTable) -> Iterator[Record]:
+    """Rows of a sweep table as storage inputs, one study per shape: each stored as the result
+    a replay of the table answers, as live tuning would record it."""
+    gpu = table.header.gpu
+    device = storage.DeviceIn(gpu.name, gpu.arch, gpu.sm_count)
+    provenance = {**table.header.provenance, "source": f"benchmarks/results/{table.path.name}"}
+    trial: dict[str, int] = {}
+    for row in table.rows:
+        shape = row.shape
+        study = f"{table.path.stem}-{shape}"
+        number_in_study = trial.get(study, 0)
+        trial[study] = number_in_study + 1
+        result = row.to_result(parse_config(row.config_name), provenance)
         yield (
-            _device(provenance, H100),
+            device,
+            storage.ShapeIn(shape.m, shape.n, shape.k),
+            measurement_in(result, study, number_in_study),
+        )
+
+
+def suite_records(suite: SuiteFile) -> Iterator[Record]:
+    """The ``ok`` rows of a suite file as storage inputs."""
+    device = storage.DeviceIn(suite.gpu.name, suite.gpu.arch, suite.gpu.sm_count)
+    provenance = {"source": f"benchmarks/results/{suite.path.name}", **suite.provenance}
+    for row in suite.rows:
+        if row.status != "ok" or row.config is None or row.ms is None:
+            continue
+        m, n, k = row.shape.m, row.shape.n, row.shape.k
+        config = parse_config(row.config)
+        yield (
+            device,
             storage.ShapeIn(m, n, k),
             storage.MeasurementIn(
                 family=config.family,
                 config_name=config.name,
                 params=config.as_dict(),
-                ms=ms,
-                tflops=row.get("tflops") or _tflops(m, n, k, ms),
-                cublas_ms=cublas_ms,
-                cublas_tflops=cublas_tf,
-                ratio=ratio,
+                ms=row.ms,
+                tflops=row.tflops or _tflops(m, n, k, row.ms),
+                cublas_ms=row.cublas_ms,
+                cublas_tflops=row.cublas_tflops or _tflops(m, n, k, row.cublas_ms),
+                ratio=row.ratio,
+                rel_error=row.rel_error,
                 provenance=provenance,
             ),
         )
 
 
-def preload(sessions: sessionmaker[Session], directory: Path | None = None) -> int:
-    """Store the committed results into an empty database; returns how many rows were stored."""
-    folder = directory or results_dir()
-    with sessions() as session:
-        if session.scalar(select(func.count(storage.Measurement.id))):
-            return 0
+def _records(folder: Path) -> tuple[list[Record], int]:
+    """Every record of the folder's preloaded files, and how many files there were."""
+    sweeps = sorted(folder.glob(SWEEP_GLOB))
+    suites = [folder / name for name in (SUITE_FILE, BENCH_FILE) if (folder / name).is_file()]
     records: list[Record] = []
-    for sweep in sorted(folder.glob(SWEEP_GLOB)):
-        records.extend(sweep_records(sweep))
-    for name in (SUITE_FILE, BENCH_FILE):
-        if (folder / name).is_file():
-            records.extend(suite_records(folder / name))
+    for path in sweeps:
+        records.extend(sweep_records(read_sweep_table(path)))
+    for path in suites:
+        records.extend(suite_records(read_suite_file(path)))
+    return records, len(sweeps) + len(suites)
+
+
+def preload(sessions: sessionmaker[Session], directory: Path | None = None) -> Preloaded:
+    """Store the committed results of ``directory`` (default: the results folder) into an empty
+    database."""
+    folder = data_location().results if directory is None else directory
+    shown = data_location().describe() if directory is None else str(directory)
+    with sessions() as session:
+        if storage.holds_measurements(session):
+            return Preloaded(Outcome.HELD, shown)
+    records, files = _records(folder)
+    if not files:
+        return Preloaded(Outcome.NOTHING, shown)
     with sessions.begin() as session:
         storage.record_measurements(session, records)
-    return len(records)
+    return Preloaded(Outcome.STORED, shown, len(records), files)

@@ -11,8 +11,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from api.app import create_app
-from api.preload import preload, results_dir
+from api.preload import preload
 from api.settings import Settings
+from tuner.results import data_location
 
 
 def app_from_environment() -> FastAPI:
@@ -20,15 +21,9 @@ def app_from_environment() -> FastAPI:
     settings = Settings()
     app = create_app(settings)
     if settings.preload:
-        folder = results_dir()
+        folder = data_location().describe()
         print(f"preloading {folder} into {_safe(settings.database_url)} ...", flush=True)
-        count = preload(app.state.sessions, folder)
-        print(
-            f"preloaded {count} measurements"
-            if count
-            else "database already holds results; preload skipped",
-            flush=True,
-        )
+        print(preload(app.state.sessions), flush=True)
     return app
 
 

@@ -34,7 +34,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.search_report import ok_ms
 from tuner import cost_model
 from tuner.config import Config
 from tuner.cost_model import Estimate, estimate
@@ -123,7 +122,7 @@ def collect(
             ok = [
                 (parse_config(name), ms)
                 for (s, name), row in replay.rows.items()
-                if s == shape and (ms := ok_ms(row)) is not None
+                if s == shape and (ms := row.ok_ms) is not None
             ]
             if len(ok) < min_rows:
                 continue

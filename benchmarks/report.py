@@ -9,21 +9,21 @@ A thin wrapper: the rendering lives in ``tuner.bench_report`` (``gemmtune bench`
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.bench_report import chart_title, markdown, ratio_chart
+from tuner.results import read_suite_file
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("result", type=Path, help="JSON written by gemmtune bench")
+    parser.add_argument("result", type=Path, help="a suite file written by gemmtune bench")
     parser.add_argument("--chart", type=Path, help="also write the SVG bar chart here")
     args = parser.parse_args()
-    doc = json.loads(args.result.read_text())
+    doc = read_suite_file(args.result).document
     sys.stdout.write(markdown(doc))
     if args.chart:
         args.chart.write_text(ratio_chart(doc.get("shapes") or [], chart_title(doc)))

@@ -49,11 +49,11 @@ from benchmarks.search_report import (
     meta_tables,
     relative,
     render,
-    table_header,
 )
 from tuner.evaluate import Result
 from tuner.recording import MemoryRecorder
-from tuner.replay import DEFAULT_TABLE, ReplayEvaluator
+from tuner.replay import ReplayEvaluator, default_table
+from tuner.results import read_sweep_table
 from tuner.samplers import SAMPLERS
 from tuner.shape import parse_shape
 from tuner.study import Progress, Study
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, default=0.02)
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument(
-        "--table", action="append", help=f"repeatable; default {relative(DEFAULT_TABLE)}"
+        "--table", action="append", help=f"repeatable; default {relative(default_table())}"
     )
     parser.add_argument(
         "--family", action="append", help=f"repeatable; default {' and '.join(FAMILIES)}"
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         tables = tuple(str(ROOT / t) for t in meta_tables(meta))
         scope = Scope(_evaluator(tables), tuple(meta.get("families") or FAMILIES))
     else:
-        tables = tuple(args.table or [str(DEFAULT_TABLE)])
+        tables = tuple(args.table or [str(default_table())])
         scope = Scope(_evaluator(tables), tuple(dict.fromkeys(args.family or FAMILIES)))
         held = [s for s in scope.evaluator.shapes() if scope.rows(s)]
         shapes = args.shape or [str(s) for s in held]
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         with ProcessPoolExecutor(jobs) as pool:
             runs = list(pool.map(one_run, *zip(*tasks, strict=True), chunksize=1))
-        headers = [table_header(Path(t)) for t in tables]
+        headers = [read_sweep_table(Path(t)).header for t in tables]
         meta = {
             "started": f"{started:%Y-%m-%d %H:%M}",
             "total_s": time.perf_counter() - start,
@@ -203,10 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             "code": code,
             "tables": [relative(Path(t)) for t in tables],
             "families": list(scope.families),
-            "table_device": headers[-1].get("device", "an unknown device"),
-            "table_date": ", ".join(
-                dict.fromkeys(str(h.get("date", "date unknown")) for h in headers)
-            ),
+            "table_device": headers[-1].device,
+            "table_date": ", ".join(dict.fromkeys(h.date or "date unknown" for h in headers)),
             "shapes": shapes,
             "samplers": samplers,
             "seeds": args.seeds,

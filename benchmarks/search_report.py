@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
-import json
 import os
 import platform
 import shlex
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.families import get_family
 from tuner.replay import ReplayEvaluator
+from tuner.results import SweepRow
 from tuner.samplers import SAMPLERS
 from tuner.shape import Shape, parse_shape
 from tuner.study import search_space
@@ -30,11 +30,6 @@ from tuner.study import search_space
 ROOT = Path(__file__).resolve().parent.parent
 # The families of the exhaustive table (and of the runs saved before --family existed).
 FAMILIES = ("warptile", "pipelined")
-
-
-def ok_ms(row: dict[str, Any]) -> float | None:
-    """A replay row's time, or None when the config did not run to a time."""
-    return float(row["ms"]) if row.get("status") == "ok" and row.get("ms") else None
 
 
 @dataclass(frozen=True)
@@ -46,17 +41,17 @@ class Scope:
     evaluator: ReplayEvaluator
     families: tuple[str, ...] = FAMILIES
 
-    def rows(self, shape: Shape) -> list[dict[str, Any]]:
+    def rows(self, shape: Shape) -> list[SweepRow]:
         """The replay's rows of ``shape`` in the searched families."""
         return [
             row
             for (s, _), row in self.evaluator.rows.items()
-            if s == shape and row.get("family") in self.families
+            if s == shape and row.family in self.families
         ]
 
     def times(self, shape: Shape) -> list[float]:
         """The measured times of ``shape`` in the searched families."""
-        return [ms for r in self.rows(shape) if (ms := ok_ms(r)) is not None]
+        return [r.ok_ms for r in self.rows(shape) if r.ok_ms is not None]
 
     def best(self, shape: Shape) -> float:
         """The fastest time of ``shape`` in the searched families."""
@@ -113,7 +108,7 @@ def random_expectations(scope: Scope, shape: Shape, tol: float) -> tuple[float, 
         for p in fam.params:
             raw *= len(p.values)
         for config_name in scope.candidates(name, shape):
-            ms = ok_ms(scope.evaluator.rows[(shape, config_name)])
+            ms = scope.evaluator.rows[(shape, config_name)].ok_ms
             good = ms is not None and ms <= goal
             weights.append((1 / (len(scope.families) * raw), good))
     n, k = len(weights), sum(good for _, good in weights)
@@ -414,12 +409,6 @@ def code_version() -> str:
     return f"commit {head}" + (
         f" with uncommitted changes to {', '.join(changed)}" if changed else ""
     )
-
-
-def table_header(path: Path) -> dict[str, object]:
-    with path.open() as handle:
-        first = json.loads(handle.readline() or "{}")
-    return first if isinstance(first, dict) and first.get("kind") == "header" else {}
 
 
 def meta_tables(meta: dict[str, Any]) -> list[str]:

@@ -4,8 +4,9 @@
         --shape 4096x4096x4096 --shape 1000x1000x1000 --out $OUT/sweep.jsonl \
         [--resume previous.jsonl] [--max-minutes 9] [--where THREADS=128,256 --where BK=16,32]
 
-Writes JSON lines: a header with device, date and versions, then one line per (shape, config),
-every status, failures with their reason. ``tuner.replay`` reads the file. Kernels do not depend
+Writes a sweep table (``tuner.results.sweep_table``): a header with device, date and versions,
+then one line per (shape, config), every status, failures with their reason. ``tuner.replay``,
+``tuner.priors`` and the server's preload read it. Kernels do not depend
 on the shape, so each family's candidates (union over shapes) compile once, in parallel; then
 they are measured one by one in the isolated GPU worker. ``--resume`` skips rows already
 measured (a sweep longer than one GPU session runs in pieces). ``--where NAME=V1,V2`` keeps
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -27,31 +27,16 @@ from tuner.compile import compile_many
 from tuner.config import Config
 from tuner.gpu_worker import GpuEvaluator
 from tuner.render import render
+from tuner.results import SweepHeader, SweepRow, SweepTableWriter, read_sweep_table
 from tuner.shape import parse_shape
 from tuner.space import Space
 
-KEEP = (
-    "config_name",
-    "family",
-    "status",
-    "reason",
-    "ms",
-    "cublas_ms",
-    "rel_error",
-    "registers",
-    "smem_bytes",
-    "occupancy",
-)
-
 
 def already_done(paths: list[Path]) -> set[tuple[str, str]]:
-    done = set()
-    for path in paths:
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            if row.get("kind") == "result":
-                done.add((row["shape"], row["config_name"]))
-    return done
+    """(shape, config name) of every row of the tables a resumed sweep continues."""
+    return {
+        (str(row.shape), row.config_name) for path in paths for row in read_sweep_table(path).rows
+    }
 
 
 def parse_where(items: list[str]) -> dict[str, set[int]]:
@@ -91,17 +76,17 @@ def main() -> None:
     done = already_done(args.resume)
     shapes = [parse_shape(s) for s in args.shape]
     evaluator = GpuEvaluator(budget_ms=args.budget_ms)
-    with args.out.open("w") as out:
-        header = {
-            "kind": "header",
-            "device": evaluator.device.name,
-            "arch": evaluator.device.arch,
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    header = SweepHeader(
+        evaluator.device.name,
+        evaluator.device.arch,
+        evaluator.provenance,
+        dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        {
             "budget_ms": args.budget_ms,
             "where": {name: sorted(values) for name, values in where.items()},
-            "provenance": evaluator.provenance,
-        }
-        out.write(json.dumps(header) + "\n")
+        },
+    )
+    with SweepTableWriter(args.out, header) as out:
         for family in args.family:
             todo = {
                 s: [
@@ -127,10 +112,7 @@ def main() -> None:
                         evaluator.close()
                         return
                     r = evaluator.evaluate(config, shape, compiled=kernels[config])
-                    row = {k: getattr(r, k) for k in KEEP}
-                    row.update(kind="result", shape=str(shape))
-                    out.write(json.dumps(row) + "\n")
-                    out.flush()
+                    out.add(SweepRow.from_result(r, shape))
                     if r.ms is not None and (best is None or r.ms < best.ms):
                         best = r
                 if best is not None and best.tflops and best.ratio:

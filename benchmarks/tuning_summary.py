@@ -8,7 +8,8 @@ cuBLAS, the ratio, provenance) it adds, from the tuning database: the studies th
 shape on that device, the candidates they evaluated (all statuses), and the tuning wall time:
 the sum of the intervals between consecutive stored results of the shape, leaving out gaps of
 more than ``--gap-s`` seconds (a study resumed in a later run), so the time between runs does
-not count. ``gemmtune serve`` preloads the output (``api/preload.py`` reads ``shapes``).
+not count. The output is a suite file (``tuner.results.suite_file``), which ``gemmtune serve``
+preloads.
 
 When the database was seeded from committed files (``api.preload``: an earlier summary and sweep
 tables) rather than filled by the studies themselves, pass ``--seeded EARLIER.json``: a shape
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import itertools
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -34,6 +34,7 @@ from sqlalchemy import select
 
 import storage
 from storage.models import Device, Measurement, Shape
+from tuner.results import read_suite_file, write_suite_file
 
 KEEP = (
     "class", "m", "n", "k", "config", "family", "status", "reason", "ms", "tflops", "cublas_ms",
@@ -88,12 +89,12 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    bench = json.loads(args.bench.read_text())
+    bench = read_suite_file(args.bench).document
     cost = tuning_cost(args.db, bench["device"], args.gap_s)
     earlier = {}
     if args.seeded is not None:
         earlier = {
-            (r["m"], r["n"], r["k"]): r for r in json.loads(args.seeded.read_text())["shapes"]
+            (r["m"], r["n"], r["k"]): r for r in read_suite_file(args.seeded).document["shapes"]
         }
     shapes = []
     for row in bench["shapes"]:
@@ -134,7 +135,7 @@ def main() -> None:
         "summary": bench["summary"],
         "shapes": shapes,
     }
-    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    write_suite_file(args.out, doc)
     print(f"wrote {args.out}: {len(shapes)} shapes")
 
 

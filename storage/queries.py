@@ -290,3 +290,11 @@ def ping(session: Session) -> str:
     """
     session.execute(select(1))
     return session.get_bind().dialect.name
+
+
+# Preload (api/preload.py): is there anything stored yet?
+
+
+def holds_measurements(session: Session) -> bool:
+    """True when any measurement is stored (a preload then leaves the database alone)."""
+    return session.scalar(select(Measurement.id).limit(1)) is not None

@@ -10,12 +10,10 @@ GPU (tests use the replay evaluator and a fake comparison).
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -26,6 +24,7 @@ from tuner.errors import InputError
 from tuner.evaluate import Comparison, Evaluator
 from tuner.families import get_family, parse_config
 from tuner.measure import tflops as measured_tflops
+from tuner.results import suite_document
 from tuner.roofline import Ceilings, roofline
 from tuner.runner import WARM_START, run_study
 from tuner.shape import Shape
@@ -33,8 +32,6 @@ from tuner.sql_recorder import SqlRecorder
 from tuner.study import screened_study, study_name
 from tuner.suite import SuiteEntry
 
-DEFAULT_SUITE = Path("benchmarks/shapes.csv")
-RESULTS_DIR = Path("benchmarks/results")
 TIMING = (
     "after a correctness check against cuBLAS (strict FP32, relative Frobenius error), our kernel "
     "and cuBLAS are timed alternately (ours, cuBLAS, ours, ...) on the same random normal "
@@ -290,20 +287,16 @@ def document(
     bench: Evaluator,
     options: Options,
     ceilings: Ceilings | None,
-    suite_file: Path,
+    suite: str,
     budget_ms: float,
 ) -> dict[str, Any]:
-    """The JSON written by ``gemmtune bench``: method, provenance, roofs, summary and rows."""
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    return {
-        "what": "gemmtune bench: the best stored (or freshly tuned) config per suite shape, "
-        "float32 row-major, re-measured side by side with cuBLAS FP32 (CuPy, TF32 off) in one "
-        "worker process; ratio = cuBLAS time / our time",
-        "date": now,
-        "device": bench.device.name,
-        "provenance": {**bench.provenance, "date": now},
-        "suite": str(suite_file),
-        "method": {
+    """The suite file ``gemmtune bench`` writes: method, provenance, roofs, summary and rows
+    (``suite``: the shape CSV, as the user named it)."""
+    return suite_document(
+        device=bench.device.name,
+        provenance=bench.provenance,
+        suite=suite,
+        method={
             "families": list(options.families),
             "sampler": options.sampler,
             "seed": options.seed,
@@ -314,7 +307,7 @@ def document(
             "timing_budget_ms": budget_ms,
             "timing": TIMING,
         },
-        "roofline": ceilings.as_dict() if ceilings is not None else None,
-        "summary": summarize(rows),
-        "shapes": rows,
-    }
+        roofline=ceilings.as_dict() if ceilings is not None else None,
+        summary=summarize(rows),
+        rows=rows,
+    )

@@ -1,13 +1,12 @@
-"""Replay evaluator: answers from a table of real GPU measurements (an exhaustive sweep).
+"""Replay evaluator: answers from tables of real GPU measurements (exhaustive sweeps).
 
-The table is the JSON-lines file that ``benchmarks/sweep.py`` writes on the GPU: a header with the
-device and versions, then one row per (shape, config) with its status and times. Studies run on
-it exactly as on the GPU, with real numbers, in CI and for sampler research.
+The tables are the sweep tables that ``benchmarks/sweep.py`` writes on the GPU
+(:mod:`tuner.results.sweep_table`). Studies run on them exactly as on the GPU, with real
+numbers, in CI and for sampler research.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,11 +18,22 @@ from tuner.evaluate import Comparison, Result
 from tuner.families import FAMILIES, parse_config
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits, table_device
-from tuner.shape import Shape, parse_shape
+from tuner.results import SweepRow, data_location, read_sweep_table
+from tuner.shape import Shape
 
-DEFAULT_TABLE = (
-    Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "h100-sweep.jsonl"
-)
+DEFAULT_TABLE_NAME = "h100-sweep.jsonl"
+
+
+def default_table() -> Path:
+    """The exhaustive H100 sweep of warptile and pipelined, in the results folder."""
+    location = data_location()
+    table = location.results / DEFAULT_TABLE_NAME
+    if not table.is_file():
+        raise InputError(
+            f"the default replay table {DEFAULT_TABLE_NAME} is not in the results folder "
+            f"{location.describe()}; give one with --replay-table"
+        )
+    return table
 
 
 class ReplayEvaluator:
@@ -31,58 +41,36 @@ class ReplayEvaluator:
 
     Several tables of one device may be given (sweeps of different families or shapes); where
     two hold the same (shape, config), the later table's row is kept (the newer measurement when
-    they are given oldest first).
+    they are given oldest first). With no table, :func:`default_table`.
     """
 
-    def __init__(self, table: Path | str | Sequence[Path | str] = DEFAULT_TABLE) -> None:
+    def __init__(self, table: Path | str | Sequence[Path | str] | None = None) -> None:
+        if table is None:
+            table = default_table()
         paths = [Path(table)] if isinstance(table, (str, Path)) else [Path(t) for t in table]
         if not paths:
             raise InputError("a replay needs at least one table")
-        self.rows: dict[tuple[Shape, str], dict[str, Any]] = {}
-        headers = [self._read(path) for path in paths]
-        devices = {h.get("device", "replayed GPU") for h in headers}
+        tables = [read_sweep_table(path) for path in paths]
+        devices = {t.header.device for t in tables}
         if len(devices) > 1:
             raise InputError(
                 f"replay tables {', '.join(p.name for p in paths)} were measured on different "
                 f"devices ({', '.join(sorted(devices))}): give tables of one device"
             )
-        header = headers[-1]
-        self.device: DeviceLimits = replace(
-            table_device(header.get("arch", "sm_90")), name=header.get("device", "replayed GPU")
-        )
+        self.rows: dict[tuple[Shape, str], SweepRow] = {
+            (row.shape, row.config_name): row for t in tables for row in t.rows
+        }
+        header = tables[-1].header
+        self.device: DeviceLimits = replace(table_device(header.arch), name=header.device)
         self.provenance: dict[str, Any] = {
-            **header.get("provenance", {}),
+            **header.provenance,
             "replayed_from": " + ".join(p.name for p in paths),
         }
-        measured = {row.get("family") for row in self.rows.values()}
+        measured = {row.family for row in self.rows.values()}
         # The families the tables measured, in the order of tuner.families.FAMILIES.
         self.families: tuple[str, ...] = tuple(f for f in FAMILIES if f in measured)
         self.evaluations = 0
         self.parallelism = 1  # nothing to prepare ahead
-
-    def _read(self, path: Path) -> dict[str, Any]:
-        """Add one table's rows; its header."""
-        if not path.is_file():
-            raise InputError(f"replay table {str(path)!r} does not exist")
-        header: dict[str, Any] = {}
-        with path.open() as handle:
-            for number, line in enumerate(handle, 1):
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"replay table {path.name} line {number}: {exc}") from None
-                if not isinstance(row, dict):
-                    raise InputError(f"replay table {path.name} line {number}: not a JSON object")
-                if row.get("kind") == "header":
-                    header = row
-                elif row.get("kind") == "result":
-                    try:
-                        self.rows[(parse_shape(row["shape"]), str(row["config_name"]))] = row
-                    except (KeyError, TypeError, InputError) as exc:
-                        raise InputError(
-                            f"replay table {path.name} line {number}: bad result row ({exc})"
-                        ) from None
-        return header
 
     def shapes(self) -> list[Shape]:
         return sorted({shape for shape, _ in self.rows})
@@ -108,24 +96,7 @@ class ReplayEvaluator:
                 f"not measured in the replay table for {shape}",
                 provenance=self.provenance,
             )
-        ms, base = row.get("ms"), row.get("cublas_ms")
-        return Result(
-            config.name,
-            config.family,
-            config.as_dict(),
-            row["status"],
-            row.get("reason"),
-            ms=ms,
-            tflops=shape.flops / (ms * 1e9) if ms else None,
-            cublas_ms=base,
-            cublas_tflops=shape.flops / (base * 1e9) if base else None,
-            ratio=base / ms if ms and base else None,
-            rel_error=row.get("rel_error"),
-            registers=row.get("registers"),
-            smem_bytes=row.get("smem_bytes"),
-            occupancy=row.get("occupancy"),
-            provenance=self.provenance,
-        )
+        return row.to_result(config, self.provenance)
 
     def prepare(self, config: Config) -> None:
         return None  # nothing to compile

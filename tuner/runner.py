@@ -71,9 +71,9 @@ def make_evaluator(name: str, replay_tables: Sequence[Path] | None = None) -> Ev
     """The evaluator called ``name``: ``gpu`` (compile, verify, time) or ``replay`` (answers from
     committed sweep tables)."""
     if name == "replay":
-        from tuner.replay import DEFAULT_TABLE, ReplayEvaluator
+        from tuner.replay import ReplayEvaluator
 
-        return ReplayEvaluator(list(replay_tables or [DEFAULT_TABLE]))
+        return ReplayEvaluator(list(replay_tables) if replay_tables else None)
     if name == "gpu":
         return start_gpu("--evaluator gpu")
     raise InputError(f"unknown evaluator {name!r}; choose one of {', '.join(EVALUATORS)}")
@@ -122,12 +122,18 @@ def untuned_answer(sessions: sessionmaker[Session], device: DeviceLimits, shape:
 
 
 def warm_starts(
-    recorder: Recorder, device: DeviceLimits, shape: Shape, first: Config, limit: int
+    recorder: Recorder,
+    device: DeviceLimits,
+    shape: Shape,
+    first: Config,
+    limit: int,
+    families: Sequence[str] | None = None,
 ) -> list[Config]:
     """What a new study evaluates first: ``first`` (the untuned answer), then up to ``limit``
-    more: the committed suite's best for this shape on this kind of GPU, the committed sweep
-    tables' fastest configs of this shape (``tuner.priors``), the best configs of the nearest
-    shapes tuned in this database, and the committed bests of the nearest other shapes."""
+    more of ``families`` (default: any): the committed suite's best for this shape on this kind
+    of GPU, the committed sweep tables' fastest configs of this shape (``tuner.priors``), the
+    best configs of the nearest shapes tuned in this database, and the committed bests of the
+    nearest other shapes."""
     names: list[str] = []
     if limit:
         committed = committed_starts(device, shape)
@@ -142,7 +148,7 @@ def warm_starts(
             config = checked_config(name)
         except InputError:
             continue
-        if config != first:
+        if config != first and (families is None or config.family in families):
             starts.append(config)
     return starts
 
@@ -197,7 +203,7 @@ def run_study(
         sampler=sampler,
         seed=seed,
         optuna_storage=storage.database_url(url),
-        starts=warm_starts(recorder, evaluator.device, shape, first, warm_start),
+        starts=warm_starts(recorder, evaluator.device, shape, first, warm_start, families),
         rates=rates,
     )
     if report is not None:

@@ -36,6 +36,15 @@ def test_dockerfiles_run_as_non_root_and_start_gemmtune() -> None:
         assert "\nUSER 10001\n" in text
 
 
+def test_dockerfiles_give_the_wheel_build_its_committed_results() -> None:
+    """``pip install .`` builds a wheel whose hook (hatch_build.py) packs the results the
+    program reads; the image needs no results folder of its own at run time."""
+    for name in ("Dockerfile.api", "Dockerfile.tuner"):
+        text = (DOCKER / name).read_text()
+        assert "hatch_build.py" in text and "COPY benchmarks/shapes.csv" in text, name
+        assert "COPY benchmarks/results" in text and "GEMMTUNE_RESULTS_DIR" not in text, name
+
+
 def test_compose_wires_postgres_api_and_a_gpu_worker() -> None:
     compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
     services = compose["services"]

@@ -1,15 +1,29 @@
-"""``gemmtune serve --preload``: the committed sweep table (and h100.json when there) go into an
-empty database through record_measurement; a database with results is left alone."""
+"""``gemmtune serve --preload``: the committed sweep tables and suite files go into an empty
+database through record_measurements; a database with results is left alone; a folder with no
+results says so."""
 
 from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
 import storage
-from api.preload import BENCH_FILE, SUITE_FILE, SWEEP_FILE, preload, results_dir, sweep_records
+from api.preload import BENCH_FILE, SUITE_FILE, SWEEP_FILE, Outcome, preload, sweep_records
 from tuner.answer_index import load_snapshot
+from tuner.results import ResultsFileError, read_sweep_table, results_dir
+
+H100 = "NVIDIA H100 80GB HBM3"
+PROVENANCE = {"device": H100, "sm_count": 132, "compute_capability": "9.0"}
+
+
+def suite(rows: list[dict[str, object]]) -> str:
+    """A suite file of the H100 holding ``rows``."""
+    return json.dumps({"device": H100, "provenance": PROVENANCE, "shapes": rows})
 
 
 def small_results(folder: Path, rows: int = 40) -> Path:
@@ -18,86 +32,112 @@ def small_results(folder: Path, rows: int = 40) -> Path:
     with (results_dir() / SWEEP_FILE).open() as source:
         head = list(itertools.islice(source, rows + 1))
     (folder / SWEEP_FILE).write_text("".join(head))
-    suite = [
-        {
-            "m": 512,
-            "n": 256,
-            "k": 128,
-            "config": "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128",
-            "ms": 0.01,
-            "tflops": 3.4,
-            "cublas_tflops": 3.0,
-            "ratio": 1.13,
-            "provenance": {
-                "device": "NVIDIA H100 80GB HBM3",
-                "sm_count": 132,
-                "compute_capability": "9.0",
-            },
-        }
-    ]
-    (folder / SUITE_FILE).write_text(json.dumps({"results": suite}))
+    best = {
+        "m": 512,
+        "n": 256,
+        "k": 128,
+        "status": "ok",
+        "config": "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128",
+        "ms": 0.01,
+        "tflops": 3.4,
+        "cublas_tflops": 3.0,
+        "ratio": 1.13,
+    }
+    (folder / SUITE_FILE).write_text(suite([best]))
     return folder
 
 
-def test_preload_fills_an_empty_database_once(db_url: str, tmp_path: Path) -> None:
-    folder = small_results(tmp_path / "results")
+@pytest.fixture
+def sessions(db_url: str) -> Iterator[sessionmaker[Session]]:
+    """Sessions on an empty database of this test's backend."""
     engine = storage.make_engine(db_url)
     storage.upgrade(engine)
-    sessions = storage.make_session_factory(engine)
-    assert preload(sessions, folder) == 41
-    assert preload(sessions, folder) == 0  # idempotent
+    yield storage.make_session_factory(engine)
+    engine.dispose()
+
+
+def test_preload_fills_an_empty_database_once(
+    sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    folder = small_results(tmp_path / "results")
+    done = preload(sessions, folder)
+    assert (done.outcome, done.count, done.files) == (Outcome.STORED, 41, 2)
+    assert str(done) == f"preloaded 41 measurements from 2 files in {folder}"
+    again = preload(sessions, folder)  # idempotent
+    assert (again.outcome, again.count) == (Outcome.HELD, 0)
+    assert str(again) == "database already holds results; preload skipped"
     with sessions() as session:
         _, total = storage.list_measurements(session, limit=1)
         snapshot = load_snapshot(session)
         trials = storage.measurements_for_study(session, "h100-sweep-4096x4096x4096")
-    engine.dispose()
     assert total == 41
     shapes = {(e.m, e.n, e.k) for e in snapshot.entries}
     assert shapes == {(4096, 4096, 4096), (512, 256, 128)}
-    suite = next(e for e in snapshot.entries if e.m == 512)
-    assert (suite.device.arch, suite.ratio) == ("sm_90", 1.13)
+    best = next(e for e in snapshot.entries if e.m == 512)
+    assert (best.device.arch, best.ratio) == ("sm_90", 1.13)
     assert [t.trial_number for t in trials] == list(range(40))
 
 
+def test_a_folder_without_results_says_so(sessions: sessionmaker[Session], tmp_path: Path) -> None:
+    """An empty database and nothing to load: not "already holds results"."""
+    (tmp_path / "empty").mkdir()
+    for folder in (tmp_path / "empty", tmp_path / "missing"):
+        done = preload(sessions, folder)
+        assert (done.outcome, done.count) == (Outcome.NOTHING, 0)
+        assert f"no committed results found at {folder}" in str(done)
+        assert "already" not in str(done)
+    with sessions() as session:
+        assert not storage.holds_measurements(session)
+
+
 def test_the_latest_bench_file_is_stored_too_and_its_faster_config_served(
-    db_url: str, tmp_path: Path
+    sessions: sessionmaker[Session], tmp_path: Path
 ) -> None:
     folder = small_results(tmp_path / "results", rows=3)
     faster = "dmma_bm64_bn64_bk16_wm32_wn32_mk8_sk1_mb4_wd1"
-    bench = {"shapes": [{"m": 512, "n": 256, "k": 128, "config": faster, "ms": 0.008}]}
-    (folder / BENCH_FILE).write_text(json.dumps(bench))
-    engine = storage.make_engine(db_url)
-    storage.upgrade(engine)
-    sessions = storage.make_session_factory(engine)
-    assert preload(sessions, folder) == 3 + 1 + 1
+    rows = [
+        {"m": 512, "n": 256, "k": 128, "status": "ok", "config": faster, "ms": 0.008},
+        {"m": 64, "n": 64, "k": 64, "status": "no_config", "config": None},  # adds nothing
+    ]
+    (folder / BENCH_FILE).write_text(suite(rows))
+    assert preload(sessions, folder).count == 3 + 1 + 1
     with sessions() as session:
         entry = next(e for e in load_snapshot(session).entries if e.m == 512)
-    engine.dispose()
     assert (entry.config_name, entry.ms) == (faster, 0.008)
 
 
-def test_every_sweep_table_is_a_study_per_file_and_shape(db_url: str, tmp_path: Path) -> None:
+def test_every_sweep_table_is_a_study_per_file_and_shape(
+    sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
     folder = small_results(tmp_path / "results", rows=3)
     with (results_dir() / "h100-sweep-warptile_splitk-large_k.jsonl").open() as source:
         head = list(itertools.islice(source, 6))
     (folder / "h100-sweep-warptile_splitk-large_k.jsonl").write_text("".join(head))
-    engine = storage.make_engine(db_url)
-    storage.upgrade(engine)
-    sessions = storage.make_session_factory(engine)
-    assert preload(sessions, folder) == 3 + 5 + 1
+    assert preload(sessions, folder).count == 3 + 5 + 1
     with sessions() as session:
         sliced = storage.measurements_for_study(
             session, "h100-sweep-warptile_splitk-large_k-256x256x65536"
         )
         main = storage.measurements_for_study(session, "h100-sweep-4096x4096x4096")
-    engine.dispose()
     assert [t.trial_number for t in sliced] == list(range(5))
     assert {t.family for t in sliced} == {"warptile_splitk"}
     assert len(main) == 3
 
 
-def test_committed_sweep_parses(tmp_path: Path) -> None:
-    records = list(sweep_records(results_dir() / SWEEP_FILE))
+def test_a_bad_line_stops_the_preload_and_stores_nothing(
+    sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    folder = small_results(tmp_path / "results", rows=3)
+    with (folder / SWEEP_FILE).open("a") as table:
+        table.write('{"kind": "result", "shape": "4096x4096x4096"}\n')
+    with pytest.raises(ResultsFileError, match=rf"{SWEEP_FILE} line 5: `config_name`"):
+        preload(sessions, folder)
+    with sessions() as session:
+        assert not storage.holds_measurements(session)
+
+
+def test_committed_sweep_parses() -> None:
+    records = list(sweep_records(read_sweep_table(results_dir() / SWEEP_FILE)))
     assert len(records) > 5000
-    assert {r[0].name for r in records} == {"NVIDIA H100 80GB HBM3"}
+    assert {r[0].name for r in records} == {H100}
     assert all(r[2].status in ("ok", "pruned") for r in records)

@@ -55,7 +55,8 @@ def _committed_streamk_names(count: int) -> list[str]:
 
 
 def _table(path: Path, shape: str, names: list[str], ms: list[float]) -> None:
-    header = {"kind": "header", "device": "NVIDIA H100 80GB HBM3", "arch": "sm_90"}
+    device = "NVIDIA H100 80GB HBM3"
+    header = {"kind": "header", "device": device, "arch": "sm_90", "provenance": {"sm_count": 132}}
     rows = [
         {
             "kind": "result",

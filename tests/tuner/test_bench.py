@@ -35,9 +35,9 @@ from tuner.cli import bench as bench_cli
 from tuner.config import Config
 from tuner.evaluate import Comparison
 from tuner.families import parse_config
-from tuner.priors import RESULTS
 from tuner.replay import ReplayEvaluator
 from tuner.resources import DeviceLimits
+from tuner.results import RESULTS_ENV_VAR, results_dir
 from tuner.roofline import H100_SXM, ceilings_for, min_bytes, roofline
 from tuner.runner import DEFAULT_FAMILIES, run_study
 from tuner.shape import Shape
@@ -96,7 +96,7 @@ def test_ridge_point_and_a_measured_bandwidth() -> None:
 def test_h200_roofs_come_from_its_committed_measurement() -> None:
     h200 = ceilings_for("NVIDIA H200")
     assert h200 is not None and h200.bandwidth_tb_s == 4.8
-    measured = json.loads((RESULTS / "h200-ffma.json").read_text())
+    measured = json.loads((results_dir() / "h200-ffma.json").read_text())
     assert measured["device"] == "NVIDIA H200"
     assert h200.ffma_tflops == round(measured["tflops"], 1)
     assert roofline(Shape(16, 4096, 4096), h200).limit == "memory"
@@ -215,7 +215,7 @@ class Stand:
 def hand_made_doc() -> dict[str, Any]:
     rows = [*suite_rows(), row("odd", 3000, 5000, 700, None)]
     options = Options(("warptile",), rounds=5)
-    return document(rows, Stand(), options, H100_SXM, Path("shapes.csv"), 100.0)  # type: ignore[arg-type]
+    return document(rows, Stand(), options, H100_SXM, "shapes.csv", 100.0)  # type: ignore[arg-type]
 
 
 def test_document_carries_method_roofs_and_provenance() -> None:
@@ -448,8 +448,9 @@ def test_run_bench_reuses_tunes_and_compares(tuned_db: str, replay: ReplayEvalua
     assert {c[2] for c in bench.compared} == {QUICK.rounds, FINAL_ROUNDS}
     for r in rows:
         recorded = replay.rows[(Shape(r["m"], r["n"], r["k"]), r["config"])]
-        assert r["status"] == "ok" and r["ms"] == recorded["ms"]
-        assert r["ratio"] == pytest.approx(recorded["cublas_ms"] / recorded["ms"])
+        assert recorded.ms is not None and recorded.cublas_ms is not None
+        assert r["status"] == "ok" and r["ms"] == recorded.ms
+        assert r["ratio"] == pytest.approx(recorded.cublas_ms / recorded.ms)
         assert r["roofline"]["limit"] == "compute" and r["roofline"]["pct_of_bound"] > 0
 
 
@@ -468,12 +469,13 @@ def test_the_command_end_to_end_with_a_fake_gpu(
 ) -> None:
     suite = tmp_path / "suite.csv"
     suite.write_text("# class,M,N,K\nsquare,4096,4096,4096\nodd,1000,1000,1000\n")
-    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "results"  # where the results folder is: by default, output goes there
+    monkeypatch.setenv(RESULTS_ENV_VAR, str(folder))
     args = ("--family", "warptile", "--sampler", "exhaustive", "--trials", "3", "--rounds", "2")
     code, out, err = cli(capsys, "bench", "--suite", str(suite), "--db", tuned_db, *args)
     assert code == 0, err
-    folder = tmp_path / "benchmarks" / "results"
     doc = json.loads((folder / "h100-suite.json").read_text())
+    assert doc["suite"] == str(suite)
     assert [(r["class"], r["tuned"]) for r in doc["shapes"]] == [("square", False), ("odd", True)]
     assert doc["method"]["rounds"] == 2 and doc["method"]["trials_per_tuned_shape"] == 3
     assert doc["summary"]["measured"] == 2 and doc["roofline"]["bandwidth_tb_s"] == 3.35

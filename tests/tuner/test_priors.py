@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import tuner.priors as priors
-from tuner.priors import NOTHING, committed_starts, suite_bests, sweep_bests
+from tuner.priors import committed_starts, suite_bests, sweep_bests
 from tuner.resources import table_device
+from tuner.results import RESULTS_ENV_VAR, MeasuredOn, ResultsFileError, results_dir
 from tuner.shape import Shape
 
 GPU = "NVIDIA H100 80GB HBM3"  # the replay table's device
 H100 = replace(table_device("sm_90"), name=GPU)
+TABLE = results_dir() / "h100-sweep.jsonl"  # the committed one, wherever a test points priors
 WT_A = "warptile_bm128_bn256_bk16_wm64_wn64_wni2_tm8_tn4_t256"
 WT_B = "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm8_tn4_t128"
 WT_C = "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
@@ -23,7 +25,7 @@ STREAMK = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"
 
 
 def _row(m: int, n: int, k: int, config: str, status: str = "ok") -> dict[str, Any]:
-    return {"class": "x", "m": m, "n": n, "k": k, "config": config, "status": status}
+    return {"class": "x", "m": m, "n": n, "k": k, "config": config, "status": status, "ms": 1.0}
 
 
 def _suite(
@@ -50,20 +52,32 @@ def test_suite_bests_keeps_ok_rows_of_known_configs(tmp_path: Path) -> None:
             _row(4096, 4096, 4096, WT_A),
             _row(1000, 1000, 1000, WT_B, status="wrong_result"),
             _row(64, 64, 64, "warptile_bm999"),  # not a config of this tuner
-            {"m": 8, "n": 8},  # no config
+            {"m": 8, "n": 8, "k": 8, "status": "no_config", "config": None},
             _row(128, 4096, 4096, STREAMK),
         ],
     )
     bests = suite_bests(path)
-    assert (bests.device, bests.arch, bests.sm_count) == (GPU, "sm_90", 132)
+    assert bests.gpu == MeasuredOn(GPU, "sm_90", 132)
     assert bests.rows == [((4096, 4096, 4096), WT_A), ((128, 4096, 4096), STREAMK)]
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"shapes": 3}', '"text"'])
-def test_a_file_of_another_format_gives_nothing(tmp_path: Path, text: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("{not json", "line 1"),
+        ("[1, 2]", "(top level)"),
+        ('{"device": "G", "provenance": {"sm_count": 1, "compute_capability": "9.0"}}', "(top"),
+        ('{"device": "G", "shapes": []}', "(top level): `provenance`"),
+    ],
+)
+def test_a_file_of_another_format_stops_with_its_name(
+    tmp_path: Path, text: str, where: str
+) -> None:
+    """Committed files are ours: one that does not parse is named, never silently ignored."""
     path = tmp_path / "odd-suite.json"
     path.write_text(text)
-    assert suite_bests(path) == NOTHING
+    with pytest.raises(ResultsFileError, match=rf"odd-suite\.json {re.escape(where)}"):
+        committed_starts(H100, Shape(64, 64, 64), tmp_path)
 
 
 DMMA_A = "dmma_bm64_bn64_bk16_wm32_wn32_mk8_sk1_mb4_wd1"
@@ -82,13 +96,15 @@ def _sweep(
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.jsonl"
     provenance = {"device": device, "compute_capability": cc, "sm_count": sms}
-    lines = [{"kind": "header", "device": device, "provenance": provenance}]
+    arch = "sm_" + cc.replace(".", "")
+    lines = [{"kind": "header", "device": device, "arch": arch, "provenance": provenance}]
     for shape, config, status, ms in rows:
         family = config.split("_bm")[0]
         lines.append(
-            {"config_name": config, "family": family, "status": status, "ms": ms, "shape": shape}
-        )
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json\n")
+            {"kind": "result", "shape": shape, "config_name": config, "family": family,
+             "status": status, "ms": ms}
+        )  # fmt: skip
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
 
 
@@ -107,13 +123,20 @@ def test_sweep_bests_keep_each_familys_fastest_ok_row_per_shape(tmp_path: Path) 
         ],
     )
     bests = sweep_bests(path)
-    assert (bests.device, bests.arch, bests.sm_count) == (GPU, "sm_90", 132)
+    assert bests.gpu == MeasuredOn(GPU, "sm_90", 132)
     assert sorted(zip(bests.rows, bests.ms, strict=True)) == [
         (((1000, 1000, 1000), WT_B), 0.06),
         (((8192, 8192, 256), DMMA_A), 0.72),
         (((8192, 8192, 256), WT_A), 0.75),
     ]
-    assert sweep_bests(tmp_path / "missing.jsonl") == NOTHING
+
+
+def test_a_bad_line_in_a_sweep_table_stops_with_file_and_line(tmp_path: Path) -> None:
+    path = _sweep(tmp_path, "h100-sweep-x", GPU, [("1000x1000x1000", WT_B, "ok", 0.06)])
+    with path.open("a") as table:
+        table.write("not json\n")
+    with pytest.raises(ResultsFileError, match=r"h100-sweep-x\.jsonl line 3: Expecting value"):
+        committed_starts(H100, Shape(1000, 1000, 1000), tmp_path)
 
 
 def test_a_suites_config_goes_before_the_sweeps_and_those_by_time(tmp_path: Path) -> None:
@@ -162,7 +185,7 @@ def test_another_gpu_of_the_same_chip_starts_there_too(tmp_path: Path) -> None:
 def test_the_repository_suite_is_read_for_its_own_gpu() -> None:
     """The committed h100-suite.json (what `gemmtune bench` wrote on the lent H100): a study of
     one of its shapes on that GPU starts from the config the file lists for that shape."""
-    document = json.loads((priors.RESULTS / "h100-suite.json").read_text())
+    document = json.loads((results_dir() / "h100-suite.json").read_text())
     row = next(r for r in document["shapes"] if r["status"] == "ok")
     device = replace(H100, name=document["device"])
     starts = committed_starts(device, Shape(row["m"], row["n"], row["k"]))
@@ -171,7 +194,8 @@ def test_the_repository_suite_is_read_for_its_own_gpu() -> None:
 
 @pytest.fixture
 def committed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A results folder of this test's own in place of the repository's."""
+    """A results folder of this test's own in place of the repository's
+    (``$GEMMTUNE_RESULTS_DIR``, which the studies' priors honour)."""
     folder = tmp_path / "results"
-    monkeypatch.setattr(priors, "RESULTS", folder)
+    monkeypatch.setenv(RESULTS_ENV_VAR, str(folder))
     return folder

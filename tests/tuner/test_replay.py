@@ -10,10 +10,12 @@ import pytest
 from tuner.errors import InputError
 from tuner.evaluate import STATUSES
 from tuner.families import parse_config
-from tuner.replay import DEFAULT_TABLE, ReplayEvaluator
+from tuner.replay import ReplayEvaluator, default_table
+from tuner.results import RESULTS_ENV_VAR
 from tuner.shape import Shape, parse_shape
 
 SHAPES = (Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096))
+DEFAULT_TABLE = default_table()
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +76,16 @@ def test_missing_table_is_input_error(tmp_path: Path) -> None:
         ReplayEvaluator(tmp_path / "nope.jsonl")
 
 
+def test_the_default_table_is_in_the_results_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(RESULTS_ENV_VAR, str(tmp_path))
+    with pytest.raises(InputError, match=rf"{tmp_path} \(from \${RESULTS_ENV_VAR}\).*--replay"):
+        ReplayEvaluator()
+    _table(tmp_path / "h100-sweep.jsonl", "GPU X", [("64x64x64", WARP, 2.0)])
+    assert ReplayEvaluator().device.name == "GPU X"
+
+
 def test_malformed_table_names_the_line(tmp_path: Path) -> None:
     table = tmp_path / "bad.jsonl"
     lines = DEFAULT_TABLE.read_text().splitlines()[:3]
@@ -103,7 +115,8 @@ RESULTS = DEFAULT_TABLE.parent
 
 def _table(path: Path, device: str, rows: list[tuple[str, str, float]]) -> Path:
     """A small replay table: a header for ``device``, then (shape, config, ms) rows."""
-    lines = [{"kind": "header", "device": device, "arch": "sm_90"}]
+    provenance = {"device": device, "sm_count": 132}
+    lines = [{"kind": "header", "device": device, "arch": "sm_90", "provenance": provenance}]
     for shape, name, ms in rows:
         family = parse_config(name).family
         lines.append(

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-import tuner.priors as priors
 from storage import open_database
 from tests.tuner.fakes import Forwarding
-from tests.tuner.test_priors import GPU, STREAMK, WT_A, WT_B, WT_C, _row, _suite
+from tests.tuner.test_priors import GPU, STREAMK, TABLE, WT_A, WT_B, WT_C, _row, _suite
 from tuner.families import parse_config
 from tuner.rates import DeviceRates
 from tuner.recording import MemoryRecorder
 from tuner.replay import ReplayEvaluator
+from tuner.results import RESULTS_ENV_VAR
 from tuner.runner import device_rates, untuned_answer, warm_starts
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
@@ -28,7 +28,7 @@ FIRST = parse_config("warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128")
 def committed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A results folder of this test's own in place of the repository's."""
     folder = tmp_path / "results"
-    monkeypatch.setattr(priors, "RESULTS", folder)
+    monkeypatch.setenv(RESULTS_ENV_VAR, str(folder))
     return folder
 
 
@@ -39,7 +39,7 @@ def names(configs: list) -> list[str]:  # type: ignore[type-arg]
 def test_a_fresh_study_evaluates_its_first_answer_then_the_committed_best(
     committed: Path,
 ) -> None:
-    replay = ReplayEvaluator()
+    replay = ReplayEvaluator(TABLE)
     _suite(committed, "h100", GPU, [_row(1000, 1000, 1000, WT_B), _row(4096, 4096, 4096, WT_A)])
     starts = warm_starts(MemoryRecorder(), replay.device, MID, FIRST, 3)
     assert names(starts) == [FIRST.name, WT_B, WT_A]
@@ -49,11 +49,14 @@ def test_a_fresh_study_evaluates_its_first_answer_then_the_committed_best(
 
 
 def test_committed_starts_outside_the_families_or_turned_off_are_skipped(committed: Path) -> None:
-    replay = ReplayEvaluator()
+    replay = ReplayEvaluator(TABLE)
     _suite(committed, "h100", GPU, [_row(1000, 1000, 1000, STREAMK), _row(4096, 4096, 4096, WT_A)])
-    starts = warm_starts(MemoryRecorder(), replay.device, MID, FIRST, 3)
-    study = Study(MID, ("warptile",), replay, MemoryRecorder(), "random", starts=starts)
-    assert [c.name for c in study.starts] == [FIRST.name, WT_A]  # STREAMK is not warptile
+    starts = warm_starts(MemoryRecorder(), replay.device, MID, FIRST, 3, ("warptile",))
+    assert names(starts) == [FIRST.name, WT_A]  # STREAMK is not warptile
+    assert names(warm_starts(MemoryRecorder(), replay.device, MID, FIRST, 1, ("warptile",))) == [
+        FIRST.name,
+        WT_A,
+    ]  # the limit counts configs of the study's families only
     # With no warm start the first answer is still measured first: it is the baseline.
     assert names(warm_starts(MemoryRecorder(), replay.device, MID, FIRST, 0)) == [FIRST.name]
 
@@ -61,7 +64,7 @@ def test_committed_starts_outside_the_families_or_turned_off_are_skipped(committ
 def test_the_shape_own_committed_best_goes_before_tuned_neighbours(
     committed: Path, tmp_path: Path
 ) -> None:
-    replay = ReplayEvaluator()
+    replay = ReplayEvaluator(TABLE)
     recorder = SqlRecorder(open_database(f"sqlite:///{tmp_path / 'warm.db'}"))
     tuned = Study(Shape(4096, 4096, 4096), ("warptile",), replay, recorder, "random", seed=0)
     neighbour = tuned.run(trials=4).best
@@ -75,7 +78,7 @@ def test_the_shape_own_committed_best_goes_before_tuned_neighbours(
 def test_the_untuned_answer_is_the_stored_best_else_the_nearest_else_the_rule(
     tmp_path: Path,
 ) -> None:
-    replay = ReplayEvaluator()
+    replay = ReplayEvaluator(TABLE)
     sessions = open_database(f"sqlite:///{tmp_path / 'answer.db'}")
     big, small = Shape(4096, 4096, 4096), Shape(64, 64, 64)
     rule_big, rule_small = (
@@ -106,7 +109,7 @@ class Probing(Forwarding):
 
 def test_rates_are_probed_once_then_read_back_and_the_notes_say_so() -> None:
     rates = DeviceRates(60.0, 61.0, 3.0, 2.0, "probed on the fake GPU")
-    evaluator, recorder = Probing(ReplayEvaluator(), rates), MemoryRecorder()
+    evaluator, recorder = Probing(ReplayEvaluator(TABLE), rates), MemoryRecorder()
     notes: list[str] = []
     assert device_rates(recorder, evaluator, notes) == rates
     assert device_rates(recorder, evaluator, notes) == rates
@@ -114,7 +117,7 @@ def test_rates_are_probed_once_then_read_back_and_the_notes_say_so() -> None:
 
 
 def test_a_failed_probe_falls_back_to_the_table_or_to_measurements_and_says_so() -> None:
-    evaluator = Probing(ReplayEvaluator(), None)
+    evaluator = Probing(ReplayEvaluator(TABLE), None)
     notes: list[str] = []
     assert device_rates(MemoryRecorder(), evaluator, notes) is None
     assert "no probed rates" in notes[0] and "table for sm_90" in notes[0]

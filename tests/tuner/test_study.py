@@ -18,6 +18,7 @@ from tuner.errors import InputError
 from tuner.evaluate import Result
 from tuner.recording import MemoryRecorder
 from tuner.replay import ReplayEvaluator
+from tuner.results import RESULTS_ENV_VAR
 from tuner.runner import untuned_answer, warm_starts
 from tuner.samplers import make_sampler
 from tuner.shape import Shape
@@ -143,7 +144,7 @@ def test_warm_start_evaluates_the_nearest_shapes_best_first(
     replay: ReplayEvaluator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No committed results: the committed sweeps hold THIN itself, whose bests would go first.
-    monkeypatch.setattr("tuner.priors.RESULTS", tmp_path)
+    monkeypatch.setenv(RESULTS_ENV_VAR, str(tmp_path))
     sessions = open_database(f"sqlite:///{tmp_path / 'warm.db'}")
     recorder = SqlRecorder(sessions)
     first = Study(MID, WARPTILE, replay, recorder, "random", seed=0).run(trials=6)

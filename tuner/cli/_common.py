@@ -43,7 +43,8 @@ ReplayTablesOpt = Annotated[
     list[Path] | None,
     typer.Option(
         help="JSON lines from benchmarks/sweep.py; repeatable: tables of one device merge, "
-        "a later table's row winning (default benchmarks/results/h100-sweep.jsonl)"
+        "a later table's row winning (default h100-sweep.jsonl in the results folder: "
+        "$GEMMTUNE_RESULTS_DIR, the checkout's benchmarks/results or the installed copy)"
     ),
 ]
 WarmStartOpt = Annotated[

@@ -6,7 +6,6 @@ database.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,6 +16,8 @@ from storage import open_database
 from tuner import bench as logic
 from tuner.bench_report import chart_title, markdown, ratio_chart
 from tuner.cli._common import DbOpt, FamiliesOpt, SamplerOpt, SeedOpt, WarmStartOpt, err
+from tuner.results import default_suite, output_dir, write_suite_file
+from tuner.results.location import DEFAULT_SUITE_NAME
 from tuner.roofline import ceilings_for
 from tuner.runner import DEFAULT_FAMILIES, WARM_START, check_families, check_sampler, start_gpu
 from tuner.suite import read_suite
@@ -25,6 +26,11 @@ from tuner.suite import read_suite
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def _suite_label(suite: Path | None) -> str:
+    """The suite as the written file records it: as given, or the default's repository path."""
+    return str(suite) if suite is not None else f"benchmarks/{DEFAULT_SUITE_NAME}"
 
 
 def _progress_line(row: dict[str, Any]) -> str:
@@ -44,8 +50,13 @@ def _progress_line(row: dict[str, Any]) -> str:
 
 def bench(
     suite: Annotated[
-        Path, typer.Option("--suite", help="CSV of class,M,N,K rows ('#' comments)")
-    ] = logic.DEFAULT_SUITE,
+        Path | None,
+        typer.Option(
+            "--suite",
+            help="CSV of class,M,N,K rows ('#' comments); default benchmarks/shapes.csv of the "
+            "checkout, or its copy in the installed package",
+        ),
+    ] = None,
     db: DbOpt = None,
     family: FamiliesOpt = None,
     trials: Annotated[
@@ -69,7 +80,11 @@ def bench(
     ] = None,
     out_json: Annotated[
         Path | None,
-        typer.Option("--out", help="default benchmarks/results/<device>-suite.json"),
+        typer.Option(
+            "--out",
+            help="default <device>-suite.json in the results folder ($GEMMTUNE_RESULTS_DIR or "
+            "the checkout's benchmarks/results; an installed copy: the working directory)",
+        ),
     ] = None,
     markdown_file: Annotated[
         Path | None, typer.Option("--markdown", help="default: --out with .md")
@@ -78,7 +93,8 @@ def bench(
 ) -> None:
     """Tune or reuse every suite shape, re-measure it side by side with cuBLAS, write JSON,
     a Markdown table (also printed) and an SVG chart."""
-    entries, families = read_suite(suite), check_families(family) or DEFAULT_FAMILIES
+    entries = read_suite(suite if suite is not None else default_suite())
+    families = check_families(family) or DEFAULT_FAMILIES
     check_sampler(sampler)
     options = logic.Options(families, sampler, trials, retune, seed, rounds, warm_start)
     gpu = start_gpu("gemmtune bench", budget_ms)
@@ -90,18 +106,18 @@ def bench(
         elif bandwidth is not None:
             ceilings = ceilings.with_bandwidth(bandwidth, "measured, given with --bandwidth")
         slug = logic.device_slug(gpu.device.name)
-        json_path = out_json or logic.RESULTS_DIR / f"{slug}-suite.json"
+        json_path = out_json or output_dir() / f"{slug}-suite.json"
 
         def save(rows: list[dict[str, Any]]) -> None:
-            doc = logic.document(rows, gpu, options, ceilings, suite, budget_ms)
-            _write(json_path, json.dumps(doc, indent=1) + "\n")
+            doc = logic.document(rows, gpu, options, ceilings, _suite_label(suite), budget_ms)
+            write_suite_file(json_path, doc)
             err.print(_progress_line(rows[-1]), markup=False, soft_wrap=True)
 
         rows = logic.run_bench(entries, gpu, sessions, db, options, ceilings, on_row=save)
     finally:
         gpu.close()
-    doc = logic.document(rows, gpu, options, ceilings, suite, budget_ms)
-    _write(json_path, json.dumps(doc, indent=1) + "\n")
+    doc = logic.document(rows, gpu, options, ceilings, _suite_label(suite), budget_ms)
+    write_suite_file(json_path, doc)
     text = markdown(doc)
     md_path = markdown_file or json_path.with_suffix(".md")
     svg_path = chart or json_path.with_suffix(".svg")

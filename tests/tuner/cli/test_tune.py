@@ -27,8 +27,8 @@ from sqlalchemy.exc import DBAPIError
 import storage
 from tests.conftest import NewDatabase
 from tuner.cli import main
-from tuner.priors import RESULTS
 from tuner.replay import ReplayEvaluator
+from tuner.results import results_dir
 from tuner.runner import DEFAULT_FAMILIES, default_families
 from tuner.shape import Shape
 from tuner.study import FINALISTS_SUFFIX, finalists_name, study_name
@@ -144,10 +144,10 @@ def test_replayed_study_end_to_end(
         assert trials[row.trial_number].user_attrs["config"] == row.config_name
         recorded = replay.rows[(BIG, row.config_name)]
         assert (row.status, row.ms, row.cublas_ms) == (
-            recorded["status"], recorded["ms"], recorded["cublas_ms"]
+            recorded.status, recorded.ms, recorded.cublas_ms
         )  # fmt: skip
         assert (row.registers, row.smem_bytes, row.occupancy) == (
-            recorded["registers"], recorded["smem_bytes"], recorded["occupancy"]
+            recorded.registers, recorded.smem_bytes, recorded.occupancy
         )  # fmt: skip
     fastest = min((r for r in rows if r.status == "ok"), key=lambda r: r.ms or 0.0)
     engine = storage.make_engine(url)
@@ -412,7 +412,7 @@ def test_import_of_malformed_json_changes_nothing(
 
 def test_default_families_are_a_replay_tables_own_or_the_gpu_set(replay: ReplayEvaluator) -> None:
     assert default_families(replay) == ("warptile", "pipelined")  # what h100-sweep.jsonl holds
-    streamk = ReplayEvaluator(RESULTS / "h100-sweep-streamk.jsonl")
+    streamk = ReplayEvaluator(results_dir() / "h100-sweep-streamk.jsonl")
     assert default_families(streamk) == ("streamk",)
 
     class NoTable:  # the GPU evaluator answers for every family
@@ -427,7 +427,10 @@ def test_tune_on_two_merged_replay_tables(
     """--replay-table twice: the tables merge, their families are the default, and the study
     evaluates only configs the tables hold (each answer the table's own)."""
     url = new_database()
-    tables = [RESULTS / "h100-sweep-streamk.jsonl", RESULTS / "h100-sweep-skinny-128.jsonl"]
+    tables = [
+        results_dir() / "h100-sweep-streamk.jsonl",
+        results_dir() / "h100-sweep-skinny-128.jsonl",
+    ]
     merged = ReplayEvaluator(tables)
     shape = Shape(128, 4096, 4096)
     code, out, err = cli(
@@ -440,4 +443,4 @@ def test_tune_on_two_merged_replay_tables(
     rows = rows_of(url, name_of(merged, shape, ("streamk", "skinny")))
     assert len(rows) == 12
     for row in rows:
-        assert row.ms == merged.rows[(shape, row.config_name)]["ms"]
+        assert row.ms == merged.rows[(shape, row.config_name)].ms
