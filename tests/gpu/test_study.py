@@ -11,11 +11,11 @@ pytestmark = pytest.mark.gpu
 
 def test_thirty_trial_study_on_4096_cubed_stores_its_results(tmp_path: Path) -> None:
     import storage
+    from storage import open_database
     from tuner.gpu_worker import GpuEvaluator
     from tuner.shape import Shape
     from tuner.sql_recorder import SqlRecorder
     from tuner.study import Study
-    from storage import open_database
 
     url = f"sqlite:///{tmp_path / 'gpu.db'}"
     sessions = open_database(url)

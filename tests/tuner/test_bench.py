@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import pytest
 
 import storage
+from storage import open_database
 from tests.tuner.cli.test_tune import cli, one_error_line
-from tuner.cli import bench as bench_cli
 from tuner.bench import (
     Choice,
     Options,
@@ -29,15 +29,15 @@ from tuner.bench import (
     summarize,
 )
 from tuner.bench_report import markdown, ratio_chart, ticks
+from tuner.cli import bench as bench_cli
 from tuner.config import Config
 from tuner.families import parse_config
 from tuner.priors import RESULTS
 from tuner.replay import ReplayEvaluator
 from tuner.resources import DeviceLimits
 from tuner.roofline import H100_SXM, ceilings_for, min_bytes, roofline
-from tuner.shape import Shape
-from storage import open_database
 from tuner.runner import DEFAULT_FAMILIES, run_study
+from tuner.shape import Shape
 from tuner.suite import SuiteEntry, read_suite
 
 BIG, MID, SKINNY = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)

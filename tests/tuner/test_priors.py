@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import tuner.priors as priors
+from storage import open_database
 from tuner.priors import NOTHING, committed_starts, suite_bests, sweep_bests
 from tuner.recording import MemoryRecorder
 from tuner.replay import ReplayEvaluator
@@ -18,7 +19,6 @@ from tuner.resources import table_device
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
 from tuner.study import Study
-from storage import open_database
 
 GPU = "NVIDIA H100 80GB HBM3"  # the replay table's device
 H100 = replace(table_device("sm_90"), name=GPU)

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 import storage
+from storage import open_database
 from tests.conftest import NewDatabase
 from tuner.evaluate import Result
 from tuner.families import parse_config
@@ -15,7 +16,6 @@ from tuner.recording import MemoryRecorder, Recorder
 from tuner.replay import ReplayEvaluator
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
-from storage import open_database
 
 DEVICE = ReplayEvaluator().device
 A = parse_config("warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128")

@@ -10,6 +10,7 @@ import optuna
 import pytest
 
 import storage
+from storage import open_database
 from tuner.config import Config
 from tuner.errors import InputError
 from tuner.evaluate import Result
@@ -20,7 +21,6 @@ from tuner.samplers import make_sampler
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
 from tuner.study import Study
-from storage import open_database
 
 BIG, MID, THIN = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)
 WARPTILE = ("warptile",)

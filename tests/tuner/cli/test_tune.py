@@ -29,9 +29,9 @@ from tests.conftest import NewDatabase
 from tuner.cli import main
 from tuner.priors import RESULTS
 from tuner.replay import ReplayEvaluator
+from tuner.runner import DEFAULT_FAMILIES, default_families
 from tuner.shape import Shape
 from tuner.study import study_name
-from tuner.runner import DEFAULT_FAMILIES, default_families
 
 BIG, MID = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000)
 QUICK = ("--evaluator", "replay", "--family", "warptile", "--sampler", "random")
