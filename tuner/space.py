@@ -3,7 +3,8 @@
 Enumeration is deterministic: the product of the parameter values in declared order. A config
 is dropped in three steps, each counted: it breaks a family rule (``valid``), it is wasteful for
 this shape (``useful``: a tile larger than the matrix, or a K split that cannot or need not
-happen), or it does not fit the device (``fits``).
+happen), or it does not fit the device (``fits``). The first step does not depend on the shape
+or the device, so its verdicts are computed once per family (``rule_verdicts``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 
 from tuner.config import Config
 from tuner.families import SPLITK_MAX_TILES, Family, get_family
@@ -122,6 +124,48 @@ class SpaceCounts:
         return f"raw {self.raw} -> valid {self.valid} -> useful {self.useful} -> fits {self.fits}"
 
 
+def all_configs(family: Family) -> Iterator[Config]:
+    """Every combination of ``family``'s parameter values, valid or not, in declared order."""
+    names = [p.name for p in family.params]
+    for values in itertools.product(*(p.values for p in family.params)):
+        yield family.config(dict(zip(names, values, strict=True)))
+
+
+@dataclass(frozen=True)
+class RuleVerdicts:
+    """What a family's rules make of every config it enumerates: the same for every shape and
+    device, so one walk serves every Space of the family.
+
+    ``valid``: the configs that break no rule, each with its position in the enumeration.
+    ``broken``: per first broken rule, the position of the first config it rejects and how many
+    it rejects, so that a Space's counts list the reasons in the order a walk meets them.
+    """
+
+    raw: int
+    valid: tuple[tuple[int, Config], ...]
+    broken: tuple[tuple[str, int, int], ...]  # (reason, first position, configs), by position
+
+
+@cache
+def rule_verdicts(family: Family) -> RuleVerdicts:
+    """The rule step of ``family``'s space, computed on first use and kept for the process
+    (rules and parameter values are fixed once a family is defined)."""
+    valid: list[tuple[int, Config]] = []
+    first: dict[str, int] = {}
+    rejected: dict[str, int] = {}
+    raw = 0
+    for position, config in enumerate(all_configs(family)):
+        raw += 1
+        broken = family.broken_rules(config)
+        if broken:
+            first.setdefault(broken[0], position)
+            rejected[broken[0]] = rejected.get(broken[0], 0) + 1
+        else:
+            valid.append((position, config))
+    reasons = tuple((reason, first[reason], rejected[reason]) for reason in first)
+    return RuleVerdicts(raw, tuple(valid), reasons)
+
+
 class Space:
     """The configs of one family for one shape and device."""
 
@@ -132,44 +176,38 @@ class Space:
 
     def all_configs(self) -> Iterator[Config]:
         """Every combination of parameter values, valid or not, in deterministic order."""
-        names = [p.name for p in self.family.params]
-        for values in itertools.product(*(p.values for p in self.family.params)):
-            yield self.family.config(dict(zip(names, values, strict=True)))
+        return all_configs(self.family)
 
     def evaluate(self) -> tuple[list[ResourceCheck], SpaceCounts]:
         """Walk the whole space once: the configs that fit, and the counts of each step."""
-        counts = SpaceCounts()
+        rules = rule_verdicts(self.family)
+        counts = SpaceCounts(raw=rules.raw, valid=len(rules.valid))
+        first_seen = {reason: position for reason, position, _ in rules.broken}
+        pruned = {reason: configs for reason, _, configs in rules.broken}
         kept: list[ResourceCheck] = []
-        for config in self.all_configs():
-            counts.raw += 1
-            broken = self.family.broken_rules(config)
-            if broken:
-                counts.pruned[broken[0]] = counts.pruned.get(broken[0], 0) + 1
-                continue
-            counts.valid += 1
-            waste = shape_waste(self.family, config, self.shape)
-            if waste:
-                counts.pruned["tile larger than the matrix"] = (
-                    counts.pruned.get("tile larger than the matrix", 0) + 1
-                )
-                continue
-            if self.family.waste(config.as_dict(), self.shape):
-                key = f"{self.family.name}: wasteful for this shape"
-                counts.pruned[key] = counts.pruned.get(key, 0) + 1
-                continue
-            split = splitk_waste(self.family, config, self.shape, self.device)
-            if split:
-                counts.pruned[split[0]] = counts.pruned.get(split[0], 0) + 1
-                continue
-            counts.useful += 1
-            check = static_check(config, self.device)
-            if not check.fits:
-                key = _problem_kind(check.problems[0])
-                counts.pruned[key] = counts.pruned.get(key, 0) + 1
-                continue
-            counts.fits += 1
-            kept.append(check)
+        for position, config in rules.valid:
+            reason = self._waste(config)
+            if reason is None:
+                counts.useful += 1
+                check = static_check(config, self.device)
+                if check.fits:
+                    kept.append(check)
+                    continue
+                reason = _problem_kind(check.problems[0])
+            first_seen.setdefault(reason, position)
+            pruned[reason] = pruned.get(reason, 0) + 1
+        counts.fits = len(kept)
+        counts.pruned = {r: pruned[r] for r in sorted(pruned, key=first_seen.__getitem__)}
         return kept, counts
+
+    def _waste(self, config: Config) -> str | None:
+        """Why a valid config is wasteful for this shape (the counts' reason), or None."""
+        if shape_waste(self.family, config, self.shape):
+            return "tile larger than the matrix"
+        if self.family.waste(config.as_dict(), self.shape):
+            return f"{self.family.name}: wasteful for this shape"
+        split = splitk_waste(self.family, config, self.shape, self.device)
+        return split[0] if split else None
 
     def candidates(self) -> list[Config]:
         """The configs worth compiling for this shape and device, in deterministic order."""

@@ -70,17 +70,19 @@ def test_launch_grid() -> None:
 
 
 def test_rendered_kernel_holds_the_split_protocol() -> None:
+    """The split-K hand-off of the other split families (_splitk_handoff), the ticket passed
+    through shared memory."""
     code = render(skinny()).code
     for counter in ("arrivals", "done", "finished"):
-        assert f"static __device__ unsigned int skinny_{counter}[{SPLITK_MAX_TILES}];" in code
+        assert f"static __device__ unsigned int splitk_{counter}[{SPLITK_MAX_TILES}];" in code
     assert "ld.acquire.gpu.u32" in code and "st.release.gpu.u32" in code
     assert "red.global.add.v4.f32" in code and "__threadfence();" in code
-    assert "first = ticket == 0u;" in code
-    assert "atomicAdd(&skinny_finished[tile], 1u) == 7u" in code  # 8 slices
+    assert "first = block_ticket == 0u;" in code and "__syncthreads_or" not in code
+    assert "atomicAdd(&splitk_finished[tile], 1u) == 7u" in code  # 8 slices
     # Lanes along k meet by shuffles over offsets 16 .. 8 (4 lanes of 8 columns groups).
     assert "offset >= 8" in code
     unsplit = render(skinny(SPLITK=1, LK=1, BN=128)).code
-    assert "skinny_arrivals" not in unsplit and "__shfl_xor_sync" not in unsplit
+    assert "splitk_arrivals" not in unsplit and "__shfl_xor_sync" not in unsplit
 
 
 def test_scalar_a_loads_when_chunks_are_not_float4() -> None:
@@ -111,7 +113,7 @@ def test_best_measured_config_compiles_without_spills() -> None:
     source = render(parse_config("skinny_bm16_bn128_tn8_lk2_ku2_sk32"))
     _, log = NvccCompiler("sm_90")._build(source)
     usage = parse_ptxas_report(log, source.entry)
-    assert usage.registers <= 255 and not usage.spills, usage
+    assert not usage.spills, usage
 
 
 def test_compiler_reports_the_counters_the_ticket_and_no_spills() -> None:
@@ -119,7 +121,8 @@ def test_compiler_reports_the_counters_the_ticket_and_no_spills() -> None:
     _, log = NvccCompiler("sm_90")._build(source)
     assert f"{3 * SPLITK_MAX_TILES * 4} bytes gmem" in log
     usage = parse_ptxas_report(log, source.entry)
-    assert usage.smem_static_bytes == 4 and not usage.spills
+    assert usage.smem_static_bytes == FAMILY.footprint(skinny().as_dict()).smem_bytes == 4
+    assert not usage.spills
 
 
 def test_space_keeps_it_to_small_m() -> None:

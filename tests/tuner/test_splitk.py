@@ -4,8 +4,6 @@ shared memory) is in test_compile.py; correctness against cuBLAS is in tests/gpu
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from tests.representative import REPRESENTATIVE
@@ -54,11 +52,11 @@ def test_small_m_tiles_are_valid_and_names_round_trip() -> None:
     assert FAMILY.broken_rules(config) == []
     values = FAMILY.template_values(config)
     assert (values["WMITER"], values["WSUBM"], values["WSUBN"]) == (1, 16, 32)
-    assert values["MAX_TILES"] == SPLITK_MAX_TILES and values["THREADS"] == 64
     assert {16, 32} <= set(next(p.values for p in FAMILY.params if p.name == "BM"))
 
 
 # --- footprint and the compiler's report -------------------------------------------------------
+# (The dynamic shared memory against what the rendered kernel addresses: test_smem_layout.py.)
 
 
 def test_footprint_by_hand() -> None:
@@ -67,27 +65,6 @@ def test_footprint_by_hand() -> None:
     fp = FAMILY.footprint(parse_config(SKINNY).as_dict())
     assert (fp.threads, fp.smem_bytes, fp.dynamic_smem) == (64, 41984, True)
     assert (fp.accumulators, fp.fragments) == (16, 8)
-    source = render(parse_config(SKINNY))
-    assert source.dynamic_smem_bytes == 41984
-
-
-@pytest.mark.parametrize("name", REPRESENTATIVE["splitk"])
-def test_template_uses_the_footprint_shared_memory(name: str) -> None:
-    config = parse_config(name)
-    fp = FAMILY.footprint(config.as_dict())
-    code = render(config).code
-    match = re.search(
-        r"// (\d+) stages of (\d+) floats: As\[(\d+)\]\[(\d+)\] then Bs\[(\d+)\]\[(\d+)\]", code
-    )
-    assert match, "the kernel states its stage layout"
-    stages, floats, am, ak, bk, bn = (int(g) for g in match.groups())
-    assert stages * floats * 4 == fp.smem_bytes
-    assert floats == am * ak + bk * bn and (am, bk, bn) == (
-        config["BM"],
-        config["BK"],
-        config["BN"],
-    )
-    assert "__shared__" not in code.replace("extern __shared__ float4 smem4[];", "")
 
 
 def test_compiler_reports_the_counters_and_no_static_shared_memory() -> None:
@@ -127,6 +104,21 @@ def test_rendered_kernel_holds_the_ticket_protocol(name: str) -> None:
     assert "must not run concurrently" in code
     # k is split in whole BK tiles, balanced over the 8 slices.
     assert "all_tiles / 8" in code and "all_tiles % 8" in code
+
+
+def test_split_kernel_runs_pipelineds_main_loop_over_its_slice() -> None:
+    """splitk extends pipelined.cu.j2: the same k loop, over the slice's k tiles."""
+    config = splitk(SPLITK=3)
+    plain = render(get_family("pipelined").config(dict(TILE))).code
+    split = render(config).code
+
+    def k_loop(code: str) -> str:
+        start = code.index("    // Prologue")
+        return code[start : code.index("    // Only empty groups", start)]
+
+    assert k_loop(plain) == k_loop(split)
+    assert "const int kt_begin = 0;" in plain and "kt_begin = z * base + min(z, extra);" in split
+    assert "splitk_" not in plain
 
 
 # --- the space's split-K step ------------------------------------------------------------------

@@ -91,22 +91,21 @@ def test_kernel_loops_over_pieces_with_the_epilogue_outside_the_k_loop() -> None
     )
 
 
-def test_kernel_compiles_under_its_cap_with_the_counters_in_global_memory() -> None:
+def test_kernel_compiles_without_spills_with_the_counters_in_global_memory() -> None:
     source = render(config())
     _, log = NvccCompiler("sm_90")._build(source)
     assert f"{3 * 2 * STREAMK_MAX_BLOCKS * 4} bytes gmem" in log
     usage = parse_ptxas_report(log, source.entry)
-    assert usage.registers <= 216 and not usage.spills, usage
+    assert not usage.spills, usage
     assert usage.smem_static_bytes == STREAMK.footprint(config().as_dict()).smem_bytes
 
 
 @pytest.mark.parametrize("name", REPRESENTATIVE["streamk"])
-def test_representative_configs_stay_under_their_cap(name: str) -> None:
-    c = parse_config(name)
-    source = render(c)
-    _, log = NvccCompiler("sm_90")._build(source)
-    usage = parse_ptxas_report(log, source.entry)
-    assert usage.registers <= STREAMK.template_values(c)["MAX_REGISTERS"]
+def test_compiled_representatives_fit_their_blocks_per_sm(name: str) -> None:
+    """The register cap leaves room for SMBLOCKS blocks per SM: with the registers nvcc chose
+    (allocated in whole units per warp) and the shared memory, the H100 holds them all."""
+    kernel = NvccCompiler("sm_90").compile(render(parse_config(name)))
+    assert kernel.occupancy(H100).blocks_per_sm >= kernel.source.config["SMBLOCKS"]
 
 
 def test_two_blocks_per_sm_that_cannot_fit_are_pruned() -> None:

@@ -19,8 +19,9 @@ from tuner.shape import Shape
 
 Params = Mapping[str, int]
 FLOAT_BYTES = 4
-# Extra floats per row of a shared-memory tile that is written transposed. A multiple of 4 keeps
-# every row 16-byte aligned for float4 reads; it moves successive rows to other banks.
+# Extra floats per row of the A tile in shared memory: warptile's and vectorized's transposed
+# As[BK][BM + A_PAD], pipelined's As[BM][BK + A_PAD]. A multiple of 4 keeps every row 16-byte
+# aligned for float4 accesses; it moves successive rows to other banks.
 A_PAD = 4
 
 
@@ -186,6 +187,24 @@ def float4_tiles(threads: Callable[[Params], int]) -> tuple[Rule, ...]:
             lambda p: (p["BN"] * p["BK"]) % (4 * threads(p)) == 0,
         ),
     )
+
+
+def float4_tile_loads(p: Params, threads: int) -> dict[str, int]:
+    """How the ``threads`` of a block copy a BMxBK tile of A and a BKxBN tile of B in float4s,
+    one row-major pass after another: float4s per tile row and a thread's loads per tile. The
+    templates index with them; the footprints count them. Whole where ``float4_tiles`` holds."""
+    return {
+        "A_VECS_PER_ROW": p["BK"] // 4,
+        "B_VECS_PER_ROW": p["BN"] // 4,
+        "A_LOADS": (p["BM"] * p["BK"]) // (4 * threads),
+        "B_LOADS": (p["BN"] * p["BK"]) // (4 * threads),
+    }
+
+
+def float4_row_steps(p: Params, threads: int) -> dict[str, int]:
+    """Tile rows between two float4 loads of one thread (``float4_tile_loads``), for the
+    templates that keep each thread on one column of float4s for every pass."""
+    return {"A_ROW_STEP": (4 * threads) // p["BK"], "B_ROW_STEP": (4 * threads) // p["BN"]}
 
 
 def with_values(params: tuple[Param, ...], **values: tuple[int, ...]) -> tuple[Param, ...]:

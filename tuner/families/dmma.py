@@ -14,6 +14,8 @@ from tuner.families._base import (
     Params,
     Rule,
     block_limit,
+    float4_row_steps,
+    float4_tile_loads,
     whole_warps,
 )
 from tuner.families.ladder import (
@@ -29,7 +31,7 @@ from tuner.families.warptile import staged_tiles
 
 # Elements added to each shared-memory row of dmma.cu.j2 (A's rows of BK, B's of BN), by WIDEN.
 # Double tiles: a row length of 4 modulo 16 doubles (12 for BK = 8) puts the fragment reads of a
-# half-warp (4 rows x 4 columns) in 16 different bank pairs. Float tiles: 4 modulo 32 for A's
+# half-warp (4 rows x 4 columns) in 16 different bank pairs. Float tiles: 4 modulo 8 for A's
 # reads (8 rows x 4 columns) and 8 modulo 32 for B's (4 rows x 8 columns) fill the 32 banks.
 DMMA_ROW_PADS = {0: (4, 4), 1: (4, 8)}
 DOUBLE_BYTES = 8
@@ -39,20 +41,49 @@ def _dmma_threads(p: Params) -> int:
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
 
 
-def _dmma_footprint(p: Params) -> Footprint:
-    mma_tiles = (p["WM"] // 16) * (p["WN"] // 8)
+def _mma_tiling(p: Params) -> dict[str, int]:
+    """What both FP64 tensor-core templates index with: m16 tiles (MT) and n8 tiles (NT) of a
+    warp tile, warps along n of the block, the doubles of A and of B one lane holds for one
+    mma.sync (``_dmma_mma.cuh.j2``), and the float4 copies of the tiles."""
+    return {
+        "MT": p["WM"] // 16,
+        "NT": p["WN"] // 8,
+        "WARPS_N": p["BN"] // p["WN"],
+        "A_REGS": p["MK"] // 2,
+        "B_REGS": p["MK"] // 4,
+        **float4_tile_loads(p, _dmma_threads(p)),
+    }
+
+
+def _dmma_derive(p: Params) -> dict[str, int]:
+    """Constants of dmma.cu.j2: the padded row lengths of a buffer's As[BM][A_LD] and
+    Bs[BK][B_LD] and its size, in elements (doubles, or floats when WIDEN)."""
     a_pad, b_pad = DMMA_ROW_PADS[p["WIDEN"]]
-    buffer = p["BM"] * (p["BK"] + a_pad) + p["BK"] * (p["BN"] + b_pad)
+    a_ld, b_ld = p["BK"] + a_pad, p["BN"] + b_pad
+    a_elems = p["BM"] * a_ld
+    return {
+        **_mma_tiling(p),
+        "A_ROW_PAD": a_pad,
+        "A_LD": a_ld,
+        "B_LD": b_ld,
+        "A_ELEMS": a_elems,
+        "BUFFER_ELEMS": a_elems + p["BK"] * b_ld,
+        "MAX_TILES": SPLITK_MAX_TILES,
+    }
+
+
+def _dmma_footprint(p: Params) -> Footprint:
+    d = _dmma_derive(p)
     element = FLOAT_BYTES if p["WIDEN"] else DOUBLE_BYTES
-    loads = (p["BM"] + p["BN"]) * p["BK"] // (4 * _dmma_threads(p))
+    loads = d["A_LOADS"] + d["B_LOADS"]
     return Footprint(
         threads=_dmma_threads(p),
-        smem_bytes=2 * buffer * element,
+        smem_bytes=2 * d["BUFFER_ELEMS"] * element,
         dynamic_smem=True,
         # In 32-bit registers: four FP64 sums per m16n8 tile, the A and B fragments of one mma
         # k step as doubles, and the next k tile's float4s staged.
-        accumulators=8 * mma_tiles,
-        fragments=(p["WM"] // 16) * p["MK"] + (p["WN"] // 8) * p["MK"] // 2 + 4 * loads,
+        accumulators=8 * d["MT"] * d["NT"],
+        fragments=d["MT"] * p["MK"] + d["NT"] * p["MK"] // 2 + 4 * loads,
     )
 
 
@@ -63,8 +94,8 @@ _DMMA_TILE_PARAMS = (
     Param("WN", (16, 32, 64), "columns of C per warp (n8 tiles of the mma)"),
     Param("MK", (4, 8, 16), "k depth of one mma.sync (m16n8k4, m16n8k8 or m16n8k16)"),
 )
-# Besides splitk's values, 33 and 66: an output grid of 4, 8 or 16 tiles split 33 or 66 ways fills
-# whole waves of the H100's 132 SMs (4 x 33) at one to four blocks per SM.
+# 1 (no split), splitk's values, and 33 and 66: an output grid of 4, 8 or 16 tiles split 33 or 66
+# ways fills whole waves of the H100's 132 SMs (4 x 33) at one to four blocks per SM.
 _DMMA_SPLITK = Param(
     "SPLITK", tuple(sorted({1, 33, 66, *SPLITK.params[-1].values})), SPLITK.params[-1].doc
 )
@@ -113,11 +144,7 @@ DMMA = Family(
     ),
     threads=_dmma_threads,
     footprint=_dmma_footprint,
-    derive=lambda p: {
-        "A_ROW_PAD": DMMA_ROW_PADS[p["WIDEN"]][0],
-        "B_ROW_PAD": DMMA_ROW_PADS[p["WIDEN"]][1],
-        "MAX_TILES": SPLITK_MAX_TILES,
-    },
+    derive=_dmma_derive,
     module_counters=True,
     # two shared buffers, the next k tile fetched into registers during the current one
     cost=CostTraits(math="fp64_tensor", loads_ahead=lambda p: 1),
@@ -131,13 +158,36 @@ DMMA = Family(
 DMMA_PIPELINED_A_PADS = {8: 0, 16: 0, 32: 4}
 
 
+def _dmma_pipelined_derive(p: Params) -> dict[str, int]:
+    """Constants of dmma_pipelined.cu.j2. A stage is As[BM][A_LD] then Bs[BK][BN], in floats.
+    A lane's k run in a tile is KQ long, read VW at a time in VGROUPS vector groups; its B
+    fragment columns are read BVW at a time; one mma step covers STEP_K of a lane's k."""
+    a_ld = p["BK"] + DMMA_PIPELINED_A_PADS[p["BK"]]
+    a_floats = p["BM"] * a_ld
+    tiling = _mma_tiling(p)
+    kq = p["BK"] // 4
+    vw = min(kq, 4)
+    return {
+        **tiling,
+        **float4_row_steps(p, _dmma_threads(p)),
+        "A_LD": a_ld,
+        "A_FLOATS": a_floats,
+        "STAGE_FLOATS": a_floats + p["BK"] * p["BN"],
+        "KQ": kq,
+        "VW": vw,
+        "VGROUPS": kq // vw,
+        "BVW": min(tiling["NT"], 4),
+        "STEP_K": p["MK"] // 4,
+        "MAX_TILES": SPLITK_MAX_TILES,
+    }
+
+
 def _dmma_pipelined_footprint(p: Params) -> Footprint:
-    mt, nt = p["WM"] // 16, p["WN"] // 8
-    stage = p["BM"] * (p["BK"] + DMMA_PIPELINED_A_PADS[p["BK"]]) + p["BK"] * p["BN"]
-    vw = min(p["BK"] // 4, 4)  # k per vector read of a fragment row
+    d = _dmma_pipelined_derive(p)
+    mt, nt, vw = d["MT"], d["NT"], d["VW"]
     return Footprint(
         threads=_dmma_threads(p),
-        smem_bytes=p["STAGES"] * stage * FLOAT_BYTES,
+        smem_bytes=p["STAGES"] * d["STAGE_FLOATS"] * FLOAT_BYTES,
         dynamic_smem=True,
         accumulators=8 * mt * nt,
         # In 32-bit registers: the A floats of one vector group (2*MT rows of VW), one mma step's
@@ -163,10 +213,7 @@ DMMA_PIPELINED = Family(
     rules=DMMA.rules,
     threads=_dmma_threads,
     footprint=_dmma_pipelined_footprint,
-    derive=lambda p: {
-        "A_ROW_PAD": DMMA_PIPELINED_A_PADS[p["BK"]],
-        "MAX_TILES": SPLITK_MAX_TILES,
-    },
+    derive=_dmma_pipelined_derive,
     module_counters=True,
     cost=CostTraits(math="fp64_tensor", loads_ahead=staged_tiles),
 )

@@ -14,6 +14,7 @@ from tuner.families._base import (
     Params,
     Rule,
     block_limit,
+    float4_tile_loads,
     float4_tiles,
     whole_warps,
     with_values,
@@ -56,6 +57,24 @@ def _1d_threads(p: Params) -> int:
     return p["BM"] * p["BN"] // p["TM"]
 
 
+def scalar_tile_loads(p: Params, threads: int) -> dict[str, int]:
+    """How the ``threads`` of a block copy the BMxBK tile of A and the BKxBN tile of B one float
+    at a time: floats per tile, passes over it (the last may be partial) and the unroll depth of
+    each copy loop: at most 4, because fully unrolled, many passes hoist one 64-bit address each
+    out of the k loop and spill."""
+    a_tile, b_tile = p["BM"] * p["BK"], p["BK"] * p["BN"]
+    a_passes = (a_tile + threads - 1) // threads
+    b_passes = (b_tile + threads - 1) // threads
+    return {
+        "A_TILE": a_tile,
+        "B_TILE": b_tile,
+        "A_PASSES": a_passes,
+        "B_PASSES": b_passes,
+        "A_UNROLL": min(a_passes, 4),
+        "B_UNROLL": min(b_passes, 4),
+    }
+
+
 BLOCKTILE_1D = Family(
     name="blocktile_1d",
     doc="Each thread computes a column of TM results of C, reusing one B value from a register.",
@@ -81,6 +100,7 @@ BLOCKTILE_1D = Family(
         accumulators=p["TM"],
         fragments=1,
     ),
+    derive=lambda p: scalar_tile_loads(p, _1d_threads(p)),
     cost=LADDER_COST,
 )
 
@@ -129,8 +149,15 @@ BLOCKTILE_2D = Family(
     rules=_2D_RULES,
     threads=_2d_threads,
     footprint=lambda p: _2d_footprint(p, p["BM"] * p["BK"] + p["BK"] * p["BN"]),
+    derive=lambda p: scalar_tile_loads(p, _2d_threads(p)),
     cost=LADDER_COST,
 )
+
+
+def _vectorized_derive(p: Params) -> dict[str, int]:
+    # A is stored transposed, As[BK][BM + A_PAD]: padded rows of the tile's BM values.
+    return {"A_LD": p["BM"] + A_PAD, **float4_tile_loads(p, _2d_threads(p))}
+
 
 VECTORIZED = Family(
     name="vectorized",
@@ -150,7 +177,9 @@ VECTORIZED = Family(
         *float4_tiles(_2d_threads),
     ),
     threads=_2d_threads,
-    footprint=lambda p: _2d_footprint(p, p["BK"] * (p["BM"] + A_PAD) + p["BK"] * p["BN"]),
-    derive=lambda p: {"A_PAD": A_PAD},
+    footprint=lambda p: _2d_footprint(
+        p, p["BK"] * _vectorized_derive(p)["A_LD"] + p["BK"] * p["BN"]
+    ),
+    derive=_vectorized_derive,
     cost=LADDER_COST,
 )

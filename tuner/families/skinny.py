@@ -14,9 +14,7 @@ from tuner.families._base import (
     block_limit,
     whole_warps,
 )
-from tuner.families.split import (
-    SPLITK_MAX_TILES,
-)
+from tuner.families.split import SPLITK_MAX_TILES
 from tuner.shape import Shape
 
 # --- skinny ---------------------------------------------------------------------------------
@@ -78,7 +76,8 @@ SKINNY = Family(
         accumulators=p["BM"] * p["TN"],
         fragments=2 * p["KU"] * p["TN"] + p["KU"],  # B of this chunk and the next, A
     ),
-    derive=lambda p: {"MAX_TILES": SPLITK_MAX_TILES},
+    # LANES_N: a warp's lanes along n (LK along k).
+    derive=lambda p: {"LANES_N": 32 // p["LK"], "MAX_TILES": SPLITK_MAX_TILES},
     k_step=lambda p: p["KU"] * p["LK"],
     waste=_skinny_waste,
     module_counters=True,

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tuner.families._base import (
-    A_PAD,
     SPLITK_IN_GRID_Z,
     Family,
     Param,
@@ -17,29 +16,29 @@ from tuner.families._base import (
     with_values,
 )
 from tuner.families.warptile import (
+    PIPELINED,
     PREFETCHING,
     STAGED,
     WARPTILE,
     WARPTILE_PARAMS,
     WARPTILE_RULES,
+    buffered_derive,
+    pipelined_derive,
+    transposed_buffer,
     warp_threads,
     warptile_derive,
-    warptile_footprint,
     warptile_prefetches,
     warptile_register_budget,
 )
 
 # --- splitk ---------------------------------------------------------------------------------
 
-# Output tiles that the split-K counters can serve: the template declares two module-scope arrays
-# of this many unsigned ints (a ticket counter and a "done" counter per output tile). A launch
-# whose grid has more tiles than this does not split (slice 0 does all of K; see the template),
-# so such shapes drop these configs as not useful (``tuner.space.shape_waste``).
+# Output tiles that the split-K counters can serve: the templates declare three module-scope
+# arrays of this many unsigned ints (tickets handed out, ticket 0's C written, blocks finished,
+# per output tile; templates/_splitk_handoff.cuh.j2). A launch whose grid has more tiles than
+# this does not split (slice 0 does all of K), so such shapes drop these configs as not useful
+# (``tuner.space.splitk_waste``).
 SPLITK_MAX_TILES = 16384
-
-
-def _splitk_derive(p: Params) -> dict[str, int]:
-    return {**warptile_derive(p), "MAX_TILES": SPLITK_MAX_TILES}
 
 
 # Stated for the families whose blocks can have 64 threads; warptile's values (128 or 256
@@ -80,10 +79,8 @@ SPLITK = Family(
         SPLITK_IN_GRID_Z,
     ),
     threads=warp_threads,
-    footprint=lambda p: warptile_footprint(
-        p, p["STAGES"] * (p["BM"] * (p["BK"] + A_PAD) + p["BK"] * p["BN"]), dynamic=True
-    ),
-    derive=_splitk_derive,
+    footprint=PIPELINED.footprint,
+    derive=lambda p: {**pipelined_derive(p), "MAX_TILES": SPLITK_MAX_TILES},
     module_counters=True,
     cost=STAGED,
 )
@@ -102,11 +99,7 @@ WARPTILE_SPLITK = Family(
     rules=SPLITK.rules,
     threads=warp_threads,
     footprint=WARPTILE.footprint,
-    derive=lambda p: {
-        **_splitk_derive(p),
-        "BUFFERS": 1,
-        "PREFETCH": int(warptile_prefetches(p)),
-    },
+    derive=lambda p: {**buffered_derive(p, buffers=1), "MAX_TILES": SPLITK_MAX_TILES},
     module_counters=True,
     cost=PREFETCHING,
 )
@@ -162,6 +155,7 @@ STREAMK = Family(
     footprint=WARPTILE.footprint,
     derive=lambda p: {
         **warptile_derive(p),
+        "A_LD": transposed_buffer(p)["A_LD"],
         "MAX_TILES": 2 * STREAMK_MAX_BLOCKS,  # stream-K tiles, then staggered first tiles
         "MAX_REGISTERS": _streamk_max_registers(p),
     },

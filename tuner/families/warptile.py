@@ -14,6 +14,8 @@ from tuner.families._base import (
     Param,
     Params,
     Rule,
+    float4_row_steps,
+    float4_tile_loads,
     float4_tiles,
 )
 
@@ -29,13 +31,45 @@ def _wmiter(p: Params) -> int:
 
 
 def warptile_derive(p: Params) -> dict[str, int]:
+    """The warp tiling every warp-tiled template indexes with: warp subtiles, warps along n of
+    the block, lanes along n of a subtile, a lane's accumulators, and the float4 copies of the
+    tiles."""
     wmiter = _wmiter(p)
+    wsubn = p["WN"] // p["WNITER"]
     return {
         "WMITER": wmiter,
         "WSUBM": p["WM"] // wmiter,
-        "WSUBN": p["WN"] // p["WNITER"],
-        "A_PAD": A_PAD,
+        "WSUBN": wsubn,
+        "WARPS_N": p["BN"] // p["WN"],
+        "LANES_N": wsubn // p["TN"],
+        "ACC_ROWS": wmiter * p["TM"],  # acc[ACC_ROWS][ACC_COLS]: a lane's values of C
+        "ACC_COLS": p["WNITER"] * p["TN"],
+        **float4_tile_loads(p, p["THREADS"]),
+        **float4_row_steps(p, p["THREADS"]),
     }
+
+
+def transposed_buffer(p: Params) -> dict[str, int]:
+    """One shared buffer of warptile.cu.j2, in floats: As[BK][A_LD] with A transposed (rows of
+    BM + A_PAD, so a lane's TM rows of one k step are one float4 read), then Bs[BK][BN]."""
+    a_ld = p["BM"] + A_PAD
+    a_floats = p["BK"] * a_ld
+    return {"A_LD": a_ld, "A_FLOATS": a_floats, "BUFFER_FLOATS": a_floats + p["BK"] * p["BN"]}
+
+
+def ring_stage(p: Params) -> dict[str, int]:
+    """One stage of the cp.async ring of pipelined.cu.j2, in floats: As[BM][A_LD] as in global
+    memory (rows of BK + A_PAD, so cp.async copies whole 16-byte chunks), then Bs[BK][BN]."""
+    a_ld = p["BK"] + A_PAD
+    a_floats = p["BM"] * a_ld
+    return {"A_LD": a_ld, "A_FLOATS": a_floats, "STAGE_FLOATS": a_floats + p["BK"] * p["BN"]}
+
+
+def pipelined_derive(p: Params) -> dict[str, int]:
+    """Constants of pipelined.cu.j2. A_HELD: a lane holds A's four k steps of a float4 for all
+    its rows and streams B (1), or the reverse (0): the side with fewer values per lane."""
+    values = {**warptile_derive(p), **ring_stage(p)}
+    return {**values, "A_HELD": int(values["ACC_ROWS"] <= values["ACC_COLS"])}
 
 
 WARPTILE_PARAMS = (
@@ -106,15 +140,11 @@ def warptile_footprint(p: Params, smem_floats: int, dynamic: bool) -> Footprint:
     )
 
 
-def _warptile_buffer_floats(p: Params) -> int:
-    """Floats of one shared-memory buffer of warptile.cu.j2: As[BK][BM+A_PAD] and Bs[BK][BN]."""
-    return p["BK"] * (p["BM"] + A_PAD) + p["BK"] * p["BN"]
-
-
 def warptile_register_budget(p: Params) -> int:
     """Registers warptile.cu.j2 budgets per thread when it prefetches the next k tile:
     accumulators, fragments, four per float4 staged, and 40 for addresses and indices."""
-    loads = (p["BM"] + p["BN"]) * p["BK"] // (4 * p["THREADS"])
+    copies = float4_tile_loads(p, p["THREADS"])
+    loads = copies["A_LOADS"] + copies["B_LOADS"]
     fp = warptile_footprint(p, 0, dynamic=False)
     return fp.accumulators + fp.fragments + 4 * loads + 40
 
@@ -139,14 +169,21 @@ def staged_tiles(p: Params) -> int:
 PREFETCHING = CostTraits(loads_ahead=_prefetched_tiles)
 STAGED = CostTraits(loads_ahead=staged_tiles)
 
+
+def buffered_derive(p: Params, buffers: int) -> dict[str, int]:
+    """Constants of warptile.cu.j2 with ``buffers`` shared buffers (1: static, 2: dynamic)."""
+    prefetch = int(warptile_prefetches(p))
+    return {**warptile_derive(p), **transposed_buffer(p), "BUFFERS": buffers, "PREFETCH": prefetch}
+
+
 WARPTILE = Family(
     name="warptile",
     doc="Block tile -> warp tiles (WMxWN) -> WMITERxWNITER warp subtiles -> TMxTN thread tiles.",
     params=WARPTILE_PARAMS,
     rules=WARPTILE_RULES,
     threads=warp_threads,
-    footprint=lambda p: warptile_footprint(p, _warptile_buffer_floats(p), dynamic=False),
-    derive=lambda p: {**warptile_derive(p), "BUFFERS": 1, "PREFETCH": int(warptile_prefetches(p))},
+    footprint=lambda p: warptile_footprint(p, transposed_buffer(p)["BUFFER_FLOATS"], dynamic=False),
+    derive=lambda p: buffered_derive(p, buffers=1),
     cost=PREFETCHING,
 )
 
@@ -157,8 +194,10 @@ DOUBLEBUF = Family(
     params=WARPTILE_PARAMS,
     rules=WARPTILE_RULES,
     threads=warp_threads,
-    footprint=lambda p: warptile_footprint(p, 2 * _warptile_buffer_floats(p), dynamic=True),
-    derive=lambda p: {**warptile_derive(p), "BUFFERS": 2, "PREFETCH": int(warptile_prefetches(p))},
+    footprint=lambda p: warptile_footprint(
+        p, 2 * transposed_buffer(p)["BUFFER_FLOATS"], dynamic=True
+    ),
+    derive=lambda p: buffered_derive(p, buffers=2),
     cost=PREFETCHING,
 )
 
@@ -169,8 +208,8 @@ PIPELINED = Family(
     rules=WARPTILE_RULES,
     threads=warp_threads,
     footprint=lambda p: warptile_footprint(
-        p, p["STAGES"] * (p["BM"] * (p["BK"] + A_PAD) + p["BK"] * p["BN"]), dynamic=True
+        p, p["STAGES"] * ring_stage(p)["STAGE_FLOATS"], dynamic=True
     ),
-    derive=warptile_derive,
+    derive=pipelined_derive,
     cost=STAGED,
 )
