@@ -26,7 +26,8 @@ from tuner.families import get_family, parse_config
 from tuner.measure import tflops as measured_tflops
 from tuner.results import suite_document
 from tuner.roofline import Ceilings, roofline
-from tuner.runner import WARM_START, run_study
+from tuner.runner import DEFAULT_TRIALS, WARM_START, run_study
+from tuner.samplers import DEFAULT_SAMPLER
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
 from tuner.study import screened_study, study_name
@@ -43,8 +44,8 @@ TIMING = (
 @dataclass(frozen=True)
 class Options:
     families: tuple[str, ...]
-    sampler: str = "tpe"
-    trials: int = 48
+    sampler: str = DEFAULT_SAMPLER
+    trials: int = DEFAULT_TRIALS
     retune: bool = False
     seed: int | None = None
     rounds: int = 5

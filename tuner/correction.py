@@ -105,13 +105,27 @@ def _parse(name: str) -> Config | None:
 
 
 class Correction:
-    """Predicted residuals of a study's candidates, given what has been measured so far."""
+    """Predicted residuals of a study's candidates, given what has been measured so far.
+
+    The weights between every candidate and a measured one are computed once, when it is
+    first seen, so a prediction costs one matrix-vector product over the measured columns.
+    """
 
     def __init__(self, configs: Sequence[Config], log_est: np.ndarray, prior: np.ndarray) -> None:
         self.log_est = log_est
         self.prior = prior
         self.coords, self.family_of = parameter_coordinates(configs)
         self.families = int(self.family_of.max()) + 1 if len(configs) else 0
+        self._columns: dict[int, np.ndarray] = {}  # measured row -> weights of every candidate
+
+    def _weights(self, row: int) -> np.ndarray:
+        column = self._columns.get(row)
+        if column is None:
+            distance = np.abs(self.coords - self.coords[row]).sum(axis=1)
+            column = np.exp(-distance / LOCAL_SCALE)
+            column[self.family_of != self.family_of[row]] = 0.0
+            self._columns[row] = column
+        return column
 
     def residuals(self, measured: dict[int, float]) -> np.ndarray:
         """Predicted ``log(measured / estimated)`` of every candidate; ``measured``: candidate
@@ -122,14 +136,11 @@ class Correction:
         rows = np.fromiter(measured, dtype=int, count=len(measured))
         observed = np.log(np.array([measured[int(r)] for r in rows])) - self.log_est[rows]
         deviation = observed - self.prior[rows]
-        shift = np.zeros(self.families)
-        for family in range(self.families):
-            mine = self.family_of[rows] == family
-            shift[family] = deviation[mine].sum() / (mine.sum() + FAMILY_SHRINK)
+        counts = np.bincount(self.family_of[rows], minlength=self.families)
+        sums = np.bincount(self.family_of[rows], weights=deviation, minlength=self.families)
+        shift = sums / (counts + FAMILY_SHRINK)
         predicted += shift[self.family_of]
         leftover = deviation - shift[self.family_of[rows]]
-        distance = np.abs(self.coords[:, None, :] - self.coords[None, rows, :]).sum(axis=2)
-        weight = np.exp(-distance / LOCAL_SCALE)
-        weight[self.family_of[:, None] != self.family_of[None, rows]] = 0.0
+        weight = np.stack([self._weights(int(r)) for r in rows], axis=1)
         predicted += (weight @ leftover) / (weight.sum(axis=1) + LOCAL_SHRINK)
         return predicted

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from tuner.config import Config
 from tuner.families import SPLITK_MAX_TILES, Family, get_family, persistent_blocks
 from tuner.rates import DeviceRates, table_rates
-from tuner.resources import DeviceLimits, ResourceCheck, static_check
+from tuner.resources import DeviceLimits, ResourceCheck, occupancy, static_check
 from tuner.shape import Shape
 
 
@@ -72,6 +72,15 @@ REDUCTIONS_PER_CLK = 64
 # Conversions from float to double per SM and clock (the CUDA programming guide's table of
 # arithmetic throughput: 16 on sm_80 and sm_90).
 XU_PER_CLK = 16
+
+# The FP64 tensor pipe needs work in flight: every mma of an accumulator chain (one m16n8 tile
+# of a warp) waits for the one before, so each scheduler must hold chains x MK (the k depth of
+# one mma) of at least DMMA_DEPTH to keep the pipe busy; with less it runs at that share of its
+# rate. The other figure of this model chosen by looking at measurements: on the H100's 4096^3
+# dmma_pipelined sweep with MK = 4, 32x64 warp tiles at 8 warps per SM (32 chains a scheduler)
+# and 32x32 tiles at 16 warps (32) ran within 3 % of each other, 32x32 at 12 warps (24 chains)
+# 20 % slower and at 8 warps (16) 30 % slower.
+DMMA_DEPTH = 128
 
 # Schedulers (SM sub-partitions) per SM, each issuing one warp instruction a clock, and the chance
 # that one warp of the k loop has an instruction ready in a given clock: one warp per scheduler
@@ -164,6 +173,19 @@ class _Grid:
     r_full: int  # resident blocks per SM in a full wave of this grid
 
 
+def resident_blocks(config: Config, device: DeviceLimits, check: ResourceCheck) -> int:
+    """Blocks of ``config`` per SM: the static estimate, or what ``__launch_bounds__`` asks the
+    compiler to make room for (MINBLOCKS: registers are capped to fit that many, so only
+    threads and shared memory can stop them)."""
+    wanted = config.as_dict().get("MINBLOCKS", 0)
+    per_sm = check.occupancy.blocks_per_sm
+    if wanted > per_sm:
+        capped = device.regs_per_sm // (wanted * check.threads)
+        fits = occupancy(check.threads, min(check.est_registers, capped), check.smem_bytes, device)
+        per_sm = max(per_sm, min(wanted, fits.blocks_per_sm))
+    return max(per_sm, 1)
+
+
 def _grid(config: Config, shape: Shape, device: DeviceLimits) -> _Grid:
     params = config.as_dict()
     check = static_check(config, device)
@@ -171,7 +193,7 @@ def _grid(config: Config, shape: Shape, device: DeviceLimits) -> _Grid:
     # The kernel splits only when every tile has its ticket counters (see templates/splitk).
     split = params.get("SPLITK", 1) if tiles <= SPLITK_MAX_TILES else 1
     blocks = tiles * split
-    per_sm = max(check.occupancy.blocks_per_sm, 1)
+    per_sm = resident_blocks(config, device, check)
     return _Grid(check, tiles, split, blocks, per_sm, min(per_sm, -(-blocks // device.sm_count)))
 
 
@@ -219,8 +241,11 @@ def _fp64_tensor_tile(
     copies = (bm + bn) * bk / (4 * threads)  # 16-byte copies per thread
     ahead = family.cost.loads_ahead(params)
 
+    depth = warps * (wm // 16) * (wn // 8) * mk  # accumulator chains of one block x mma depth
+
     def cycles(resident: int) -> float:
-        math = resident * bm * bn * bk / rates.dmma_per_clk
+        fill = min(1.0, resident * depth / SCHEDULERS / DMMA_DEPTH)
+        math = resident * bm * bn * bk / rates.dmma_per_clk / fill
         widen = resident * conversions / XU_PER_CLK
         issue = resident * (warps * per_warp + threads * copies / warp_size) / SCHEDULERS
         issue /= issue_efficiency(resident * warps)

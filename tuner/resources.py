@@ -172,11 +172,23 @@ class ResourceCheck:
         return not self.problems
 
 
+def arch_number(arch: str) -> int:
+    """``sm_90`` -> 90, ``sm_90a`` -> 90 (0 when unreadable: older than anything)."""
+    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
+    return int(digits) if digits else 0
+
+
 def static_check(config: Config, dev: DeviceLimits) -> ResourceCheck:
     """Check a (rule-valid) config against the device's limits before anything compiles."""
-    fp = get_family(config.family).footprint(config.as_dict())
+    family = get_family(config.family)
+    fp = family.footprint(config.as_dict())
     regs = estimate_registers(fp.accumulators, fp.fragments)
     problems = []
+    if arch_number(dev.arch) < family.min_arch:
+        problems.append(
+            f"architecture: {family.name} needs sm_{family.min_arch} or newer, "
+            f"the device is {dev.arch}"
+        )
     if fp.threads > dev.max_threads_per_block:
         problems.append(f"{fp.threads} threads > {dev.max_threads_per_block} per block")
     if not fp.dynamic_smem and fp.smem_bytes > STATIC_SMEM_LIMIT:

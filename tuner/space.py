@@ -216,7 +216,8 @@ class Space:
 
 def _problem_kind(problem: str) -> str:
     """Group resource problems by kind for the counts (drops the numbers)."""
-    for kind in ("static shared memory", "shared memory", "registers", "threads", "no block fits"):
+    kinds = ("architecture", "static shared memory", "shared memory", "registers", "threads")
+    for kind in (*kinds, "no block fits"):
         if kind in problem:
             return f"resources: {kind}"
     return "resources"

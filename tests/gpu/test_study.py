@@ -12,6 +12,7 @@ pytestmark = pytest.mark.gpu
 def test_thirty_trial_study_on_4096_cubed_stores_its_results(tmp_path: Path) -> None:
     import storage
     from storage import open_database
+    from storage.records import is_final
     from tuner.gpu_worker import GpuEvaluator
     from tuner.shape import Shape
     from tuner.sql_recorder import SqlRecorder
@@ -41,8 +42,28 @@ def test_thirty_trial_study_on_4096_cubed_stores_its_results(tmp_path: Path) -> 
     assert ok, [r.reason for r in rows]
     assert all(r.rel_error is not None and r.rel_error < 1e-4 for r in ok)
     assert all(r.cublas_ms and r.ms and r.provenance.get("device") for r in ok)
-    assert best is not None
-    assert best[1].ms == min(r.ms for r in ok if r.ms is not None)
+    assert best is not None and is_final(best[1].provenance)
+    # The best is the fastest finalist re-measured beside cuBLAS: one of the three fastest
+    # screened candidates (or the study's first answer), with its rounds stored.
+    fastest = sorted(ok, key=lambda r: r.ms or 0.0)[:3]
+    assert best[1].config_name in {r.config_name for r in fastest} | {rows[0].config_name}
+    assert len(best[1].provenance["ms_rounds"]) == 5
     print(
         f"RESULT best {best[1].config_name} {best[1].tflops:.1f} TFLOP/s ratio {best[1].ratio:.2f}"
     )
+
+
+def test_probes_measure_plausible_rates() -> None:
+    from tuner.gpu_worker import GpuEvaluator
+
+    evaluator = GpuEvaluator()
+    try:
+        rates = evaluator.probe()
+    finally:
+        evaluator.close()
+    assert rates is not None, "a probe failed"
+    assert 1.0 < rates.ffma_tflops < 200.0 and 0.05 < rates.dram_tb_s < 20.0
+    assert 0.5 < rates.launch_us < 100.0
+    if evaluator.device.arch == "sm_90":
+        assert rates.fp64_tensor_tflops > 0.5 * rates.ffma_tflops
+    print(f"RESULT rates {rates}")

@@ -71,3 +71,32 @@ def test_device_table_lookup() -> None:
     assert table_device("sm_80").smem_per_block_optin == 163 * 1024
     with pytest.raises(InputError, match="sm_80, sm_86, sm_89, sm_90"):
         table_device("sm_75")
+
+
+DMMA_CONFIG = "dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1"
+
+
+def test_families_older_devices_cannot_compile_are_pruned_with_the_reason() -> None:
+    for arch in ("sm_80", "sm_86", "sm_89"):
+        check = static_check(parse_config(DMMA_CONFIG), table_device(arch))
+        assert not check.fits
+        assert check.problems[0] == (
+            f"architecture: dmma_pipelined needs sm_90 or newer, the device is {arch}"
+        )
+    assert static_check(parse_config(DMMA_CONFIG), H100).fits
+    warptile = parse_config("warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128")
+    assert static_check(warptile, table_device("sm_86")).fits
+
+
+@pytest.mark.nvcc
+def test_the_architecture_rule_is_what_ptxas_says() -> None:
+    """The rule stands for a real limit: ptxas refuses the FP64 mma shapes below sm_90."""
+    import shutil
+
+    from tuner.compile import CompileError, NvccCompiler
+    from tuner.render import render
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed")
+    with pytest.raises(CompileError, match="sm_90"):
+        NvccCompiler("sm_80").compile(render(parse_config(DMMA_CONFIG)))

@@ -19,7 +19,15 @@ from tuner.cli._common import DbOpt, FamiliesOpt, SamplerOpt, SeedOpt, WarmStart
 from tuner.results import default_suite, output_dir, write_suite_file
 from tuner.results.location import DEFAULT_SUITE_NAME
 from tuner.roofline import ceilings_for
-from tuner.runner import DEFAULT_FAMILIES, WARM_START, check_families, check_sampler, start_gpu
+from tuner.runner import (
+    DEFAULT_FAMILIES,
+    DEFAULT_TRIALS,
+    WARM_START,
+    check_families,
+    check_sampler,
+    start_gpu,
+)
+from tuner.samplers import DEFAULT_SAMPLER
 from tuner.suite import read_suite
 
 
@@ -61,11 +69,11 @@ def bench(
     family: FamiliesOpt = None,
     trials: Annotated[
         int, typer.Option(min=1, help="candidates to evaluate when a shape must be tuned")
-    ] = 48,
+    ] = DEFAULT_TRIALS,
     retune: Annotated[
         bool, typer.Option("--retune", help="run --trials more candidates even when stored")
     ] = False,
-    sampler: SamplerOpt = "tpe",
+    sampler: SamplerOpt = DEFAULT_SAMPLER,
     seed: SeedOpt = None,
     warm_start: WarmStartOpt = WARM_START,
     rounds: Annotated[

@@ -19,6 +19,7 @@ from tuner.cli._common import (
     out,
 )
 from tuner.runner import (
+    DEFAULT_TRIALS,
     WARM_START,
     check_families,
     check_sampler,
@@ -26,6 +27,7 @@ from tuner.runner import (
     make_evaluator,
     run_study,
 )
+from tuner.samplers import DEFAULT_SAMPLER
 from tuner.shape import Shape, parse_shape
 from tuner.study import Progress
 from tuner.suite import read_shapes
@@ -37,9 +39,9 @@ EvaluatorOpt = Annotated[str, typer.Option(help="gpu or replay")]
 def tune(
     shape: Annotated[str, typer.Option("--shape", "-s", help="MxNxK")],
     family: FamiliesOpt = None,
-    trials: TrialsOpt = 30,
+    trials: TrialsOpt = DEFAULT_TRIALS,
     timeout: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
-    sampler: SamplerOpt = "tpe",
+    sampler: SamplerOpt = DEFAULT_SAMPLER,
     evaluator: EvaluatorOpt = "gpu",
     replay_table: ReplayTablesOpt = None,
     seed: SeedOpt = None,
@@ -64,9 +66,9 @@ def tune(
 def tune_batch(
     file: Annotated[Path, typer.Argument(help="CSV of M,N,K or class,M,N,K rows")],
     family: FamiliesOpt = None,
-    trials: TrialsOpt = 30,
+    trials: TrialsOpt = DEFAULT_TRIALS,
     timeout: Annotated[float | None, typer.Option(help="seconds per shape")] = None,
-    sampler: SamplerOpt = "tpe",
+    sampler: SamplerOpt = DEFAULT_SAMPLER,
     evaluator: EvaluatorOpt = "gpu",
     replay_table: ReplayTablesOpt = None,
     seed: SeedOpt = None,
@@ -134,8 +136,17 @@ def print_outcome(p: Progress) -> None:
         f"{p.study}: {p.evaluated} evaluated "
         f"({', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})"
     )
+    for note in p.notes:
+        out.print(f"  {note}", soft_wrap=True)
     if p.best and p.best.ms:
         ratio = f", {p.best.ratio:.2f}x cuBLAS" if p.best.ratio else ""
+        how = (
+            f" (re-measured beside cuBLAS with {len(p.finalists) - 1} other finalists)"
+            if p.finalists
+            else ""
+        )
         out.print(
-            f"best {p.best.config_name}: {p.best.ms:.4f} ms, {p.best.tflops:.1f} TFLOP/s{ratio}"
+            f"best {p.best.config_name}: {p.best.ms:.4f} ms, {p.best.tflops:.1f} TFLOP/s"
+            f"{ratio}{how}",
+            soft_wrap=True,
         )

@@ -106,6 +106,9 @@ class Family:
     # several streams loads one module per stream (tuner.client).
     module_counters: bool = False
     cost: CostTraits = field(default_factory=CostTraits)
+    # The oldest architecture the template compiles for (compute capability x 10): cp.async
+    # needs sm_80; the FP64 mma shapes m16n8k{4,8,16} need sm_90.
+    min_arch: int = 80
 
     @property
     def template(self) -> str:

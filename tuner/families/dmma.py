@@ -148,6 +148,7 @@ DMMA = Family(
     module_counters=True,
     # two shared buffers, the next k tile fetched into registers during the current one
     cost=CostTraits(math="fp64_tensor", loads_ahead=lambda p: 1),
+    min_arch=90,  # mma.sync.m16n8k{4,8,16}.f64 (ptxas: "requires .target sm_90 or higher")
 )
 
 # --- dmma_pipelined -------------------------------------------------------------------------
@@ -216,4 +217,5 @@ DMMA_PIPELINED = Family(
     derive=_dmma_pipelined_derive,
     module_counters=True,
     cost=CostTraits(math="fp64_tensor", loads_ahead=staged_tiles),
+    min_arch=90,
 )
