@@ -91,7 +91,14 @@ def one_study(
     )
     total = time.perf_counter() - begun
     screened = [
-        {"config": r.config_name, "status": r.status, "ms": r.ms, "ratio": r.ratio}
+        {
+            "config": r.config_name,
+            "status": r.status,
+            "ms": r.ms,
+            "ratio": r.ratio,
+            "compile_wait_s": r.provenance.get("compile_wait_s"),
+            "measure_s": r.provenance.get("measure_s"),
+        }
         for r in progress.history
     ]
     best = progress.best
@@ -224,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--throughput-trials", type=int, default=80)
     parser.add_argument("--mode", action="append", choices=list(MODES))
     parser.add_argument("--skip-cli", action="store_true")
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--rows", default=":", help="a slice of the shapes file, e.g. 0:6")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="search-gpu-"))
@@ -241,18 +250,20 @@ def main(argv: list[str] | None = None) -> int:
         "fidelity": [],
         "cli": [],
     }
-    path = args.out / "search-gpu.json"
+    path = args.out / f"search-gpu-{args.rows.replace(':', '-')}.json"
 
     def save() -> None:
         path.write_text(json.dumps(document, indent=1) + "\n")
 
     try:
-        for shape in THROUGHPUT_SHAPES:
+        for shape in () if args.skip_throughput else THROUGHPUT_SHAPES:
             study = one_study(gpu, shape, "ranked", 0, args.throughput_trials, folder)
             document["throughput"].append(study)
             print(f"throughput {shape}: {study['candidates_per_s']:.1f}/s", flush=True)
             save()
-        for entry in read_suite(args.shapes):
+        first, _, last = args.rows.partition(":")
+        rows = read_suite(args.shapes)[int(first) if first else None : int(last) if last else None]
+        for entry in rows:
             for mode in args.mode or list(MODES):
                 sampler, warm, trials_option = MODES[mode]
                 trials = getattr(args, trials_option)

@@ -33,6 +33,10 @@ def compile_config(compiler: Compiler, config: Config) -> Outcome:
         return exc
 
 
+def _load_compiler(compiler: Compiler) -> str:
+    return compiler.version  # NVRTC's version: loads the library in the worker
+
+
 def default_workers() -> int:
     """Every core but one (which measures and runs the study), at least one."""
     return max(1, (os.cpu_count() or 2) - 1)
@@ -72,6 +76,14 @@ class CompilePool:
         if config.name not in self._pending:
             future = self._executor().submit(compile_config, self.compiler, config)
             self._pending[config.name] = (config, future)
+
+    def warm(self) -> None:
+        """Start every worker now (each imports its compiler once), so the first candidates
+        do not wait for process start-up."""
+        if self.in_processes:
+            executor = self._executor()
+            for _ in range(self.workers):
+                executor.submit(_load_compiler, self.compiler)
 
     def pending(self) -> int:
         return len(self._pending)

@@ -20,6 +20,7 @@ import importlib.util
 import multiprocessing as mp
 import os
 import platform
+import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
@@ -115,6 +116,7 @@ class GpuEvaluator:
         self.device, self.provenance = self._start()
         self.compiler = NvrtcCompiler(self.device.arch)
         self.pool = CompilePool(self.compiler, compile_workers)
+        self.pool.warm()
         # Candidates worth compiling ahead of the one being measured: one per compiler process
         # and one more, so a process never waits for work.
         self.parallelism = self.pool.workers + 1
@@ -175,7 +177,10 @@ class GpuEvaluator:
         check = static_check(config, self.device)
         if not check.fits:
             return Result.failed(config, "pruned", check.problems[0], provenance=prov)
+        waited = time.perf_counter()
         compiled = self.compile(config)
+        # Where a candidate's time goes: waiting for its compile, then measuring it.
+        prov["compile_wait_s"] = round(time.perf_counter() - waited, 4)
         if isinstance(compiled, CompileError):
             return Result.failed(config, "compile_failed", str(compiled), provenance=prov)
         occ = compiled.occupancy(self.device)
@@ -186,7 +191,9 @@ class GpuEvaluator:
             return Result.failed(
                 config, "pruned", rejection, occupancy=occ.occupancy, provenance=prov, **usage
             )
+        measuring = time.perf_counter()
         reply = self._ask(Measure(compiled, shape, self.screen_budget_ms), self.run_timeout_s)
+        prov["measure_s"] = round(time.perf_counter() - measuring, 4)
         ms, base = reply.get("ms"), reply.get("cublas_ms")
         return Result(
             config.name,
