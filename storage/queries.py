@@ -192,11 +192,14 @@ def list_devices(session: Session) -> list[Device]:
     return list(session.scalars(select(Device).order_by(Device.name, Device.arch, Device.sm_count)))
 
 
-def measurements_for_study(session: Session, study_name: str) -> Sequence[Measurement]:
-    """The measurements an Optuna study produced, in trial order."""
+def measurements_for_study(
+    session: Session, study_name: str, after_id: int = 0
+) -> Sequence[Measurement]:
+    """The measurements an Optuna study produced, in trial order (only those stored after the
+    measurement ``after_id``, when given: what other workers added since one last looked)."""
     query = (
         select(Measurement)
-        .where(Measurement.study == study_name)
+        .where(Measurement.study == study_name, Measurement.id > after_id)
         .order_by(Measurement.trial_number, Measurement.id)
     )
     return session.scalars(query).all()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 # Parameter name -> the short token used in procedural kernel names. One table, so that a name
 # can always be read back (see ``tuner.families.parse_config``).
@@ -56,6 +57,11 @@ class Config:
         return (name for name, _ in self.params)
 
     def as_dict(self) -> dict[str, int]:
+        """The parameters by name (a new dict; the config stays immutable)."""
+        return dict(self._by_name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, int]:
         return dict(self.params)
 
     @property

@@ -107,9 +107,16 @@ class Evaluator(Protocol):
         """Evaluate one rule-valid config; never raises for a bad kernel (returns a status)."""
         ...
 
-    def compare(self, configs: Sequence[Config], shape: Shape, rounds: int) -> list[Comparison]:
-        """Re-measure ``configs`` side by side with cuBLAS in ``rounds`` alternating rounds;
-        one :class:`Comparison` per config, in order."""
+    def compare(
+        self,
+        configs: Sequence[Config],
+        shape: Shape,
+        rounds: int,
+        budget_ms: float | None = None,
+    ) -> list[Comparison]:
+        """Re-measure ``configs`` side by side with cuBLAS in ``rounds`` alternating rounds of
+        ``budget_ms`` of launches per timed block (None: the evaluator's own); one
+        :class:`Comparison` per config, in order."""
         ...
 
     def probe(self) -> DeviceRates | None:

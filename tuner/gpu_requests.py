@@ -112,12 +112,17 @@ def measure(request: Measure, state: WorkerState) -> dict[str, Any]:
     check = verify(kernel, source, shape, operands=ops)
     if not check.ok:
         return _wrong(check)
+    # One warm-up launch each: the kernel has just run twice to be verified, and cuBLAS ran
+    # for the candidate before.
     ours = time_launches(
         lambda: launch(kernel, source, shape, 1.0, ops.a, ops.b, 0.0, ops.out),
         budget_ms=request.budget_ms,
+        warmup=1,
     )
     theirs = time_launches(
-        lambda: cublas_gemm(1.0, ops.a, ops.b, 0.0, ops.out), budget_ms=request.budget_ms
+        lambda: cublas_gemm(1.0, ops.a, ops.b, 0.0, ops.out),
+        budget_ms=request.budget_ms,
+        warmup=1,
     )
     kept.cublas_ms.append(theirs.median_ms)
     return {

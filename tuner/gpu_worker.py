@@ -39,9 +39,9 @@ READY_TIMEOUT_S = 120.0
 # Deadline allowance per timed block of a Compare request, on top of ``run_timeout_s``.
 COMPARE_BLOCK_TIMEOUT_S = 10.0
 PROBE_TIMEOUT_S = 60.0
-# Kernel time per timed block while a study screens candidates (ours, then cuBLAS); finalists
-# and the bench re-measure with ``budget_ms``.
-SCREEN_BUDGET_MS = 20.0
+# Kernel time per timed block while a study screens candidates (ours, then cuBLAS); the bench
+# re-measures with ``budget_ms``, a study's finalists with ``tuner.study.FINAL_BUDGET_MS``.
+SCREEN_BUDGET_MS = 15.0
 
 
 def device_provenance(dev: DeviceLimits) -> dict[str, Any]:
@@ -212,7 +212,13 @@ class GpuEvaluator:
             **usage,
         )
 
-    def compare(self, configs: Sequence[Config], shape: Shape, rounds: int) -> list[Comparison]:
+    def compare(
+        self,
+        configs: Sequence[Config],
+        shape: Shape,
+        rounds: int,
+        budget_ms: float | None = None,
+    ) -> list[Comparison]:
         """Re-measure ``configs`` side by side with cuBLAS in ``rounds`` alternating rounds
         (``tuner.gpu_requests.compare``); configs that do not compile or fit come back with
         that status without reaching the worker."""
@@ -232,7 +238,8 @@ class GpuEvaluator:
             kernels.append((index, compiled))
         if kernels:
             blocks = 2 * rounds * len(kernels)
-            request = Compare(tuple(k for _, k in kernels), shape, rounds, self.budget_ms)
+            budget = self.budget_ms if budget_ms is None else budget_ms
+            request = Compare(tuple(k for _, k in kernels), shape, rounds, budget)
             reply = self._ask(request, self.run_timeout_s + blocks * COMPARE_BLOCK_TIMEOUT_S)
             replies = reply if isinstance(reply, list) else [reply] * len(kernels)
             for (index, _), answer in zip(kernels, replies, strict=True):

@@ -33,6 +33,11 @@ class Recorder(Protocol):
         """Config name -> result, for every candidate this study has already evaluated."""
         ...
 
+    def recent(self, study: str) -> dict[str, Result]:
+        """Config name -> result of the candidates stored (by any worker) since this recorder
+        last read the study (:meth:`evaluated` or :meth:`recent`)."""
+        ...
+
     def claim(self, study: str, config_name: str) -> bool:
         """Reserve a candidate for this worker; False if another worker has it already."""
         ...
@@ -82,6 +87,9 @@ class MemoryRecorder:
 
     def evaluated(self, study: str) -> dict[str, Result]:
         return dict(self.results.get(study, {}))
+
+    def recent(self, study: str) -> dict[str, Result]:
+        return {}  # one process: nothing is stored behind the study's back
 
     def claim(self, study: str, config_name: str) -> bool:
         if (study, config_name) in self.claims:

@@ -101,7 +101,13 @@ class ReplayEvaluator:
     def prepare(self, config: Config) -> None:
         return None  # nothing to compile
 
-    def compare(self, configs: Sequence[Config], shape: Shape, rounds: int) -> list[Comparison]:
+    def compare(
+        self,
+        configs: Sequence[Config],
+        shape: Shape,
+        rounds: int,
+        budget_ms: float | None = None,
+    ) -> list[Comparison]:
         """The tables' times, as if re-measured ``rounds`` times without noise."""
         answers = []
         for config in configs:

@@ -9,6 +9,7 @@ or the device, so its verdicts are computed once per family (``rule_verdicts``).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,15 +32,23 @@ def shape_waste(family: Family, config: Config, shape: Shape) -> str | None:
     zero-filled shared memory; the family's smallest value is always kept so that every shape
     has candidates.
     """
-    smallest = {p.name: min(p.values) for p in family.params}
+    smallest = _smallest_values(family)
     params = config.as_dict()
     for param, dim, label in (("BM", shape.m, "M"), ("BN", shape.n, "N"), ("BK", shape.k, "K")):
-        if param not in params:
-            continue
-        value = params[param]
-        if value > smallest[param] and value > _pow2_ceil(dim):
+        value = params.get(param)
+        if value is not None and value > smallest[param] and value > _pow2_ceil(dim):
             return f"{param}={value} exceeds {label}={dim} rounded up to {_pow2_ceil(dim)}"
     return None
+
+
+@functools.cache
+def _smallest_values(family: Family) -> dict[str, int]:
+    return {p.name: min(p.values) for p in family.params}
+
+
+@functools.cache
+def _split_values(family: Family) -> tuple[int, ...]:
+    return next(p.values for p in family.params if p.name == "SPLITK")
 
 
 # Split-K slices pay while they put idle SMs to work; past this many threads per SM of the
@@ -81,7 +90,7 @@ def splitk_waste(
             f"{tiles} output tiles exceed the {SPLITK_MAX_TILES} split-K ticket counters: "
             "the kernel would not split K",
         )
-    values = next(p.values for p in family.params if p.name == "SPLITK")
+    values = _split_values(family)
     k_tiles = -(-shape.k // family.k_step(params))
     per_sm = split_blocks_per_sm(family.threads(params))
     limit = per_sm * device.sm_count

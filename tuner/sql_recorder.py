@@ -54,6 +54,7 @@ class SqlRecorder:
     def __init__(self, sessions: sessionmaker[Session]) -> None:
         self.sessions = sessions
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self._seen: dict[str, int] = {}  # study -> the last measurement id this recorder read
 
     def record(
         self,
@@ -70,6 +71,14 @@ class SqlRecorder:
     def evaluated(self, study: str) -> dict[str, Result]:
         with self.sessions() as session:
             rows = storage.measurements_for_study(session, study)
+            self._seen[study] = max((row.id for row in rows), default=0)
+            return {row.config_name: result_of(row) for row in rows}
+
+    def recent(self, study: str) -> dict[str, Result]:
+        with self.sessions() as session:
+            rows = storage.measurements_for_study(session, study, self._seen.get(study, 0))
+            if rows:
+                self._seen[study] = max(self._seen.get(study, 0), *(row.id for row in rows))
             return {row.config_name: result_of(row) for row in rows}
 
     def claim(self, study: str, config_name: str) -> bool:

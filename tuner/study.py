@@ -55,6 +55,7 @@ STALE_PROPOSALS = 25
 # alternating rounds.
 FINALISTS = 3
 FINAL_ROUNDS = 5
+FINAL_BUDGET_MS = 30.0  # kernel time per timed block of the re-measurement
 
 
 def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:
@@ -210,6 +211,7 @@ class Study:
                 self.evaluator.prepare(config)
                 queue.append((config, trial))
             if not queue:
+                self._absorb(done, progress)  # count what other workers finished meanwhile
                 break
             config, trial = queue.popleft()
             if deadline is not None and time.monotonic() > deadline:
@@ -258,7 +260,7 @@ class Study:
         if not chosen:
             return
         configs = [self.candidates[name] for name in chosen]
-        comparisons = self.evaluator.compare(configs, self.shape, FINAL_ROUNDS)
+        comparisons = self.evaluator.compare(configs, self.shape, FINAL_ROUNDS, FINAL_BUDGET_MS)
         for comparison in comparisons:
             final = self._final_result(done[comparison.config_name], comparison)
             if final is None:
@@ -307,7 +309,7 @@ class Study:
 
     def _absorb(self, done: dict[str, Result], progress: Progress) -> None:
         """Count results other workers stored meanwhile."""
-        for name, other in self.recorder.evaluated(self.name).items():
+        for name, other in self.recorder.recent(self.name).items():
             if name not in done:
                 done[name] = other
                 self._account(progress, other)

@@ -33,8 +33,14 @@ class Forwarding:
     def evaluate(self, config: Config, shape: Shape) -> Result:
         return self.inner.evaluate(config, shape)
 
-    def compare(self, configs: Sequence[Config], shape: Shape, rounds: int) -> list[Comparison]:
-        return self.inner.compare(configs, shape, rounds)
+    def compare(
+        self,
+        configs: Sequence[Config],
+        shape: Shape,
+        rounds: int,
+        budget_ms: float | None = None,
+    ) -> list[Comparison]:
+        return self.inner.compare(configs, shape, rounds, budget_ms)
 
     def probe(self) -> DeviceRates | None:
         return self.inner.probe()
@@ -80,7 +86,13 @@ class RuleEvaluator:
             ratio=1.5 / ms,
         )
 
-    def compare(self, configs: Sequence[Config], shape: Shape, rounds: int) -> list[Comparison]:
+    def compare(
+        self,
+        configs: Sequence[Config],
+        shape: Shape,
+        rounds: int,
+        budget_ms: float | None = None,
+    ) -> list[Comparison]:
         self.compared.append([c.name for c in configs])
         return [
             Comparison(c.name, "ok", None, (rule_ms(c.name),) * rounds, (1.5,) * rounds, 0.0)

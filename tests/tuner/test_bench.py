@@ -353,9 +353,15 @@ class FakeBench(Forwarding):
         super().__init__(replay)
         self.compared: list[tuple[str, Shape, int]] = []
 
-    def compare(self, configs: Sequence[Config], shape: Shape, rounds: int) -> list[Comparison]:
+    def compare(
+        self,
+        configs: Sequence[Config],
+        shape: Shape,
+        rounds: int,
+        budget_ms: float | None = None,
+    ) -> list[Comparison]:
         self.compared += [(config.name, shape, rounds) for config in configs]
-        return super().compare(configs, shape, rounds)
+        return super().compare(configs, shape, rounds, budget_ms)
 
 
 @pytest.fixture(scope="module")

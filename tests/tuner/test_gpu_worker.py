@@ -240,7 +240,7 @@ def cuda_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
             calls.append(("operands", str(shape)))
             return cls()
 
-    def time_launches(run: Any, budget_ms: float) -> measure.Timing:
+    def time_launches(run: Any, budget_ms: float, warmup: int = 3) -> measure.Timing:
         assert budget_ms == 5.0
         run()
         return measure.Timing(float(len(calls)), 0.0, 0.0, 1)

@@ -12,6 +12,7 @@ from storage import open_database
 from tests.conftest import NewDatabase
 from tuner.evaluate import Result
 from tuner.families import parse_config
+from tuner.rates import DeviceRates
 from tuner.recording import MemoryRecorder, Recorder
 from tuner.replay import ReplayEvaluator
 from tuner.shape import Shape
@@ -60,6 +61,47 @@ def test_a_claim_is_taken_once_per_study(recorder: Recorder) -> None:
     assert not recorder.claim("s1", A.name)
     assert recorder.claim("s2", A.name)
     assert recorder.claim("s1", B.name)
+
+
+def test_a_released_claim_can_be_taken_again(recorder: Recorder) -> None:
+    assert recorder.claim("s1", A.name)
+    recorder.release("s1", A.name)
+    assert recorder.claim("s1", A.name)
+    assert not recorder.claim("s1", A.name)
+
+
+def test_history_holds_the_fastest_ok_time_of_each_config_and_shape(recorder: Recorder) -> None:
+    small, big = Shape(256, 256, 256), Shape(512, 512, 512)
+    recorder.record(ok(A.name, 0.5), DEVICE, small, "s1", 0)
+    recorder.record(ok(A.name, 0.4), DEVICE, small, "s2", 0)  # the same config again, faster
+    recorder.record(ok(B.name, 0.9), DEVICE, big, "s3", 0)
+    recorder.record(Result.failed(B, "wrong_result", "x", ms=0.01), DEVICE, small, "s1", 1)
+    seen = {
+        (o.shape, o.config_name): o.ms for o in recorder.history(DEVICE, "float32", "row-major")
+    }
+    assert seen[(big, B.name)] == 0.9 and (small, B.name) not in seen  # failures are no history
+    assert min(ms for (s, name), ms in seen.items() if (s, name) == (small, A.name)) == 0.4
+
+
+def test_rates_are_stored_and_read_back(recorder: Recorder) -> None:
+    assert recorder.rates(DEVICE) is None
+    rates = DeviceRates(63.7, 66.0, 3.1, 2.2, "probed on the test device")
+    recorder.record_rates(DEVICE, rates)
+    assert recorder.rates(DEVICE) == rates
+    assert recorder.rates(replace(DEVICE, name="another GPU")) is None
+
+
+def test_sql_recent_is_what_other_workers_stored_since_the_last_look(
+    new_database: NewDatabase,
+) -> None:
+    url = new_database()
+    mine, theirs = SqlRecorder(open_database(url)), SqlRecorder(open_database(url))
+    shape = Shape(256, 256, 256)
+    mine.record(ok(A.name, 0.5), DEVICE, shape, "s1", 0)
+    assert set(mine.evaluated("s1")) == {A.name} and mine.recent("s1") == {}
+    theirs.record(ok(B.name, 0.7), DEVICE, shape, "s1", 1)
+    assert set(mine.recent("s1")) == {B.name}
+    assert mine.recent("s1") == {}  # read once
 
 
 def test_sql_neighbours_are_the_nearest_shapes_bests(new_database: NewDatabase) -> None:
