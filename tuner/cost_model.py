@@ -200,19 +200,33 @@ def _grid(config: Config, shape: Shape, device: DeviceLimits) -> _Grid:
 TileCycles = Callable[[int], float]
 
 
+def tile_loads(bm: int, bn: int, bk: int, threads: int, shape: Shape) -> float:
+    """Global loads (or copies) per thread for one k tile of A and B: 16 bytes each where the
+    rows allow it, else one float each (the templates take the 16-byte path only when the row
+    length, K for A and N for B, is a multiple of 4)."""
+    a_width = 4 if shape.k % 4 == 0 else 1
+    b_width = 4 if shape.n % 4 == 0 else 1
+    return max((bm * bk / a_width + bn * bk / b_width) / threads, 1.0)
+
+
 def _ffma_tile(
-    family: Family, params: dict[str, int], threads: int, rates: Throughput, warp_size: int
+    family: Family,
+    params: dict[str, int],
+    threads: int,
+    rates: Throughput,
+    warp_size: int,
+    shape: Shape,
 ) -> TileCycles:
     """Clocks of one k tile of ``resident`` blocks on one SM, for an FP32 FMA family."""
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     fp = family.footprint(params)
     wm, wn = family.cost.warp_tile_of(params)
     warps = -(-threads // warp_size)
-    tile_loads = max((bm + bn) * bk // (4 * threads), 1)  # float4 loads per thread per tile
+    loads = tile_loads(bm, bn, bk, threads, shape)
     ahead = family.cost.loads_ahead(params)
 
     def cycles(resident: int) -> float:
-        per_thread = bk * (fp.accumulators + fp.fragments / 4) + 2 * tile_loads + 2
+        per_thread = bk * (fp.accumulators + fp.fragments / 4) + 2 * loads + 2
         issue = resident * warps * per_thread / (rates.fma_lanes / 32)
         issue /= issue_efficiency(resident * warps)
         smem = resident * (warps * bk * (wm + wn) + (bm + bn) * bk) * 4 / rates.smem_bytes_per_clk
@@ -223,7 +237,12 @@ def _ffma_tile(
 
 
 def _fp64_tensor_tile(
-    family: Family, params: dict[str, int], threads: int, rates: Throughput, warp_size: int
+    family: Family,
+    params: dict[str, int],
+    threads: int,
+    rates: Throughput,
+    warp_size: int,
+    shape: Shape,
 ) -> TileCycles:
     """Clocks of one k tile of ``resident`` blocks on one SM, for a family that multiplies on
     the FP64 tensor cores: each warp reads its WMxBK slice of A and BKxWN slice of B as floats
@@ -238,7 +257,7 @@ def _fp64_tensor_tile(
     conversions = (bm + bn) * bk if widened_on_store else warps * per_warp_reads
     mmas = (wm // 16) * (wn // 8) * (bk // mk)
     per_warp = mmas + per_warp_reads * element / (16 * warp_size) + per_warp_reads / warp_size
-    copies = (bm + bn) * bk / (4 * threads)  # 16-byte copies per thread
+    copies = tile_loads(bm, bn, bk, threads, shape)
     ahead = family.cost.loads_ahead(params)
 
     depth = warps * (wm // 16) * (wn // 8) * mk  # accumulator chains of one block x mma depth
@@ -277,7 +296,7 @@ def estimate(
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     g = _grid(config, shape, device)
     tile_model = _fp64_tensor_tile if family.cost.math == "fp64_tensor" else _ffma_tile
-    tile_cycles = tile_model(family, params, g.check.threads, unit, device.warp_size)
+    tile_cycles = tile_model(family, params, g.check.threads, unit, device.warp_size, shape)
     all_k_tiles = -(-shape.k // bk)
     if family.cost.schedule == "persistent":
         return _persistent_estimate(config, shape, device, unit, g.tiles, all_k_tiles, tile_cycles)

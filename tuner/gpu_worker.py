@@ -30,7 +30,7 @@ from tuner.compile import CompiledKernel, CompileError, NvrtcCompiler
 from tuner.compile_pool import CompilePool, Outcome
 from tuner.config import Config
 from tuner.evaluate import Comparison, Result
-from tuner.gpu_requests import Compare, Measure, Probe, WorkerState, handle
+from tuner.gpu_requests import Compare, Measure, Probe, WorkerState, handle, warm_up
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits, static_check
 from tuner.shape import Shape
@@ -39,8 +39,8 @@ READY_TIMEOUT_S = 120.0
 # Deadline allowance per timed block of a Compare request, on top of ``run_timeout_s``.
 COMPARE_BLOCK_TIMEOUT_S = 10.0
 PROBE_TIMEOUT_S = 60.0
-# Kernel time per timed block while a study screens candidates (ours, then cuBLAS); the bench
-# re-measures with ``budget_ms``, a study's finalists with ``tuner.study.FINAL_BUDGET_MS``.
+# Kernel time per timed block while a study screens candidates (ours, then cuBLAS); a study's
+# finalists and the bench re-measure with ``budget_ms``.
 SCREEN_BUDGET_MS = 15.0
 
 
@@ -73,6 +73,7 @@ def _worker_main(conn: Connection, device_index: int, budget_ms: float) -> None:
     dev = live_device(device_index)
     conn.send(("ready", dev, device_provenance(dev)))
     state = WorkerState()
+    warm_up(state)  # while the parent builds its study
     while True:
         request = conn.recv()
         if request is None:

@@ -6,10 +6,12 @@ about the model's errors (``tuner.correction.transfer_prior``). As the study mea
 correction learns each family's shift and the local errors around measured configs, and the
 next proposal is the untried candidate with the lowest corrected estimate.
 
-Two rules keep a wrong model from hiding the best family: every family whose best corrected
-estimate is within ``COMPETITIVE`` of the overall best gets ``FAMILY_TRIES`` proposals before
-the others are ranked together, and equal scores go to the candidate farthest from anything
-measured (then one at random, ``seed``).
+Two rules keep a wrong model from hiding the best family or the best region: every family whose
+best corrected estimate is within ``COMPETITIVE`` of the overall best gets ``FAMILY_TRIES``
+proposals before the others are ranked together, and among candidates within ``NEAR_TIE`` of
+the best score the one farthest (in parameter steps) from everything already proposed goes
+first (then one at random, ``seed``), so a batch proposed before its results arrive spreads
+over the parameters instead of piling onto one corner the model cannot tell apart.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from tuner.shape import Shape
 # the best of all families; each such family gets this many proposals before the rest compete.
 COMPETITIVE = 1.5
 FAMILY_TRIES = 2
+# Corrected estimates this close (2 %) count as a tie: below the model's resolution.
+NEAR_TIE = 1.02
 
 
 class RankedSampler(CandidateSampler):
@@ -69,10 +73,10 @@ class RankedSampler(CandidateSampler):
         pick = self._family_first(score, tried, untried)
         if pick is not None:
             return pick
-        best = untried[score[untried] <= score[untried].min() + 1e-9]
-        if measured and best.size > 1:  # a tie: explore, take those farthest from any measured
+        best = untried[score[untried] <= score[untried].min() + math.log(NEAR_TIE)]
+        if tried and best.size > 1:  # a tie: explore, take those farthest from any proposed
             assert self._correction is not None
-            coords, rows = self._correction.coords, list(measured)
+            coords, rows = self._correction.coords, list(tried)
             gap = np.abs(coords[best, None, :] - coords[None, rows, :]).sum(axis=2).min(axis=1)
             best = best[gap == gap.max()]
         return int(best[self._rng.integers(best.size)])
