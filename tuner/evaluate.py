@@ -79,6 +79,17 @@ class Comparison:
         return theirs / ours if ours and theirs else None
 
 
+@dataclass
+class Ticket:
+    """A candidate whose evaluation :meth:`Evaluator.start` began; :meth:`Evaluator.finish`
+    gives its result. ``result`` is set at once when no device work was needed (a config that
+    does not fit or compile, a replayed answer)."""
+
+    config: Config
+    shape: Shape
+    result: Result | None = None
+
+
 class Evaluator(Protocol):
     """Measures configs on one device. Implementations: the GPU worker, a replay of tables.
 
@@ -87,6 +98,10 @@ class Evaluator(Protocol):
     (``None``: any config; a replay returns the configs its tables hold, and a study of that
     shape searches only those). ``parallelism`` says how many candidates are worth preparing
     ahead of the one being measured (1: none).
+
+    :meth:`start` and :meth:`finish` split :meth:`evaluate` so that a study keeps the device
+    busy with the next candidate while it records the last one: finish tickets in the order
+    they were started.
     """
 
     device: DeviceLimits
@@ -105,6 +120,14 @@ class Evaluator(Protocol):
 
     def evaluate(self, config: Config, shape: Shape) -> Result:
         """Evaluate one rule-valid config; never raises for a bad kernel (returns a status)."""
+        ...
+
+    def start(self, config: Config, shape: Shape) -> Ticket:
+        """Begin evaluating ``config`` (the device may still be busy with an earlier one)."""
+        ...
+
+    def finish(self, ticket: Ticket) -> Result:
+        """The result of the oldest started ticket, ``ticket``."""
         ...
 
     def compare(

@@ -21,7 +21,9 @@ import multiprocessing as mp
 import os
 import platform
 import time
+from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -29,7 +31,7 @@ from tuner import __version__
 from tuner.compile import CompiledKernel, CompileError, NvrtcCompiler
 from tuner.compile_pool import CompilePool, Outcome
 from tuner.config import Config
-from tuner.evaluate import Comparison, Result
+from tuner.evaluate import Comparison, Result, Ticket
 from tuner.gpu_requests import Compare, Measure, Probe, WorkerState, handle, warm_up
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits, static_check
@@ -85,6 +87,18 @@ def _worker_main(conn: Connection, device_index: int, budget_ms: float) -> None:
             os._exit(3)
 
 
+@dataclass
+class _Outstanding:
+    """A measurement sent to the worker and not yet answered."""
+
+    ticket: Ticket
+    request: Measure
+    provenance: dict[str, Any]
+    usage: dict[str, int]
+    occupancy: float
+    sent: float = field(default_factory=time.perf_counter)
+
+
 class GpuEvaluator:
     """Compile ahead in a pool of processes, measure in a restartable child process.
 
@@ -114,6 +128,7 @@ class GpuEvaluator:
         self._proc: Any = None
         self._conn: Connection | None = None
         self.restarts = 0
+        self._outstanding: deque[_Outstanding] = deque()
         self.device, self.provenance = self._start()
         self.compiler = NvrtcCompiler(self.device.arch)
         self.pool = CompilePool(self.compiler, compile_workers)
@@ -174,27 +189,51 @@ class GpuEvaluator:
         return self.pool.result(config)
 
     def evaluate(self, config: Config, shape: Shape) -> Result:
+        return self.finish(self.start(config, shape))
+
+    def start(self, config: Config, shape: Shape) -> Ticket:
+        """Compile (or take from the pool) and send the measurement to the worker, without
+        waiting for it: the worker queues requests, so the next candidate's starts as soon as
+        the last one's ends while this process records and proposes."""
         prov = {**self.provenance, "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        ticket = Ticket(config, shape)
         check = static_check(config, self.device)
         if not check.fits:
-            return Result.failed(config, "pruned", check.problems[0], provenance=prov)
+            ticket.result = Result.failed(config, "pruned", check.problems[0], provenance=prov)
+            return ticket
         waited = time.perf_counter()
         compiled = self.compile(config)
-        # Where a candidate's time goes: waiting for its compile, then measuring it.
+        # Where a candidate's time goes: waiting for its compile, then for its measurement.
         prov["compile_wait_s"] = round(time.perf_counter() - waited, 4)
         if isinstance(compiled, CompileError):
-            return Result.failed(config, "compile_failed", str(compiled), provenance=prov)
+            ticket.result = Result.failed(config, "compile_failed", str(compiled), provenance=prov)
+            return ticket
         occ = compiled.occupancy(self.device)
         smem = compiled.usage.smem_static_bytes + compiled.source.dynamic_smem_bytes
         usage = {"registers": compiled.usage.registers, "smem_bytes": smem}
         rejection = compiled.rejection(self.device)
         if rejection:
-            return Result.failed(
+            ticket.result = Result.failed(
                 config, "pruned", rejection, occupancy=occ.occupancy, provenance=prov, **usage
             )
-        measuring = time.perf_counter()
-        reply = self._ask(Measure(compiled, shape, self.screen_budget_ms), self.run_timeout_s)
-        prov["measure_s"] = round(time.perf_counter() - measuring, 4)
+            return ticket
+        request = Measure(compiled, shape, self.screen_budget_ms)
+        self._outstanding.append(_Outstanding(ticket, request, prov, usage, occ.occupancy))
+        self._send(request)
+        return ticket
+
+    def finish(self, ticket: Ticket) -> Result:
+        if ticket.result is not None:
+            return ticket.result
+        entry = self._outstanding[0]
+        if entry.ticket is not ticket:
+            raise RuntimeError("finish tickets in the order they were started")
+        reply = self._receive(self.run_timeout_s)
+        self._outstanding.popleft()
+        if reply.get("status") in ("timeout", "launch_failed"):
+            self._resend_outstanding()
+        config, shape, prov = ticket.config, ticket.shape, entry.provenance
+        prov["measure_s"] = round(time.perf_counter() - entry.sent, 4)
         ms, base = reply.get("ms"), reply.get("cublas_ms")
         return Result(
             config.name,
@@ -208,9 +247,9 @@ class GpuEvaluator:
             cublas_tflops=shape.flops / (base * 1e9) if base else None,
             ratio=base / ms if ms and base else None,
             rel_error=reply.get("rel_error"),
-            occupancy=occ.occupancy,
+            occupancy=entry.occupancy,
             provenance=prov,
-            **usage,
+            **entry.usage,
         )
 
     def compare(
@@ -260,11 +299,24 @@ class GpuEvaluator:
         return reply if isinstance(reply, DeviceRates) else None
 
     def _ask(self, request: object, timeout_s: float) -> Any:
-        """Send one request to the worker and wait up to ``timeout_s`` for its reply; a worker
-        that dies or misses the deadline is replaced (the reply is then a failure dict)."""
+        """Send one request and wait up to ``timeout_s`` for its reply (no measurement may be
+        outstanding: replies come back in the order requests were sent)."""
+        if self._outstanding:
+            raise RuntimeError("finish every started candidate before comparing or probing")
+        self._send(request)
+        return self._receive(timeout_s)
+
+    def _send(self, request: object) -> None:
+        assert self._conn is not None
+        # A worker that is gone is found by _receive, which restarts it and says so.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+            self._conn.send(request)
+
+    def _receive(self, timeout_s: float) -> Any:
+        """The reply to the oldest request sent, waiting up to ``timeout_s``; a worker that
+        dies or misses the deadline is replaced (the reply is then a failure dict)."""
         assert self._conn is not None
         try:
-            self._conn.send(request)
             if not self._conn.poll(timeout_s):
                 self._restart()
                 return {"status": "timeout", "reason": f"no answer within {timeout_s:.0f} s"}
@@ -276,6 +328,12 @@ class GpuEvaluator:
         if isinstance(reply, dict) and reply.get("status") == "launch_failed":
             self._restart()
         return reply
+
+    def _resend_outstanding(self) -> None:
+        """After a restart: the requests the old worker took with it go to the new one."""
+        for entry in self._outstanding:
+            entry.sent = time.perf_counter()
+            self._send(entry.request)
 
     def close(self) -> None:
         self.pool.close()

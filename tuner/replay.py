@@ -14,7 +14,7 @@ from typing import Any
 
 from tuner.config import Config
 from tuner.errors import InputError
-from tuner.evaluate import Comparison, Result
+from tuner.evaluate import Comparison, Result, Ticket
 from tuner.families import FAMILIES, parse_config
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits, table_device
@@ -100,6 +100,13 @@ class ReplayEvaluator:
 
     def prepare(self, config: Config) -> None:
         return None  # nothing to compile
+
+    def start(self, config: Config, shape: Shape) -> Ticket:
+        return Ticket(config, shape, self.evaluate(config, shape))
+
+    def finish(self, ticket: Ticket) -> Result:
+        assert ticket.result is not None
+        return ticket.result
 
     def compare(
         self,

@@ -37,7 +37,7 @@ from optuna.trial import TrialState
 
 from storage.records import FINAL_PHASE
 from tuner.config import Config
-from tuner.evaluate import Comparison, Evaluator, Result
+from tuner.evaluate import Comparison, Evaluator, Result, Ticket
 from tuner.families import get_family
 from tuner.rates import DeviceRates
 from tuner.recording import Recorder
@@ -55,6 +55,8 @@ STALE_PROPOSALS = 25
 # alternating rounds.
 FINALISTS = 3
 FINAL_ROUNDS = 5
+# Candidates started on the evaluator at once: the one measured and the one queued behind it.
+IN_FLIGHT = 2
 # Kernel time per timed block of the re-measurement: None, the evaluator's own, which is what
 # ``gemmtune bench`` re-measures with, so the stored ratio is the one the bench gives.
 FINAL_BUDGET_MS: float | None = None
@@ -190,16 +192,18 @@ class Study:
         self._learn(done)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         queue: deque[tuple[Config, optuna.trial.Trial]] = deque()
+        running: deque[tuple[Config, optuna.trial.Trial, Ticket]] = deque()
         taken: set[str] = set()  # claimed by another worker (or by one killed mid-measurement)
         stale = 0
         depth = max(1, self.evaluator.parallelism)
         while True:
             while (
                 len(queue) < depth
-                and progress.evaluated + len(queue) < target
+                and progress.evaluated + len(queue) + len(running) < target
                 and (deadline is None or time.monotonic() < deadline)
             ):
-                proposal, trial = self._propose(done, taken, stale, queue)
+                busy = {c.name for c, _ in queue} | {c.name for c, _, _ in running}
+                proposal, trial = self._propose(done, taken, stale, busy)
                 progress.invalid_proposals = self.invalid_proposals
                 if proposal is None or trial is None:
                     break  # every candidate is evaluated, queued or claimed by another worker
@@ -212,27 +216,32 @@ class Study:
                 stale = 0
                 self.evaluator.prepare(config)
                 queue.append((config, trial))
-            if not queue:
+            # Keep the device busy: the next candidate is started before the last one's result
+            # is recorded (the evaluator queues it behind the one being measured).
+            while len(running) < IN_FLIGHT and queue:
+                config, trial = queue.popleft()
+                if deadline is not None and time.monotonic() > deadline:
+                    self._give_back(config, trial)
+                    continue
+                running.append((config, trial, self.evaluator.start(config, self.shape)))
+            if not running:
                 self._absorb(done, progress)  # count what other workers finished meanwhile
                 break
-            config, trial = queue.popleft()
-            if deadline is not None and time.monotonic() > deadline:
-                self._give_back(config, trial)
-                continue
-            self._evaluate(config, trial, done, progress, on_progress)
+            config, trial, ticket = running.popleft()
+            self._record(config, trial, self.evaluator.finish(ticket), done, progress, on_progress)
         if self._finalists:
             self._finish(done, progress)
         return progress
 
-    def _evaluate(
+    def _record(
         self,
         config: Config,
         trial: optuna.trial.Trial,
+        result: Result,
         done: dict[str, Result],
         progress: Progress,
         on_progress: Callable[[Progress], None] | None,
     ) -> None:
-        result = self.evaluator.evaluate(config, self.shape)
         number = self._store(result)
         self.recorder.record(result, self.device, self.shape, self.name, number)
         done[config.name] = result
@@ -322,13 +331,13 @@ class Study:
         done: dict[str, Result],
         taken: set[str],
         stale: int,
-        queue: deque[tuple[Config, optuna.trial.Trial]],
+        busy: set[str],
     ) -> tuple[Config | None, optuna.trial.Trial | None]:
-        """The next candidate: from the sampler, skipping invalid points at no cost."""
+        """The next candidate: from the sampler, skipping invalid points at no cost (``busy``:
+        proposed by this worker and not yet recorded)."""
         if stale >= STALE_PROPOSALS:
-            queued = {config.name for config, _ in queue}
             untried = next(
-                (n for n in self._order if n not in done and n not in taken and n not in queued),
+                (n for n in self._order if n not in done and n not in taken and n not in busy),
                 None,
             )
             if untried is None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tuner.config import Config
-from tuner.evaluate import Comparison, Evaluator, Result
+from tuner.evaluate import Comparison, Evaluator, Result, Ticket
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits
 from tuner.shape import Shape
@@ -32,6 +32,13 @@ class Forwarding:
 
     def evaluate(self, config: Config, shape: Shape) -> Result:
         return self.inner.evaluate(config, shape)
+
+    def start(self, config: Config, shape: Shape) -> Ticket:
+        return Ticket(config, shape, self.evaluate(config, shape))
+
+    def finish(self, ticket: Ticket) -> Result:
+        assert ticket.result is not None
+        return ticket.result
 
     def compare(
         self,
@@ -85,6 +92,13 @@ class RuleEvaluator:
             cublas_ms=1.5,
             ratio=1.5 / ms,
         )
+
+    def start(self, config: Config, shape: Shape) -> Ticket:
+        return Ticket(config, shape, self.evaluate(config, shape))
+
+    def finish(self, ticket: Ticket) -> Result:
+        assert ticket.result is not None
+        return ticket.result
 
     def compare(
         self,

@@ -299,3 +299,29 @@ def test_compare_alternates_every_kernel_with_cublas_each_round(
     assert timed == [a, ("cublas",), b, ("cublas",)] * 2
     assert replies[0]["ms_rounds"] == [5.0, 9.0] and replies[0]["cublas_ms_rounds"] == [6.0, 10.0]
     assert replies[2]["ms_rounds"] == [7.0, 11.0]
+
+
+def test_started_candidates_queue_in_the_worker_and_finish_in_order(
+    evaluator: GpuEvaluator,
+) -> None:
+    first, second = evaluator.start(CONFIG, ANSWER), evaluator.start(OTHER, ANSWER)
+    assert first.result is None and second.result is None  # both sent, neither answered yet
+    with pytest.raises(RuntimeError, match="order"):
+        evaluator.finish(second)
+    assert evaluator.finish(first).status == "ok"
+    assert evaluator.finish(second).config_name == OTHER.name
+
+
+def test_a_death_loses_only_its_candidate_the_next_is_sent_again(evaluator: GpuEvaluator) -> None:
+    doomed, next_one = evaluator.start(CONFIG, DIE), evaluator.start(OTHER, ANSWER)
+    assert evaluator.finish(doomed).status == "launch_failed"
+    assert evaluator.restarts == 1
+    result = evaluator.finish(next_one)  # the new worker got it again
+    assert result.status == "ok" and result.ms == 1.0
+
+
+def test_a_candidate_that_cannot_compile_needs_no_worker(evaluator: GpuEvaluator) -> None:
+    FakeCompiler.failing = {CONFIG.name}
+    ticket = evaluator.start(CONFIG, DIE)
+    assert ticket.result is not None and ticket.result.status == "compile_failed"
+    assert evaluator.finish(ticket) is ticket.result and evaluator.restarts == 0
