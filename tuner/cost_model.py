@@ -50,7 +50,9 @@ class Throughput:
     fma_lanes: int  # FP32 FMA lanes per SM (warp instructions a clock = fma_lanes / 32)
     dmma_per_clk: float  # FP64 multiply-adds per SM and clock on the tensor cores
     smem_bytes_per_clk: int  # shared-memory bandwidth per SM
-    l2_bytes_per_clk: int  # L2 -> SM bandwidth per SM
+    # L2 -> SM bandwidth per SM: about 5.5 TB/s of L2 hits chip-wide on an H100 and 4.8 on an
+    # A100 in published microbenchmarks, 21-31 bytes per SM and clock; 32 here.
+    l2_bytes_per_clk: int
     global_latency: int  # clocks from a global load to its data (L2 hit / DRAM mix)
     dram_bytes_per_clk: float  # device-memory bandwidth of the whole chip, per SM clock
     launch_us: float = 3.0
@@ -59,10 +61,10 @@ class Throughput:
 # The structure of an architecture's SM (published figures, not measured by this project); the
 # rates (clock, DMMA, DRAM) come from ``DeviceRates`` when a device has them.
 STRUCTURE: dict[str, Throughput] = {
-    "sm_80": Throughput(1.41, 64, 64.0, 128, 64, 600, 1400),
-    "sm_86": Throughput(1.80, 128, 2.0, 128, 64, 600, 550),
-    "sm_89": Throughput(2.52, 128, 2.0, 128, 64, 600, 400),
-    "sm_90": Throughput(1.98, 128, 128.0, 128, 64, 600, 1690),
+    "sm_80": Throughput(1.41, 64, 64.0, 128, 32, 600, 1400),
+    "sm_86": Throughput(1.80, 128, 2.0, 128, 32, 600, 550),
+    "sm_89": Throughput(2.52, 128, 2.0, 128, 32, 600, 400),
+    "sm_90": Throughput(1.98, 128, 128.0, 128, 32, 600, 1690),
 }
 
 # 16-byte atomic reductions into C that L2 completes per SM clock, chip-wide (an assumption of

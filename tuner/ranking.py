@@ -31,6 +31,9 @@ from tuner.shape import Shape
 # the best of all families; each such family gets this many proposals before the rest compete.
 COMPETITIVE = 1.5
 FAMILY_TRIES = 2
+# A family's second early proposal comes from its candidates within 10 % of its best estimate,
+# the one least like the first (the model cannot rank them more finely).
+FAMILY_SPREAD = 1.10
 # Corrected estimates this close (2 %) count as a tie: below the model's resolution.
 NEAR_TIE = 1.02
 
@@ -82,8 +85,9 @@ class RankedSampler(CandidateSampler):
         return int(best[self._rng.integers(best.size)])
 
     def _family_first(self, score: np.ndarray, tried: set[int], untried: np.ndarray) -> int | None:
-        """The best untried candidate of the most promising competitive family that has had
-        fewer than ``FAMILY_TRIES`` proposals, if any."""
+        """A candidate of the most promising competitive family that has had fewer than
+        ``FAMILY_TRIES`` proposals, if any: its best, or after that the one of its
+        near-best (within ``FAMILY_SPREAD``) farthest from what was proposed."""
         assert self._correction is not None
         family_of = self._correction.family_of
         proposals = np.bincount(family_of[list(tried)], minlength=self._correction.families)
@@ -94,5 +98,16 @@ class RankedSampler(CandidateSampler):
                 continue
             mine = untried[family_of[untried] == family]
             if mine.size and score[mine].min() <= cutoff:
-                choices.append(int(mine[np.argmin(score[mine])]))
+                if proposals[family]:
+                    near = mine[score[mine] <= score[mine].min() + math.log(FAMILY_SPREAD)]
+                    choices.append(self._farthest(near, tried))
+                else:
+                    choices.append(int(mine[np.argmin(score[mine])]))
         return min(choices, key=lambda i: score[i]) if choices else None
+
+    def _farthest(self, rows: np.ndarray, tried: set[int]) -> int:
+        """Of ``rows``, the one farthest (in parameter steps) from every tried candidate."""
+        assert self._correction is not None
+        coords = self._correction.coords
+        gap = np.abs(coords[rows, None, :] - coords[None, list(tried), :]).sum(axis=2).min(axis=1)
+        return int(rows[np.argmax(gap)])

@@ -172,6 +172,21 @@ class ResourceCheck:
         return not self.problems
 
 
+# ptxas fits a kernel into a __launch_bounds__ register cap some way below what it would use
+# freely (dmma_pipelined at 1000^3: 128 under a cap of 128 where the estimate says 132), and the
+# estimate is rough: only configs needing more than this many times the cap are pruned before
+# compiling (those ptxas refuses or spills heavily: 120 or 96 registers under caps of 32 and 40).
+LAUNCH_BOUND_SLACK = 1.5
+
+
+def launch_bound_registers(threads: int, blocks: int, dev: DeviceLimits) -> int:
+    """Registers per thread the compiler may use when ``__launch_bounds__`` asks for ``blocks``
+    blocks of ``threads`` per SM (allocated per warp in units of ``reg_alloc_unit``)."""
+    warps = -(-threads // dev.warp_size) * blocks
+    per_warp = dev.regs_per_sm // max(warps, 1) // dev.reg_alloc_unit * dev.reg_alloc_unit
+    return min(per_warp // dev.warp_size, dev.max_regs_per_thread)
+
+
 def arch_number(arch: str) -> int:
     """``sm_90`` -> 90, ``sm_90a`` -> 90 (0 when unreadable: older than anything)."""
     digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
@@ -197,6 +212,14 @@ def static_check(config: Config, dev: DeviceLimits) -> ResourceCheck:
         problems.append(f"shared memory {fp.smem_bytes} B > {dev.smem_per_block_optin} B per block")
     if regs > dev.max_regs_per_thread:
         problems.append(f"~{regs} registers per thread > {dev.max_regs_per_thread}: it would spill")
+    wanted_blocks = config.as_dict().get("MINBLOCKS", 0)
+    if wanted_blocks and fp.threads <= dev.max_threads_per_block:
+        cap = launch_bound_registers(fp.threads, wanted_blocks, dev)
+        if regs > LAUNCH_BOUND_SLACK * cap:
+            problems.append(
+                f"MINBLOCKS={wanted_blocks} blocks of {fp.threads} threads leave {cap} registers "
+                f"per thread, under the ~{regs} the kernel needs: it would spill or not compile"
+            )
     occ = occupancy(fp.threads, regs, fp.smem_bytes, dev)
     if not problems and occ.blocks_per_sm < 1:
         problems.append(f"no block fits on an SM (limited by {occ.limited_by})")
