@@ -7,7 +7,7 @@ ints, strings and dicts in and typed rows out. The caller owns sessions and tran
 from __future__ import annotations
 
 from storage.claims import claim_candidate, release_claim
-from storage.database import open_database, open_engine
+from storage.database import open_database, open_engine, open_existing_database
 from storage.engine import (
     DEFAULT_URL,
     URL_ENV_VAR,
@@ -103,6 +103,7 @@ __all__ = [
     "nearest_best",
     "open_database",
     "open_engine",
+    "open_existing_database",
     "ping",
     "record_device_rates",
     "record_measurement",

@@ -15,6 +15,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from storage.engine import database_url, make_engine, make_session_factory
+from storage.errors import StorageError
 from storage.schema import check_schema, current_revision, upgrade
 
 SETUP_ATTEMPTS = 5
@@ -51,3 +52,21 @@ def open_engine(url: str | None = None, *, optuna_tables: bool = False) -> Engin
 def open_database(url: str | None = None, *, optuna_tables: bool = False) -> sessionmaker[Session]:
     """Sessions on ``url`` whose schema is current (see :func:`open_engine`)."""
     return make_session_factory(open_engine(url, optuna_tables=optuna_tables))
+
+
+def open_existing_database(url: str | None = None) -> sessionmaker[Session]:
+    """Sessions on a database that already holds gemmtune's current schema, for readers.
+
+    Commands that only read (``best``, ``results``, ``export``) and the client use this, so a
+    mistyped path or URL is an error naming it rather than a new, empty database.
+    """
+    engine = make_engine(url, writable=False)
+    if current_revision(engine) is None:
+        where = engine.url.render_as_string(hide_password=True)
+        engine.dispose()
+        raise StorageError(
+            f"database {where} holds no gemmtune tables; check the URL (results are written by "
+            "`gemmtune tune`, `gemmtune import` or `gemmtune serve`)"
+        )
+    check_schema(engine)
+    return make_session_factory(engine)

@@ -43,11 +43,14 @@ def make_engine(url: str | None = None, *, verify: bool = True, writable: bool =
     Args:
         url: SQLAlchemy URL; ``postgresql://`` and ``postgres://`` mean psycopg 3.
         verify: open one connection now, so an unreachable or read-only database fails here.
-        writable: SQLite only: check that a write transaction can start, and switch to WAL
-            (``False`` opens read-only files, e.g. a published snapshot).
+        writable: SQLite only: check that a write transaction can start, and switch to WAL.
+            ``False`` opens an existing file for reading (a read-only one too, e.g. a
+            published snapshot) and never creates one: a mistyped path is an error.
 
     Raises:
-        StorageError: bad URL, unknown or missing driver, unreachable server, read-only SQLite.
+        StorageError: bad URL, unknown or missing driver, unreachable server, read-only SQLite
+            (or a URL that opens it read-only, ``mode=ro``) where writing is needed, a missing
+            SQLite file where it is not.
     """
     parsed = _parse_url(database_url(url))
     if parsed.get_backend_name() == "sqlite":
@@ -153,9 +156,33 @@ def _read_only(path: Path) -> bool:
     )
 
 
+def _read_only_flag(url: URL) -> str | None:
+    """The query parameter that makes SQLite open the file read-only, if the URL has one."""
+    if url.query.get("mode") == "ro":
+        return "mode=ro"
+    if url.query.get("immutable") in ("1", "true"):
+        return f"immutable={url.query['immutable']}"
+    return None
+
+
 def _check_sqlite_path(url: URL, *, writable: bool) -> None:
+    flag = _read_only_flag(url)
+    if writable and flag is not None:
+        # Without uri=true pysqlite ignores the flag and would write; with it, SQLite refuses
+        # only at the first write, deep inside a study.
+        raise StorageError(
+            f"SQLite database {url.database} is opened read-only by {flag} in its URL, and "
+            f"this command writes to it; drop {flag} from the URL"
+        )
     path = _sqlite_file(url)
-    if path is None or not writable:
+    if path is None:
+        return
+    if not writable:
+        if not path.is_file():
+            raise StorageError(
+                f"no SQLite database at {path} (from URL {_safe(url)}); check the path: "
+                "commands that only read never create one"
+            )
         return
     directory = path.resolve().parent
     if not directory.is_dir():

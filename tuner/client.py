@@ -103,6 +103,8 @@ def best(
     Raises:
         InputError: a dimension outside 1..2**31-1, a device name nothing is stored for
             (given without its arch), or an error answer from the server.
+        storage.StorageError: ``db`` names no gemmtune database (a missing SQLite file is not
+            created).
     """
     Shape(m, n, k)  # validates, naming the field
     asked = _resolve(device)
@@ -134,8 +136,8 @@ def _index(db_url: str) -> BestIndex:
     import storage
     from tuner.answer_index import BestIndex
 
-    # An empty database is brought to the schema: nothing tuned yet, defaults only.
-    return BestIndex(storage.open_database(db_url), ttl_s=5.0)
+    # Reading only: a mistyped path is a StorageError naming it, never a new empty database.
+    return BestIndex(storage.open_existing_database(db_url), ttl_s=5.0)
 
 
 def _from_database(db: str | None, m: int, n: int, k: int, device: DeviceSpec | None) -> Answer:

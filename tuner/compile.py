@@ -10,6 +10,7 @@ architecture, compiler and version, options.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -286,12 +287,26 @@ COMPILERS = ("auto", "nvcc", "nvrtc")
 
 
 def choose_compiler(arch: str, name: str = "auto") -> Compiler:
-    """The compiler called ``name``; ``auto`` is NVRTC where a CUDA GPU is present, else nvcc."""
+    """The compiler called ``name``; ``auto`` is NVRTC where a CUDA GPU is present, else nvcc.
+
+    Raises:
+        InputError: an unknown name, or a compiler that is not installed here.
+    """
     if name == "auto":
         name = "nvrtc" if gpu_present() else "nvcc"
     if name == "nvcc":
+        if shutil.which("nvcc") is None:
+            raise InputError(
+                "--compiler nvcc needs the CUDA toolkit's nvcc on PATH, and it is not there; "
+                "install the CUDA toolkit, or use --compiler nvrtc on a machine with CuPy"
+            )
         return NvccCompiler(arch)
     if name == "nvrtc":
+        if importlib.util.find_spec("cupy") is None:
+            raise InputError(
+                "--compiler nvrtc needs CuPy (NVRTC comes with it), and it is not installed: "
+                "pip install 'gemmtune[gpu]', or use --compiler nvcc"
+            )
         return NvrtcCompiler(arch)
     raise InputError(f"--compiler must be one of {', '.join(COMPILERS)}, got {name!r}")
 

@@ -83,6 +83,29 @@ class ReplayEvaluator:
         these (any other candidate would have no answer)."""
         return {name for (s, name) in self.rows if s == shape}
 
+    def check_covers(self, shape: Shape, families: Sequence[str] = ()) -> None:
+        """Refuse, before a study starts, a shape the tables hold no row of, or a named family
+        (``families``; empty: the tables' own) they hold none of for it: every candidate would
+        otherwise be pruned as unmeasured, and the study end with nothing to show."""
+        tables = self.provenance["replayed_from"]
+        held = [f for f in FAMILIES if any(r.family == f for r in self._rows_of(shape))]
+        if not held:
+            shapes = ", ".join(str(s) for s in self.shapes())
+            raise InputError(
+                f"replay table {tables} holds no measurements for {shape}; it holds {shapes} "
+                "(tune one of those, or give another --replay-table)"
+            )
+        missing = [f for f in families if f not in held]
+        if missing:
+            raise InputError(
+                f"replay table {tables} holds no {', '.join(missing)} measurements for {shape}; "
+                f"for it it holds {', '.join(held)} (choose those with --family, or give "
+                "another --replay-table)"
+            )
+
+    def _rows_of(self, shape: Shape) -> list[SweepRow]:
+        return [row for (s, _), row in self.rows.items() if s == shape]
+
     def evaluate(self, config: Config, shape: Shape) -> Result:
         self.evaluations += 1
         return self._answer(config, shape)

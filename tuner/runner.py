@@ -82,6 +82,18 @@ def make_evaluator(name: str, replay_tables: Sequence[Path] | None = None) -> Ev
     raise InputError(f"unknown evaluator {name!r}; choose one of {', '.join(EVALUATORS)}")
 
 
+def check_answerable(
+    evaluator: Evaluator, shapes: Sequence[Shape], families: Sequence[str] = ()
+) -> None:
+    """Refuse shapes (or named families) a replay has no measurements of, before any study
+    runs; a GPU evaluator answers any."""
+    from tuner.replay import ReplayEvaluator
+
+    if isinstance(evaluator, ReplayEvaluator):
+        for shape in shapes:
+            evaluator.check_covers(shape, families)
+
+
 def start_gpu(purpose: str, budget_ms: float = 100.0) -> GpuEvaluator:
     """The GPU evaluator, or an :class:`InputError` saying in one line why there is none
     (``purpose`` names what needed it)."""

@@ -1,17 +1,22 @@
 """Shape lists: the CSV files that ``tune-batch`` and ``gemmtune bench`` read.
 
-Rows are ``M,N,K`` or ``class,M,N,K``; ``#`` starts a comment line. Every row is checked before
-anything runs, and a bad one is named by its line number.
+Rows are ``M,N,K`` or ``class,M,N,K``; ``#`` starts a comment line, and the first row may be a
+header naming those columns (``class,M,N,K``, any case), as spreadsheets write it. Every row is
+checked before anything runs, and a bad one is named by its line number.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.errors import InputError
 from tuner.shape import Shape, parse_shape
+from tuner.user_files import read_text
+
+_HEADERS = (["m", "n", "k"], ["class", "m", "n", "k"])
 
 
 @dataclass(frozen=True)
@@ -24,28 +29,30 @@ class SuiteEntry:
 
 def read_suite(path: Path) -> list[SuiteEntry]:
     """Every row of a shape CSV, in file order."""
-    if not path.is_file():
-        raise InputError(f"shape file {str(path)!r} does not exist")
+    text = read_text(path, "shape file")
     rows: list[SuiteEntry] = []
-    with path.open(newline="") as handle:
-        for number, row in enumerate(csv.reader(handle), 1):
-            if not row or row[0].lstrip().startswith("#") or not "".join(row).strip():
-                continue
-            cells = [c.strip() for c in row]
-            if len(cells) not in (3, 4):
-                raise InputError(
-                    f"{path.name} line {number}: expected M,N,K or class,M,N,K, "
-                    f"got {','.join(cells)!r}"
-                )
-            try:
-                shape = parse_shape("x".join(cells[-3:]))
-            except InputError as exc:
-                raise InputError(f"{path.name} line {number}: {exc}") from None
-            label = (cells[0] or None) if len(cells) == 4 else None
-            rows.append(SuiteEntry(label, shape))
+    seen_data = False
+    for number, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1):
+        if not row or row[0].lstrip().startswith("#") or not "".join(row).strip():
+            continue
+        cells = [c.strip() for c in row]
+        first, seen_data = not seen_data, True
+        if first and [c.lower() for c in cells] in _HEADERS:
+            continue
+        rows.append(_entry(cells, f"{path.name} line {number}"))
     if not rows:
         raise InputError(f"{path.name} holds no shapes")
     return rows
+
+
+def _entry(cells: list[str], where: str) -> SuiteEntry:
+    if len(cells) not in (3, 4):
+        raise InputError(f"{where}: expected M,N,K or class,M,N,K, got {','.join(cells)!r}")
+    try:
+        shape = parse_shape("x".join(cells[-3:]))
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    return SuiteEntry((cells[0] or None) if len(cells) == 4 else None, shape)
 
 
 def read_shapes(path: Path) -> list[Shape]:

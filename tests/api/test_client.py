@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+import storage
 import tuner.client as client
 import tuner.resources
 from tests.api.conftest import FAST, H100, LiveServer, seed
@@ -85,7 +87,9 @@ def test_an_unknown_device_name_is_an_input_error(live_server: LiveServer) -> No
 
 
 def test_best_from_an_empty_database_is_the_default(no_cupy: None, tmp_path: object) -> None:
-    answer = best(3, 5, 7, db=f"sqlite:///{tmp_path}/empty.db")
+    url = f"sqlite:///{tmp_path}/empty.db"
+    storage.open_database(url)  # the schema, nothing tuned
+    answer = best(3, 5, 7, db=url)
     assert answer.source == "default" and answer.ms is None
 
 
@@ -96,3 +100,10 @@ def test_best_checks_dimensions_and_reports_server_trouble(no_cupy: None, tmp_pa
         best(1, 1, 0, db=url)
     with pytest.raises(InputError, match="cannot reach gemmtune"):
         best(1, 1, 1, url="http://127.0.0.1:9", timeout_s=1)
+
+
+def test_the_client_never_creates_a_database(tmp_path: Path) -> None:
+    typo = tmp_path / "gemtune.db"
+    with pytest.raises(storage.StorageError, match=f"no SQLite database at {typo}"):
+        best(64, 64, 64, db=f"sqlite:///{typo}", device=None)
+    assert list(tmp_path.iterdir()) == []

@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from storage import DEFAULT_URL, URL_ENV_VAR, StorageError, database_url, make_engine
+from storage import (
+    DEFAULT_URL,
+    URL_ENV_VAR,
+    StorageError,
+    count_measurements,
+    database_url,
+    make_engine,
+    open_database,
+    open_existing_database,
+)
 from tests.conftest import needs_psycopg
 
 
@@ -98,14 +107,47 @@ def test_read_only_sqlite_directory(tmp_path: Path) -> None:
     assert f"directory {directory} holding SQLite database x.db is read-only" in message
 
 
-def test_read_only_sqlite_opened_by_driver(tmp_path: Path) -> None:
-    # mode=ro makes SQLite itself refuse writes (file permissions do not stop root).
+@pytest.mark.parametrize(
+    ("query", "flag"),
+    [
+        ("?mode=ro&uri=true", "mode=ro"),
+        ("?mode=ro", "mode=ro"),
+        ("?immutable=1&uri=true", "immutable=1"),
+    ],
+)
+@pytest.mark.parametrize("wal", [False, True], ids=["rollback-journal", "wal"])
+def test_a_url_that_opens_sqlite_read_only_is_refused_for_writing(
+    tmp_path: Path, query: str, flag: str, wal: bool
+) -> None:
+    # A WAL file opened with mode=ro passed the old write check (BEGIN IMMEDIATE) and failed
+    # deep inside a study; without uri=true pysqlite ignored mode=ro and wrote anyway.
     path = tmp_path / "driver_ro.db"
     _make_sqlite_file(path)
-    message = _one_line_error(f"sqlite:///file:{path}?mode=ro&uri=true")
-    assert "read-only" in message and "readonly database" in message
-    engine = make_engine(f"sqlite:///file:{path}?mode=ro&uri=true", writable=False)
-    engine.dispose()
+    if wal:
+        make_engine(f"sqlite:///{path}").dispose()
+    prefix = "file:" if "uri=true" in query else ""
+    before = path.read_bytes()
+    message = _one_line_error(f"sqlite:///{prefix}{path}{query}")
+    assert f"opened read-only by {flag} in its URL" in message and str(path) in message
+    assert path.read_bytes() == before
+    make_engine(f"sqlite:///file:{path}?mode=ro&uri=true", writable=False).dispose()
+
+
+def test_reading_never_creates_a_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "typo.db"
+    with pytest.raises(StorageError, match=f"no SQLite database at {path}"):
+        make_engine(f"sqlite:///{path}", writable=False)
+    assert not path.exists()
+
+
+def test_an_existing_database_must_hold_the_schema(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    _make_sqlite_file(path)
+    with pytest.raises(StorageError, match="holds no gemmtune tables"):
+        open_existing_database(f"sqlite:///{path}")
+    open_database(f"sqlite:///{path}")  # creates the schema
+    with open_existing_database(f"sqlite:///{path}")() as session:
+        assert count_measurements(session) == 0
 
 
 def test_missing_sqlite_directory(tmp_path: Path) -> None:

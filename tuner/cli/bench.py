@@ -16,6 +16,7 @@ from storage import open_database
 from tuner import bench as logic
 from tuner.bench_report import chart_title, markdown, ratio_chart
 from tuner.cli._common import DbOpt, FamiliesOpt, SamplerOpt, SeedOpt, WarmStartOpt, err
+from tuner.cli._progress import StepBar
 from tuner.results import default_suite, output_dir, write_suite_file
 from tuner.results.location import DEFAULT_SUITE_NAME
 from tuner.roofline import ceilings_for
@@ -61,8 +62,8 @@ def bench(
         Path | None,
         typer.Option(
             "--suite",
-            help="CSV of class,M,N,K rows ('#' comments); default benchmarks/shapes.csv of the "
-            "checkout, or its copy in the installed package",
+            help="CSV of class,M,N,K rows ('#' comments, an optional header row); default "
+            "benchmarks/shapes.csv of the checkout, or its copy in the installed package",
         ),
     ] = None,
     db: DbOpt = None,
@@ -116,12 +117,15 @@ def bench(
         slug = logic.device_slug(gpu.device.name)
         json_path = out_json or output_dir() / f"{slug}-suite.json"
 
-        def save(rows: list[dict[str, Any]]) -> None:
-            doc = logic.document(rows, gpu, options, ceilings, _suite_label(suite), budget_ms)
-            write_suite_file(json_path, doc)
-            err.print(_progress_line(rows[-1]), markup=False, soft_wrap=True)
+        with StepBar("suite shapes", len(entries)) as bar:
 
-        rows = logic.run_bench(entries, gpu, sessions, db, options, ceilings, on_row=save)
+            def save(rows: list[dict[str, Any]]) -> None:
+                doc = logic.document(rows, gpu, options, ceilings, _suite_label(suite), budget_ms)
+                write_suite_file(json_path, doc)
+                err.print(_progress_line(rows[-1]), markup=False, soft_wrap=True)
+                bar.advance()
+
+            rows = logic.run_bench(entries, gpu, sessions, db, options, ceilings, on_row=save)
     finally:
         gpu.close()
     doc = logic.document(rows, gpu, options, ceilings, _suite_label(suite), budget_ms)

@@ -6,10 +6,11 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from tuner.candidates import compile_candidates
 from tuner.cli._common import out
+from tuner.cli._progress import StepBar
+from tuner.cli._tables import Column, table_lines
 from tuner.compile import COMPILERS, CompiledKernel, CompileError, choose_compiler
 from tuner.families import FAMILIES, checked_config, get_family
 from tuner.render import KernelSource, render
@@ -28,7 +29,23 @@ DeviceOpt = Annotated[
 ConfigOpt = Annotated[
     str, typer.Option("--config", "-c", help="a procedural name, or BM=..,BN=.. with --family")
 ]
-CompilerOpt = Annotated[str, typer.Option(help=", ".join(COMPILERS))]
+CompilerOpt = Annotated[
+    str,
+    typer.Option(
+        help=f"{', '.join(COMPILERS)}: auto is nvrtc (CuPy) with a GPU, else nvcc (CUDA toolkit)"
+    ),
+]
+ConfigFamilyOpt = Annotated[
+    str | None,
+    typer.Option("--family", "-f", help="the family of a BM=..,BN=.. --config"),
+]
+SPACE_COLUMNS = (
+    Column("threads", numeric=True),
+    Column("smem B", numeric=True),
+    Column("est. regs", numeric=True),
+    Column("blocks/SM", numeric=True),
+    Column("occupancy", numeric=True),
+)
 
 
 def space(
@@ -50,37 +67,39 @@ def space(
     for reason, n in sorted(counts.pruned.items(), key=lambda kv: -kv[1]):
         out.print(f"  dropped {n:6d}: {reason}")
     if compile:
-        cands, _ = compile_candidates(sp, choose_compiler(dev.arch, compiler), jobs=jobs)
+        chosen = choose_compiler(dev.arch, compiler)
+        with StepBar("compiling", len(checks)) as bar:
+            cands, _ = compile_candidates(sp, chosen, jobs=jobs, on_done=lambda *_: bar.advance())
         by_status: dict[str, int] = {}
         for c in cands:
             by_status[c.status] = by_status.get(c.status, 0) + 1
         out.print("after compiling: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
         for c in [c for c in cands if c.status != "ok"][:limit]:
-            out.print(f"  {c.status}: {c.config.name}: {c.reason}")
-    table = Table("config", "threads", "smem B", "est. regs", "blocks/SM", "occupancy")
-    for check in checks[:limit]:
-        table.add_row(
-            check.config.name,
-            str(check.threads),
-            str(check.smem_bytes),
-            str(check.est_registers),
-            str(check.occupancy.blocks_per_sm),
-            f"{check.occupancy.occupancy:.0%}",
-        )
-    out.print(table)
+            out.print(f"  {c.status}: {c.config.name}: {c.reason}", markup=False)
+    shown = checks[:limit]
+    rows = [
+        [
+            str(c.threads),
+            str(c.smem_bytes),
+            str(c.est_registers),
+            str(c.occupancy.blocks_per_sm),
+            f"{c.occupancy.occupancy:.0%}",
+        ]
+        for c in shown
+    ]
+    names = [c.config.name for c in shown]
+    for line in table_lines(SPACE_COLUMNS, rows, out.width, Column("config"), names):
+        out.print(line, markup=False)
 
 
-def render_cmd(
-    config: ConfigOpt,
-    family: Annotated[str | None, typer.Option("--family", "-f")] = None,
-) -> None:
+def render_cmd(config: ConfigOpt, family: ConfigFamilyOpt = None) -> None:
     """Print the CUDA source of one config."""
     sys.stdout.write(render(checked_config(config, family)).code)
 
 
 def compile_cmd(
     config: ConfigOpt,
-    family: Annotated[str | None, typer.Option("--family", "-f")] = None,
+    family: ConfigFamilyOpt = None,
     device: DeviceOpt = None,
     compiler: CompilerOpt = "auto",
 ) -> None:

@@ -9,19 +9,29 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from tuner.answer_index import load_snapshot
 from tuner.cli._common import DbOpt, out
+from tuner.cli._progress import StepBar
+from tuner.cli._tables import Column, table_lines
 from tuner.device_kind import DeviceSpec
 from tuner.errors import InputError
 from tuner.shape import parse_shape
+from tuner.user_files import check_writable, read_json, write_text
+
+RESULT_COLUMNS = (
+    Column("shape"),
+    Column("ms", numeric=True),
+    Column("TFLOP/s", numeric=True),
+    Column("cuBLAS", numeric=True),
+    Column("ratio", numeric=True),
+)
 
 
 def best(
-    shape: Annotated[str, typer.Option("--shape", "-s")],
+    shape: Annotated[str, typer.Option("--shape", "-s", help="MxNxK, e.g. 4096x4096x4096")],
     device: Annotated[
         str | None, typer.Option(help="GPU name as stored; default: the fastest of any device")
     ] = None,
@@ -39,7 +49,7 @@ def best(
     if device is None and (arch is not None or sm_count is not None):
         raise InputError("--arch and --sm-count describe a GPU: give its name with --device too")
     asked = None if device is None else DeviceSpec(device, arch, sm_count)
-    with storage.open_database(db)() as session:
+    with storage.open_existing_database(db)() as session:
         answer = load_snapshot(session).answer(problem.m, problem.n, problem.k, device=asked)
     lines = [answer.name]
     where, shape_ = answer.measured_on_device, answer.measured_on
@@ -79,13 +89,15 @@ def _best_rows(sessions: sessionmaker[Session], device: str | None) -> list[dict
 
 def results(
     format: Annotated[str, typer.Option("--format", help="table, json or csv")] = "table",
-    device: Annotated[str | None, typer.Option()] = None,
+    device: Annotated[
+        str | None, typer.Option(help="only this GPU (its name as stored); default: every GPU")
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """The best config of every tuned (device, shape)."""
     if format not in ("table", "json", "csv"):
         raise InputError(f"--format must be table, json or csv, got {format!r}")
-    rows = _best_rows(storage.open_database(db), device)
+    rows = _best_rows(storage.open_existing_database(db), device)
     if format == "json":
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
     elif format == "csv":
@@ -93,18 +105,29 @@ def results(
         writer.writeheader()
         writer.writerows(rows)
     else:
-        table = Table("device", "shape", "config", "ms", "TFLOP/s", "cuBLAS", "ratio")
-        for r in rows:
-            table.add_row(
-                r["device"],
+        _print_table(rows)
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    """One section per device; a config name too long for the width gets its own line."""
+    for device in dict.fromkeys(r["device"] for r in rows):
+        mine = [r for r in rows if r["device"] == device]
+        cells = [
+            [
                 f"{r['m']}x{r['n']}x{r['k']}",
-                r["config"],
                 f"{r['ms']:.4f}",
                 f"{r['tflops'] or 0:.1f}",
                 f"{r['cublas_tflops'] or 0:.1f}",
                 f"{r['ratio'] or 0:.2f}",
-            )
-        out.print(table)
+            ]
+            for r in mine
+        ]
+        names = [r["config"] for r in mine]
+        out.print(device, markup=False)
+        for line in table_lines(RESULT_COLUMNS, cells, out.width, Column("config"), names):
+            out.print(line, markup=False)
+    if not rows:
+        out.print("nothing tuned yet")
 
 
 def export(
@@ -112,13 +135,18 @@ def export(
     db: DbOpt = None,
 ) -> None:
     """Write every device, shape and measurement as JSON (for ``gemmtune import``)."""
-    with storage.open_database(db)() as session:
+    to_stdout = str(file) == "-"
+    if not to_stdout:
+        check_writable(file, "export file")  # a bad path fails before the long read
+    sessions = storage.open_existing_database(db)
+    with StepBar("exporting") as bar, sessions() as session:
         data = storage.export_json(session)
-    text = json.dumps(data, indent=1)
-    if str(file) == "-":
+        bar(len(data["measurements"]), len(data["measurements"]))
+        text = json.dumps(data, indent=1)
+    if to_stdout:
         sys.stdout.write(text + "\n")
     else:
-        file.write_text(text)
+        write_text(file, text, "export file")
         out.print(f"exported {len(data.get('measurements', []))} measurements to {file}")
 
 
@@ -127,14 +155,10 @@ def import_(
     db: DbOpt = None,
 ) -> None:
     """Add measurements from an export; already present ones are skipped. All or nothing."""
-    if not file.is_file():
-        raise InputError(f"import file {str(file)!r} does not exist")
-    try:
-        data = json.loads(file.read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{file.name} is not JSON: {exc}") from None
-    with storage.open_database(db).begin() as session:
+    data = read_json(file, "import file")
+    with StepBar("importing") as bar, storage.open_database(db).begin() as session:
         count = storage.import_json(session, data)
+        bar(count, count)
     out.print(f"imported {count} measurements from {file}")
 
 

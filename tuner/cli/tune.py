@@ -11,16 +11,17 @@ from storage import open_database
 from tuner.cli._common import (
     DbOpt,
     FamiliesOpt,
-    ProgressBar,
     ReplayTablesOpt,
     SamplerOpt,
     SeedOpt,
     WarmStartOpt,
     out,
 )
+from tuner.cli._progress import StudyBar
 from tuner.runner import (
     DEFAULT_TRIALS,
     WARM_START,
+    check_answerable,
     check_families,
     check_sampler,
     default_families,
@@ -33,7 +34,10 @@ from tuner.study import Progress
 from tuner.suite import read_shapes
 
 TrialsOpt = Annotated[int | None, typer.Option(min=1, help="evaluated candidates in the study")]
-EvaluatorOpt = Annotated[str, typer.Option(help="gpu or replay")]
+EvaluatorOpt = Annotated[
+    str,
+    typer.Option(help="gpu (compile, verify and time on the CUDA GPU) or replay (sweep tables)"),
+]
 
 
 def tune(
@@ -64,7 +68,13 @@ def tune(
 
 
 def tune_batch(
-    file: Annotated[Path, typer.Argument(help="CSV of M,N,K or class,M,N,K rows")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV of M,N,K or class,M,N,K rows ('#' comments, an optional header row), "
+            "e.g. benchmarks/shapes.csv"
+        ),
+    ],
     family: FamiliesOpt = None,
     trials: TrialsOpt = DEFAULT_TRIALS,
     timeout: Annotated[float | None, typer.Option(help="seconds per shape")] = None,
@@ -104,12 +114,13 @@ def _tune_shapes(
 ) -> None:
     families = check_families(family)
     check_sampler(sampler)
-    sessions = open_database(db, optuna_tables=True)
     ev = make_evaluator(evaluator, replay_table)
-    families = families or default_families(ev)
     try:
+        check_answerable(ev, shapes, families)  # before the database is touched
+        sessions = open_database(db, optuna_tables=True)
+        families = families or default_families(ev)
         for shape in shapes:
-            with ProgressBar() as bar:
+            with StudyBar() as bar:
                 progress = run_study(
                     shape,
                     families,

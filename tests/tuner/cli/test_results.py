@@ -86,8 +86,32 @@ def test_an_fp64_slow_gpu_never_gets_dmma(capsys: pytest.CaptureFixture[str], db
 def test_an_untuned_database_answers_with_the_default(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, lines, _ = best(capsys, f"sqlite:///{tmp_path / 'empty.db'}", "--shape", "77x77x77")
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    storage.open_database(url)  # the schema, nothing tuned
+    code, lines, _ = best(capsys, url, "--shape", "77x77x77")
     assert code == 0 and lines[:2] == [DEFAULT_SMALL, "  source: default"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("best", "--shape", "64x64x64"),
+        ("results",),
+        ("results", "--format", "json"),
+        ("export", "-"),
+    ],
+)
+def test_reading_commands_never_create_a_database(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    typo = tmp_path / "gemtune.db"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--db", f"sqlite:///{typo}"])
+    captured = capsys.readouterr()
+    assert exited.value.code == 2 and captured.out == ""
+    assert captured.err.count("\n") == 1 and f"no SQLite database at {typo}" in captured.err
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

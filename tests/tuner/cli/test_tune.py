@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError
 
 import storage
 from tests.conftest import NewDatabase
-from tuner.cli import main
+from tests.tuner.cli.running import cli, one_error_line
 from tuner.replay import ReplayEvaluator
 from tuner.results import results_dir
 from tuner.runner import DEFAULT_FAMILIES, default_families
@@ -40,19 +40,6 @@ QUICK = ("--evaluator", "replay", "--family", "warptile", "--sampler", "random")
 @pytest.fixture(scope="module")
 def replay() -> ReplayEvaluator:
     return ReplayEvaluator()
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """Run ``gemmtune ARGS`` in this process: exit code, stdout, stderr."""
-    capsys.readouterr()
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    else:
-        code = 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def spawn(*args: str) -> subprocess.Popen[str]:
@@ -109,14 +96,6 @@ def stored_so_far(url: str) -> int:
 def flat(text: str) -> str:
     """Rich wraps long lines at the terminal width; undo that."""
     return " ".join(text.split())
-
-
-def one_error_line(err: str, *needles: str) -> None:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("gemmtune: error: "), err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 # 1. A replayed study end to end, on both backends.
@@ -283,7 +262,7 @@ def test_gp_without_torch_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
     if importlib.util.find_spec("torch") is not None:
         pytest.skip("torch is installed: gp runs (tested in test_study)")
-    args = ("tune", "--evaluator", "replay", "--shape", "64x64x64", "--sampler", "gp")
+    args = ("tune", "--evaluator", "replay", "--shape", "1000x1000x1000", "--sampler", "gp")
     code, _, err = cli(capsys, *args, "--db", f"sqlite:///{tmp_path / 'gp.db'}")
     assert code == 2
     one_error_line(err, "'gp'", "gemmtune[gp]")
@@ -304,7 +283,9 @@ def test_gpu_evaluator_without_a_gpu_is_one_line(
 
 def test_unreachable_postgresql(capsys: pytest.CaptureFixture[str]) -> None:
     url = "postgresql+psycopg://postgres@127.0.0.1:1/gemmtune"
-    code, _, err = cli(capsys, "tune", "--evaluator", "replay", "--shape", "64x64x64", "--db", url)
+    code, _, err = cli(
+        capsys, "tune", "--evaluator", "replay", "--shape", "1000x1000x1000", "--db", url
+    )
     assert code == 2
     one_error_line(err, "127.0.0.1:1")
 
@@ -318,7 +299,7 @@ def test_read_only_sqlite_is_refused_and_unchanged(
 ) -> None:
     db = tmp_path / "ro.db"
     url = f"sqlite:///{db}"
-    args = ("tune", "--evaluator", "replay", "--sampler", "exhaustive", "--shape", "64x64x64")
+    args = ("tune", "--evaluator", "replay", "--sampler", "exhaustive", "--shape", "1000x1000x1000")
     assert cli(capsys, *args, "--trials", "2", "--db", url)[0] == 0
     db.chmod(0o444)
     try:
