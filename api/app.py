@@ -9,13 +9,22 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
+from sqlalchemy.exc import SQLAlchemyError
 
 import storage
-from api.errors import unknown_device_handler, validation_handler
+from api.errors import (
+    database_error_handler,
+    rejected_records_handler,
+    storage_error_handler,
+    unknown_device_handler,
+    validation_handler,
+)
+from api.guards import RequestGuard
 from api.routes import configs, dashboard, health, results, studies
 from api.settings import Settings
 from tuner.answer_index import BestIndex
 from tuner.answers import UnknownDeviceError
+from tuner.intake import RejectedRecords
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -33,8 +42,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessions = sessions
     app.state.index = BestIndex(sessions, ttl_s=settings.cache_ttl_s)
+    app.state.database_file = storage.SqliteFile.of(engine)
     app.add_exception_handler(RequestValidationError, validation_handler)
     app.add_exception_handler(UnknownDeviceError, unknown_device_handler)
+    app.add_exception_handler(RejectedRecords, rejected_records_handler)
+    app.add_exception_handler(SQLAlchemyError, database_error_handler)
+    app.add_exception_handler(storage.StorageError, storage_error_handler)
+    app.add_middleware(RequestGuard, app=app)
     for module in (configs, results, studies, health, dashboard):
         app.include_router(module.router)
 

@@ -12,8 +12,10 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.orm import Session, sessionmaker
 
+import storage
 from api.settings import Settings
 from tuner.answer_index import BestIndex
 
@@ -46,26 +48,71 @@ SessionDep = Annotated[Session, Depends(get_session)]
 SessionsDep = Annotated[sessionmaker[Session], Depends(get_sessions)]
 IndexDep = Annotated[BestIndex, Depends(get_index)]
 
-_bearer = HTTPBearer(auto_error=False, description="GEMMTUNE_API_TOKEN of the server")
+_bearer = HTTPBearer(
+    auto_error=False, description="GEMMTUNE_TRUSTED_TOKEN or GEMMTUNE_API_TOKEN of the server"
+)
 
 
-def require_token(
-    settings: SettingsDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
-    """Uploads need ``Authorization: Bearer <GEMMTUNE_API_TOKEN>``; no token set: uploads off."""
-    if not settings.api_token:
+def bearer_trust(settings: Settings, authorization: str | None) -> bool:
+    """Whether an ``Authorization`` header may upload as trusted (True) or untrusted (False).
+
+    Raises:
+        HTTPException: 403 when the server takes no uploads, 401 for a missing or wrong token.
+    """
+    if not settings.api_token and not settings.trusted_token:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,
-            "uploads are disabled on this server: start it with GEMMTUNE_API_TOKEN set",
+            "uploads are disabled on this server: start it with GEMMTUNE_API_TOKEN or "
+            "GEMMTUNE_TRUSTED_TOKEN set",
         )
-    given = credentials.credentials if credentials is not None else ""
-    if not given or not secrets.compare_digest(given.encode(), settings.api_token.encode()):
+    scheme, given = get_authorization_scheme_param(authorization)
+    given = given if scheme.lower() == "bearer" else ""
+    # Both compared in constant time, whatever the first answers.
+    trusted = _same(given, settings.trusted_token)
+    plain = _same(given, settings.api_token)
+    if not (trusted or plain):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             "missing or wrong bearer token: send 'Authorization: Bearer <GEMMTUNE_API_TOKEN>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    return trusted
 
 
-TokenDep = Depends(require_token)
+def _same(given: str, token: str | None) -> bool:
+    return (
+        bool(given)
+        and bool(token)
+        and secrets.compare_digest(given.encode(), (token or "").encode())
+    )
+
+
+def require_token(
+    settings: SettingsDep,
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> bool:
+    """Uploads need ``Authorization: Bearer <token>``; the answer is whether it is trusted.
+
+    :class:`api.guards.RequestGuard` has checked the same before the body was read; this
+    dependency documents the scheme in OpenAPI and hands the route the trust.
+    """
+    return bearer_trust(settings, request.headers.get("authorization"))
+
+
+TrustDep = Annotated[bool, Depends(require_token)]
+
+
+def require_database_file(request: Request) -> None:
+    """Writes are refused (503) once the SQLite file the server opened was deleted or replaced."""
+    problem = database_file_problem(request)
+    if problem is not None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, problem)
+
+
+def database_file_problem(request: Request) -> str | None:
+    identity: storage.SqliteFile | None = request.app.state.database_file
+    return None if identity is None else identity.problem()
+
+
+WritableDep = Depends(require_database_file)

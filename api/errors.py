@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import Request
+from fastapi import Request, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError
 from starlette.status import HTTP_422_UNPROCESSABLE_CONTENT
 
 from tuner.answers import UnknownDeviceError
+from tuner.intake import RejectedRecords
 from tuner.shape import MAX_DIM
 
 _SOURCES = ("body", "query", "path", "header", "cookie")
@@ -61,10 +63,13 @@ def describe(error: dict[str, Any]) -> str:
     name = field_name(error.get("loc", ()))
     text = f"`{name}` {_allowed(error)}"
     if error.get("type") != "missing" and "input" in error:
-        value = error["input"]
-        shown = repr(value)
-        text += f", got {shown if len(shown) <= 80 else shown[:77] + '...'}"
+        text += f", got {_shown(error['input'])}"
     return text
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def _unprocessable(detail: list[dict[str, Any]]) -> JSONResponse:
@@ -77,8 +82,10 @@ async def validation_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     detail = []
     for error in exc.errors():
+        body_problem = _body_problem(request, dict(error))
         detail.append(
-            {
+            body_problem
+            or {
                 "loc": list(error.get("loc", ())),
                 "field": field_name(error.get("loc", ())),
                 "msg": describe(dict(error)),
@@ -86,6 +93,35 @@ async def validation_handler(request: Request, exc: Exception) -> JSONResponse:
             }
         )
     return _unprocessable(detail)
+
+
+def _body_problem(request: Request, error: dict[str, Any]) -> dict[str, Any] | None:
+    """A body that is not a JSON object at all, in one readable line (pydantic's own words
+    name a character position as the field, or show the raw bytes)."""
+    kind, loc = error.get("type"), tuple(error.get("loc", ()))
+    if kind == "json_invalid":
+        reason = (error.get("ctx") or {}).get("error", "not JSON")
+        position = f" at character {loc[1]}" if len(loc) > 1 else ""
+        message = f"`body` must be a JSON object; it is not valid JSON ({reason}{position})"
+    elif kind == "model_attributes_type" and loc == ("body",):
+        content_type = request.headers.get("content-type", "")
+        if not _is_json(content_type):
+            message = (
+                "`body` must be a JSON object sent with 'Content-Type: application/json', "
+                f"got Content-Type {content_type or 'none'!r}"
+            )
+        else:
+            message = f"`body` must be a JSON object, got {_shown(error.get('input'))}"
+    else:
+        return None
+    return {"loc": ["body"], "field": "body", "msg": message, "type": kind}
+
+
+def _is_json(content_type: str) -> bool:
+    main = content_type.split(";", 1)[0].strip().lower()
+    return main == "application/json" or (
+        main.startswith("application/") and main.endswith("+json")
+    )
 
 
 async def unknown_device_handler(request: Request, exc: Exception) -> JSONResponse:
@@ -99,3 +135,55 @@ async def unknown_device_handler(request: Request, exc: Exception) -> JSONRespon
     return _unprocessable(
         [{"loc": ["body", exc.field], "field": exc.field, "msg": message, "type": "unknown_device"}]
     )
+
+
+async def rejected_records_handler(request: Request, exc: Exception) -> JSONResponse:
+    """Records refused by :mod:`tuner.intake`: one 422 entry per problem, on its field."""
+    assert isinstance(exc, RejectedRecords)
+    return _unprocessable(
+        [
+            {
+                "loc": ["body", *problem.path],
+                "field": problem.field,
+                "msg": str(problem),
+                "type": "rejected_record",
+            }
+            for problem in exc.problems
+        ]
+    )
+
+
+async def database_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """The database failed (unreachable, dropped, privileges revoked, file gone): a 503 that
+    says so, instead of a bare 500. A value the database refused is the client's: 422."""
+    if isinstance(exc, DataError):
+        return _unprocessable(
+            [
+                {
+                    "loc": ["body"],
+                    "field": "body",
+                    "msg": f"the database refused a value: {_one_line(exc)}",
+                    "type": "database_refused",
+                }
+            ]
+        )
+    return unavailable(f"database unavailable: {_one_line(exc)}")
+
+
+async def storage_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    return unavailable(f"database unavailable: {exc}")
+
+
+def unavailable(message: str) -> JSONResponse:
+    return JSONResponse(
+        {"detail": message},
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": "5"},
+    )
+
+
+def _one_line(exc: Exception) -> str:
+    """The driver's own message, first line, without SQLAlchemy's SQL echo and links."""
+    original = getattr(exc, "orig", None) or exc
+    text = str(original).strip().splitlines()
+    return " ".join(text[0].split())[:300] if text else type(original).__name__

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import storage
 from api import schemas
+from tuner.answer_index import BestIndex, Snapshot
 from tuner.answers import Answer
 from tuner.device_kind import DeviceSpec
 from tuner.families import get_family
@@ -16,6 +17,19 @@ def asked_device(body: schemas.BestRequest) -> DeviceSpec | None:
     if body.device is None:
         return None
     return DeviceSpec(body.device, body.device_arch, body.device_sm_count)
+
+
+def answer_headers(index: BestIndex, snapshot: Snapshot) -> dict[str, str]:
+    """What a best answer must say beside its body: stale data, skipped configs."""
+    headers = {}
+    if index.stale is not None:
+        headers["X-Gemmtune-Stale"] = index.stale
+    if snapshot.unreadable:
+        headers["X-Gemmtune-Unreadable"] = (
+            f"{len(snapshot.unreadable)} stored best config(s) skipped: this version cannot "
+            "read them"
+        )
+    return headers
 
 
 def best_response(answer: Answer, include_source: bool) -> schemas.BestResponse:

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+)
 
 from storage import STATUSES
 from tuner.device_kind import ARCH_FORMAT
 from tuner.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
 
-Dim = Annotated[int, Field(ge=1, le=MAX_DIM, description=f"matrix dimension, 1..{MAX_DIM}")]
+# Strict: JSON's true is not m = 1, nor is the string "4096" a dimension.
+Dim = Annotated[StrictInt, Field(ge=1, le=MAX_DIM, description=f"matrix dimension, 1..{MAX_DIM}")]
+Count = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
 Dtype = Literal[SUPPORTED_DTYPES]  # type: ignore[valid-type]
 Layout = Literal[SUPPORTED_LAYOUTS]  # type: ignore[valid-type]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
@@ -57,10 +67,12 @@ class BestRequest(Strict):
         "with device_sm_count, finds devices of the same kind when the name has no results, "
         "and decides which families run slowly on it",
     )
-    device_sm_count: int | None = Field(
+    device_sm_count: StrictInt | None = Field(
         default=None, ge=1, le=100_000, description="the GPU's number of SMs"
     )
-    include_source: bool = Field(default=False, description="add CUDA source and launch geometry")
+    include_source: StrictBool = Field(
+        default=False, description="add CUDA source and launch geometry"
+    )
 
     @field_validator("device_arch", "device_sm_count")
     @classmethod
@@ -151,7 +163,7 @@ class BestResponse(BaseModel):
 class DeviceIn(Strict):
     name: str = Field(min_length=1, max_length=200)
     arch: str = Field(min_length=1, max_length=32)
-    sm_count: int = Field(ge=1, le=100_000)
+    sm_count: StrictInt = Field(ge=1, le=100_000)
 
 
 class ShapeIn(Strict):
@@ -165,7 +177,7 @@ class ShapeIn(Strict):
 class MeasurementIn(Strict):
     family: str = Field(min_length=1, max_length=64)
     config_name: str = Field(min_length=1, max_length=255)
-    params: dict[str, Annotated[int, Field(ge=1, le=2**31 - 1)]]
+    params: dict[str, Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]]
     status: Status = "ok"
     reason: str | None = None
     ms: Millis | None = None
@@ -174,11 +186,11 @@ class MeasurementIn(Strict):
     cublas_tflops: Number | None = None
     ratio: Number | None = None
     rel_error: Number | None = None
-    registers: int | None = Field(default=None, ge=0, le=2**31 - 1)
-    smem_bytes: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    registers: Count | None = None
+    smem_bytes: Count | None = None
     occupancy: Number | None = None
     study: str | None = Field(default=None, max_length=255)
-    trial_number: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    trial_number: Count | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -253,3 +265,40 @@ class Health(BaseModel):
     status: Literal["ok"]
     database: str
     best_configs: int
+    unreadable_configs: int = Field(
+        description="stored best configs this version cannot read, never served"
+    )
+
+
+class ErrorOut(BaseModel):
+    """A refusal that is not about one field: token, size, missing study, database down."""
+
+    detail: str
+
+
+class FieldError(BaseModel):
+    loc: list[str | int] = Field(description="where: 'body', 'query' or 'path', then the field")
+    field: str = Field(description="the field, dotted (e.g. measurements.0.ms)")
+    msg: str = Field(description="what is allowed and what was sent, naming the field")
+    type: str
+
+
+class FieldErrors(BaseModel):
+    """Bad input: one entry per problem, each naming its field."""
+
+    detail: list[FieldError]
+
+
+_ERRORS: dict[int, tuple[type[BaseModel], str]] = {
+    401: (ErrorOut, "missing or wrong bearer token"),
+    403: (ErrorOut, "uploads are disabled on this server"),
+    404: (ErrorOut, "no such resource"),
+    413: (ErrorOut, "request body larger than GEMMTUNE_MAX_BODY_BYTES (read no further)"),
+    422: (FieldErrors, "bad input, each problem naming its field"),
+    503: (ErrorOut, "the database is unreachable, refuses access, or its file was replaced"),
+}
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error statuses a route really gives."""
+    return {code: {"model": _ERRORS[code][0], "description": _ERRORS[code][1]} for code in codes}

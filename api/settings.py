@@ -7,18 +7,33 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from storage import DEFAULT_URL
 
+# An upload of the most measurements a request may carry (1000), with generous provenance,
+# is well under 4 MiB.
+DEFAULT_MAX_BODY_BYTES = 16 * 2**20
+
 
 class Settings(BaseSettings):
     """What the server needs to know; every field reads ``GEMMTUNE_<NAME>`` from the environment.
 
-    ``api_token`` unset means uploads (``POST /v1/results``) are switched off: reads are open,
-    writes need a token someone chose on purpose.
+    Neither token set means uploads (``POST /v1/results``) are switched off: reads are open,
+    writes need a token someone chose on purpose. Uploads with ``api_token`` are stored as
+    untrusted (listed, never the best config); with ``trusted_token`` they compete for best.
     """
 
     model_config = SettingsConfigDict(env_prefix="GEMMTUNE_", extra="ignore")
 
     database_url: str = Field(default=DEFAULT_URL, description="SQLAlchemy URL of the results")
-    api_token: str | None = Field(default=None, description="bearer token for uploads")
+    api_token: str | None = Field(
+        default=None, description="bearer token for uploads, stored as untrusted"
+    )
+    trusted_token: str | None = Field(
+        default=None, description="bearer token for uploads that may become the best config"
+    )
+    max_body_bytes: int = Field(
+        default=DEFAULT_MAX_BODY_BYTES,
+        ge=1,
+        description="largest request body accepted; a larger one is refused (413) unread",
+    )
     preload: bool = Field(
         default=False,
         description="fill an empty database with the committed results at start-up",

@@ -16,6 +16,7 @@ from storage.engine import (
     make_session_factory,
 )
 from storage.errors import StorageError
+from storage.file_identity import SqliteFile
 from storage.inputs import (
     MEASUREMENT_FIELDS,
     STATUSES,
@@ -44,7 +45,7 @@ from storage.queries import (
     study_summaries,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
-from storage.records import record_measurement, record_measurements
+from storage.records import TRUSTED_KEY, is_trusted, record_measurement, record_measurements
 from storage.schema import (
     UPGRADE_COMMAND,
     check_schema,
@@ -61,6 +62,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MEASUREMENT_FIELDS",
     "STATUSES",
+    "TRUSTED_KEY",
     "UPGRADE_COMMAND",
     "URL_ENV_VAR",
     "Base",
@@ -74,6 +76,7 @@ __all__ = [
     "RatesIn",
     "Shape",
     "ShapeIn",
+    "SqliteFile",
     "StorageError",
     "StudySummary",
     "best_configs",
@@ -93,6 +96,7 @@ __all__ = [
     "head_revision",
     "holds_measurements",
     "import_json",
+    "is_trusted",
     "latest_device_rates",
     "list_devices",
     "list_measurements",

@@ -15,7 +15,7 @@ best_config lock is held briefly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, lazyload
@@ -31,9 +31,9 @@ def record_measurement(
 ) -> Measurement:
     """Store ``m`` for ``device`` and ``shape``; make it the best config if it is the fastest.
 
-    Only ``ok`` measurements with a time compete, and only a strictly lower time replaces the
-    current best, so the first of equally fast configs stays. Failed measurements are stored
-    with their status and reason and never become best.
+    Only trusted (:func:`is_trusted`) ``ok`` measurements with a time compete, and only a
+    strictly lower time replaces the current best, so the first of equally fast configs
+    stays. Failed measurements are stored with their status and reason and never become best.
 
     A study ends by re-measuring its finalists side by side with cuBLAS
     (``provenance["phase"] == "final"``, :data:`FINAL_PHASE`). Those re-measurements outrank
@@ -68,7 +68,7 @@ def record_measurements(
     session.flush()
     fastest: dict[tuple[int, int], tuple[float, Measurement]] = {}
     for measurement, m in stored:
-        if m.status != "ok" or m.ms is None:
+        if m.status != "ok" or m.ms is None or not is_trusted(m.provenance):
             continue
         key = (measurement.device_id, measurement.shape_id)
         if key not in fastest or m.ms < fastest[key][0]:
@@ -115,6 +115,14 @@ def _get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:
 
 
 FINAL_PHASE = "final"
+# Set to False in a measurement's provenance by whoever stored a result it cannot vouch for (the
+# API, for uploads without the trusted token): such a row is kept and listed, never the best.
+TRUSTED_KEY = "trusted"
+
+
+def is_trusted(provenance: object) -> bool:
+    """Whether a measurement may become the best: unless its provenance says it is not."""
+    return not (isinstance(provenance, Mapping) and provenance.get(TRUSTED_KEY) is False)
 
 
 def is_final(provenance: object) -> bool:

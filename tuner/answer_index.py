@@ -15,11 +15,14 @@ import time
 from collections.abc import Callable
 from functools import cached_property
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from tuner.answers import DeviceInfo, Tuned, Tuning, shape_values
 from tuner.device_kind import MathRates
+from tuner.errors import InputError
+from tuner.families import checked_config
 
 
 def device_info(row: storage.Device) -> DeviceInfo:
@@ -28,6 +31,15 @@ def device_info(row: storage.Device) -> DeviceInfo:
 
 # Tuned's fields read off the best config's measurement record as they are.
 _FROM_RECORD = ("family", "config_name", "params", "tflops", "cublas_tflops", "ratio", "provenance")
+
+
+def readable(family: str, config_name: str) -> bool:
+    """Whether this version can serve a stored config: a known family, a name that parses to
+    a config of that family obeying its rules (rendering anything else could fail)."""
+    try:
+        return checked_config(config_name, family).name == config_name
+    except InputError:
+        return False
 
 
 def tuned(row: storage.BestConfig) -> Tuned:
@@ -45,6 +57,9 @@ def tuned(row: storage.BestConfig) -> Tuned:
 class Snapshot(Tuning):
     """A :class:`~tuner.answers.Tuning` as read at one moment, with a cache for the API."""
 
+    # Best configs left out because this version cannot read them (never served).
+    unreadable: tuple[str, ...] = ()
+
     @cached_property
     def responses(self) -> dict[tuple[object, ...], bytes]:
         """Rendered responses by request, filled by the API; dies with the snapshot."""
@@ -52,16 +67,21 @@ class Snapshot(Tuning):
 
 
 def load_snapshot(session: Session) -> Snapshot:
-    """Every best config, device and newest device rates in the database."""
+    """Every readable best config, device and newest device rates in the database."""
     rates = {
         row.device.name: MathRates(row.ffma_tflops, row.fp64_tensor_tflops)
         for row in storage.latest_device_rates(session)
     }
-    return Snapshot(
-        (tuned(row) for row in storage.best_configs(session)),
-        (device_info(row) for row in storage.list_devices(session)),
-        rates,
-    )
+    entries, unreadable = [], []
+    for row in storage.best_configs(session):
+        name, family = row.measurement.config_name, row.measurement.family
+        if readable(family, name):
+            entries.append(tuned(row))
+        else:
+            unreadable.append(name)
+    snapshot = Snapshot(entries, (device_info(row) for row in storage.list_devices(session)), rates)
+    snapshot.unreadable = tuple(unreadable)
+    return snapshot
 
 
 class BestIndex:
@@ -87,6 +107,9 @@ class BestIndex:
         self._generation = 0
         self._loaded_generation = -1
         self._fingerprint: tuple[object, ...] | None = None
+        # Why the snapshot may be out of date (the database failed at the last reload), or None.
+        self.stale: str | None = None
+        self._succeeded_at = -math.inf
 
     def invalidate(self) -> None:
         """Forget the snapshot: the next answer reloads (call after writing results)."""
@@ -106,17 +129,36 @@ class BestIndex:
         with self._lock:
             if not self._fresh():
                 generation, started = self._generation, self._clock()
-                with self._sessions() as session:
-                    # After the TTL, a one-row query says whether anything changed; the
-                    # tables are only read again when it did.
-                    mark = storage.best_configs_fingerprint(session)
-                    if (
-                        self._snapshot is None
-                        or mark != self._fingerprint
-                        or generation != self._loaded_generation
-                    ):
-                        self._snapshot = load_snapshot(session)
-                        self._fingerprint = mark
+                try:
+                    self._reload(generation)
+                except SQLAlchemyError as exc:
+                    if self._snapshot is None:
+                        raise
+                    # Keep answering from memory; try the database again after the TTL.
+                    self.stale = _stale_reason(exc, started - self._succeeded_at)
+                else:
+                    self.stale, self._succeeded_at = None, started
                 self._loaded_at, self._loaded_generation = started, generation
             assert self._snapshot is not None
             return self._snapshot
+
+    def _reload(self, generation: int) -> None:
+        with self._sessions() as session:
+            # After the TTL, a one-row query says whether anything changed; the tables are
+            # only read again when it did.
+            mark = storage.best_configs_fingerprint(session)
+            if (
+                self._snapshot is None
+                or mark != self._fingerprint
+                or generation != self._loaded_generation
+            ):
+                self._snapshot = load_snapshot(session)
+                self._fingerprint = mark
+
+
+def _stale_reason(exc: SQLAlchemyError, age_s: float) -> str:
+    """One ASCII line (it travels in an HTTP header)."""
+    original = getattr(exc, "orig", None) or exc
+    first = (str(original).strip().splitlines() or [type(original).__name__])[0]
+    text = " ".join(first.split())[:200].encode("ascii", "replace").decode()
+    return f"database unavailable ({text}); answers come from memory, as read {age_s:.0f} s earlier"

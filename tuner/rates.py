@@ -43,6 +43,10 @@ class ArchFigures:
     dmma_per_clk: float  # FP64 multiply-adds per SM and clock on the tensor cores (or FP64 units)
     dram_tb_s_per_sm: float  # datasheet bandwidth / SM count of the reference part
 
+    def tflops(self, per_clk: float, sm_count: int) -> float:
+        """Whole-device rate of a unit doing ``per_clk`` multiply-adds per SM and clock."""
+        return per_clk * sm_count * self.clock_ghz * 1e9 * 2 / 1e12
+
     @property
     def fp64_tensor_share(self) -> float:
         """FP64 tensor-core throughput as a share of FP32 FMA throughput."""
@@ -69,10 +73,9 @@ def table_rates(device: DeviceLimits) -> DeviceRates | None:
     figures = ARCH_FIGURES.get(device.arch)
     if figures is None:
         return None
-    per_clock = device.sm_count * figures.clock_ghz * 1e9 * 2 / 1e12
     return DeviceRates(
-        ffma_tflops=figures.ffma_per_clk * per_clock,
-        fp64_tensor_tflops=figures.dmma_per_clk * per_clock,
+        ffma_tflops=figures.tflops(figures.ffma_per_clk, device.sm_count),
+        fp64_tensor_tflops=figures.tflops(figures.dmma_per_clk, device.sm_count),
         dram_tb_s=figures.dram_tb_s_per_sm * device.sm_count,
         launch_us=TABLE_LAUNCH_US,
         source=f"table for {device.arch} (datasheet figures, {device.sm_count} SMs)",

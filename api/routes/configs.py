@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from api import schemas
 from api.deps import IndexDep
-from api.responses import asked_device, best_response
+from api.responses import answer_headers, asked_device, best_response
 
 router = APIRouter(prefix="/v1/configs", tags=["configs"])
 
@@ -14,7 +14,32 @@ router = APIRouter(prefix="/v1/configs", tags=["configs"])
 MAX_CACHED = 8192
 
 
-@router.post("/best", response_class=Response, responses={200: {"model": schemas.BestResponse}})
+STALE_HEADER = "X-Gemmtune-Stale"
+UNREADABLE_HEADER = "X-Gemmtune-Unreadable"
+
+
+@router.post(
+    "/best",
+    response_class=Response,
+    responses={
+        200: {
+            "model": schemas.BestResponse,
+            "headers": {
+                STALE_HEADER: {
+                    "description": "present when the database failed: the answer comes from "
+                    "the copy in memory, and says since when",
+                    "schema": {"type": "string"},
+                },
+                UNREADABLE_HEADER: {
+                    "description": "present when stored best configs were skipped because "
+                    "this version cannot read them: how many",
+                    "schema": {"type": "string"},
+                },
+            },
+        },
+        **schemas.errors(413, 422, 503),
+    },
+)
 async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
     """The best config for (m, n, k) on ``device``: ``exact``, ``nearest`` (log-space distance)
     or ``default``, from the device's own results, else those of devices of the same kind
@@ -23,7 +48,8 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
     For ``nearest`` the numbers were measured on ``measured_on``, not on the requested shape,
     and always on ``measured_on_device``. Async and answered from memory (the snapshot, then a
     cache of rendered answers), so the hot path neither queries the database nor hops to a
-    worker thread.
+    worker thread. While the database is down it keeps answering from memory and says so in
+    ``X-Gemmtune-Stale``.
     """
     snapshot = index.snapshot()
     key = tuple(body.model_dump().values())
@@ -34,4 +60,4 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
         content = best_response(answer, body.include_source).model_dump_json().encode()
         if len(snapshot.responses) < MAX_CACHED:
             snapshot.responses[key] = content
-    return Response(content, media_type="application/json")
+    return Response(content, media_type="application/json", headers=answer_headers(index, snapshot))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Query, Request, status
 
 import storage
 from api import schemas
-from api.deps import IndexDep, SessionDep, SessionsDep, TokenDep
+from api.deps import IndexDep, SessionDep, SessionsDep, TrustDep
 from api.responses import measurement_out
+from api.uploads import store_upload
 from tuner.shape import MAX_DIM
 
 router = APIRouter(prefix="/v1", tags=["results"])
@@ -17,7 +18,7 @@ router = APIRouter(prefix="/v1", tags=["results"])
 DimQuery = Annotated[int | None, Query(ge=1, le=MAX_DIM)]
 
 
-@router.get("/results", response_model=schemas.ResultsPage)
+@router.get("/results", response_model=schemas.ResultsPage, responses=schemas.errors(422, 503))
 def list_results(
     session: SessionDep,
     device: Annotated[str | None, Query(max_length=200, description="device name")] = None,
@@ -55,26 +56,27 @@ def list_results(
     "/results",
     response_model=schemas.UploadResponse,
     status_code=status.HTTP_201_CREATED,
-    dependencies=[TokenDep],
-    responses={401: {"description": "missing or wrong token"}, 403: {"description": "off"}},
+    responses=schemas.errors(401, 403, 413, 422, 503),
 )
 def upload_results(
-    body: schemas.ResultsUpload, sessions: SessionsDep, index: IndexDep
+    request: Request,
+    body: schemas.ResultsUpload,
+    trusted: TrustDep,
+    sessions: SessionsDep,
+    index: IndexDep,
 ) -> schemas.UploadResponse:
-    """Store a worker's measurements of one device and shape (one transaction)."""
-    try:
-        device = storage.DeviceIn(**body.device.model_dump())
-        shape = storage.ShapeIn(**body.shape.model_dump())
-        measurements = [storage.MeasurementIn(**m.model_dump()) for m in body.measurements]
-    except ValueError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
-    with sessions.begin() as session:
-        ids = [storage.record_measurement(session, device, shape, m).id for m in measurements]
+    """Store a worker's measurements of one device and shape (one transaction, all or none).
+
+    Each must name a valid config of its family with plausible times (422 naming the field
+    otherwise). With the trusted token they compete for the best config; with the plain
+    token they are stored as untrusted: listed here, never served as the best.
+    """
+    ids = store_upload(body, sessions, trusted, request.app.state.database_file)
     index.invalidate()
     return schemas.UploadResponse(stored=len(ids), ids=ids)
 
 
-@router.get("/devices", response_model=list[schemas.DeviceOut])
+@router.get("/devices", response_model=list[schemas.DeviceOut], responses=schemas.errors(503))
 def list_devices(session: SessionDep) -> list[schemas.DeviceOut]:
     """Every device with stored measurements."""
     return [

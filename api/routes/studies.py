@@ -12,7 +12,9 @@ from api.responses import study_out
 router = APIRouter(prefix="/v1/studies", tags=["studies"])
 
 
-@router.get("/{study:path}", response_model=schemas.StudyOut)
+@router.get(
+    "/{study:path}", response_model=schemas.StudyOut, responses=schemas.errors(404, 422, 503)
+)
 def get_study(study: str, session: SessionDep) -> schemas.StudyOut:
     """Trials of the study named ``study`` (URL-encoded), in trial order."""
     rows = storage.measurements_for_study(session, study)

@@ -21,7 +21,8 @@ from api.app import create_app
 from api.settings import Settings
 from tests.conftest import NewDatabase
 
-TOKEN = "test-token-123"
+TOKEN = "test-token-123"  # uploads stored as untrusted
+TRUSTED = "trusted-token-456"  # uploads that compete for the best config
 H100 = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
 A100 = storage.DeviceIn("NVIDIA A100-SXM4-40GB", "sm_80", 108)
 FAST = "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
@@ -91,8 +92,10 @@ def seeded(db_url: str) -> str:
     return db_url
 
 
-def make_app(url: str, token: str | None = TOKEN) -> FastAPI:
-    return create_app(Settings(database_url=url, api_token=token, cache_ttl_s=0))
+def make_app(url: str, token: str | None = TOKEN, trusted: str | None = TRUSTED) -> FastAPI:
+    return create_app(
+        Settings(database_url=url, api_token=token, trusted_token=trusted, cache_ttl_s=0)
+    )
 
 
 @pytest.fixture

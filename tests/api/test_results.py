@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.conftest import FAST, SLOW, TOKEN, make_app
+from tests.api.conftest import FAST, SLOW, TOKEN, TRUSTED, make_app
 
 
 def test_results_filter_and_paginate(client: TestClient) -> None:
@@ -103,32 +103,45 @@ def test_upload_needs_the_bearer_token(client: TestClient) -> None:
     assert client.get("/v1/results").json()["total"] == 8  # nothing stored
 
 
-def test_upload_stores_and_the_next_answer_sees_it(client: TestClient) -> None:
-    auth = {"Authorization": f"Bearer {TOKEN}"}
+def test_a_trusted_upload_is_stored_and_the_next_answer_sees_it(client: TestClient) -> None:
+    auth = {"Authorization": f"Bearer {TRUSTED}"}
     response = client.post("/v1/results", json=upload(0.25), headers=auth)
     assert response.status_code == 201, response.text
     assert response.json()["stored"] == 2
     best = client.post("/v1/configs/best", json={"m": 1024, "n": 1024, "k": 1024}).json()
-    assert (best["name"], best["ms"], best["provenance"]) == (SLOW, 0.25, {"worker": "test"})
+    assert (best["name"], best["ms"]) == (SLOW, 0.25)
+    assert best["provenance"] == {"worker": "test", "trusted": True}
     assert client.get("/v1/results", params={"status": "timeout"}).json()["total"] == 1
+
+
+def test_an_untrusted_upload_is_listed_but_never_the_best(client: TestClient) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    body = upload(0.25)
+    body["measurements"][0]["provenance"]["trusted"] = True  # the sender cannot claim it
+    assert client.post("/v1/results", json=body, headers=auth).status_code == 201
+    best = client.post("/v1/configs/best", json={"m": 1024, "n": 1024, "k": 1024}).json()
+    assert (best["name"], best["ms"]) == (FAST, 0.5)
+    listed = client.get("/v1/results", params={"m_min": 1024, "m_max": 1024}).json()["items"]
+    uploaded = [item for item in listed if item["ms"] == 0.25]
+    assert [item["provenance"]["trusted"] for item in uploaded] == [False]
 
 
 def test_upload_invalidates_a_cached_snapshot(seeded: str) -> None:
     from api.app import create_app
     from api.settings import Settings
 
-    app = create_app(Settings(database_url=seeded, api_token=TOKEN, cache_ttl_s=3600))
+    app = create_app(Settings(database_url=seeded, trusted_token=TRUSTED, cache_ttl_s=3600))
     with TestClient(app) as client:
         body = {"m": 1024, "n": 1024, "k": 1024}
         assert client.post("/v1/configs/best", json=body).json()["ms"] == 0.5
-        auth = {"Authorization": f"Bearer {TOKEN}"}
+        auth = {"Authorization": f"Bearer {TRUSTED}"}
         assert client.post("/v1/results", json=upload(0.2), headers=auth).status_code == 201
         assert client.post("/v1/configs/best", json=body).json()["ms"] == 0.2
     app.state.engine.dispose()
 
 
 def test_upload_is_off_without_a_configured_token(seeded: str) -> None:
-    app = make_app(seeded, token=None)
+    app = make_app(seeded, token=None, trusted=None)
     with TestClient(app) as client:
         response = client.post(
             "/v1/results", json=upload(0.1), headers={"Authorization": "Bearer anything"}

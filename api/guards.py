@@ -1,0 +1,156 @@
+"""Checks made on a request before any of its body is read: size, token, NUL characters.
+
+FastAPI reads and parses a body before it resolves a route's dependencies, so a token checked
+by a dependency comes too late: a 300 MB upload without a token was read whole (16 s, 2 GB)
+before its 401. :class:`RequestGuard` is plain ASGI middleware in front of the routes:
+
+* a body larger than ``Settings.max_body_bytes`` is refused with 413, from its
+  ``Content-Length`` before a byte is read, and while streaming when it has none (or lies);
+* a route that needs a token (one depending on :func:`api.deps.require_token`) gets its
+  ``Authorization`` header checked first, with the same function the dependency uses;
+* a NUL character in a query or path parameter is a 422 naming the parameter: PostgreSQL
+  cannot compare text with NUL, and the driver's error used to end in a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fastapi import FastAPI, HTTPException, status
+from fastapi.encoders import jsonable_encoder
+from fastapi.routing import APIRoute
+from starlette.responses import JSONResponse
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.deps import bearer_trust, require_token
+from api.settings import Settings
+
+NUL = "\x00"
+
+
+class RequestGuard:
+    """ASGI middleware; ``app`` is the application it guards (its routes and settings)."""
+
+    def __init__(self, asgi: ASGIApp, app: FastAPI) -> None:
+        self.asgi = asgi
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.asgi(scope, receive, send)
+            return
+        settings: Settings = self.app.state.settings
+        refusal = self._refusal(scope, settings)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.asgi(scope, _limited(receive, settings.max_body_bytes), send)
+
+    def _refusal(self, scope: Scope, settings: Settings) -> JSONResponse | None:
+        length = _content_length(scope)
+        if length is not None and length > settings.max_body_bytes:
+            return too_large(settings.max_body_bytes, f"Content-Length is {length}")
+        route, params = self._route(scope)
+        nul = nul_parameters(scope, params)
+        if nul:
+            return nul_response(nul)
+        if route is not None and _needs_token(route):
+            try:
+                bearer_trust(settings, _header(scope, b"authorization"))
+            except HTTPException as exc:
+                return JSONResponse(
+                    {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+                )
+        return None
+
+    def _route(self, scope: Scope) -> tuple[APIRoute | None, dict[str, Any]]:
+        """The route that will answer, and its path parameters."""
+        for route in self.app.router.routes:
+            match, child = route.matches(scope)
+            if match is Match.FULL:
+                params = dict(child.get("path_params", {}))
+                return (route if isinstance(route, APIRoute) else None), params
+        return None, {}
+
+
+def _needs_token(route: APIRoute) -> bool:
+    return any(dep.call is require_token for dep in route.dependant.dependencies)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _content_length(scope: Scope) -> int | None:
+    text = _header(scope, b"content-length")
+    return int(text) if text is not None and text.strip().isdigit() else None
+
+
+class BodyTooLarge(HTTPException):
+    """Raised while a body streams in past the limit; FastAPI answers it like any 413."""
+
+
+def too_large(limit: int, seen: str) -> JSONResponse:
+    return JSONResponse(
+        {"detail": _too_large_message(limit, seen)},
+        status_code=status.HTTP_413_CONTENT_TOO_LARGE,
+    )
+
+
+def _too_large_message(limit: int, seen: str) -> str:
+    return (
+        f"request body too large: at most {limit} bytes (GEMMTUNE_MAX_BODY_BYTES), {seen}; "
+        "send fewer measurements per request"
+    )
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    """``receive`` that raises 413 once more than ``limit`` body bytes arrived."""
+    seen = 0
+
+    async def counting() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise BodyTooLarge(
+                    status.HTTP_413_CONTENT_TOO_LARGE,
+                    _too_large_message(limit, f"got more than {limit}"),
+                )
+        return message
+
+    return counting
+
+
+def nul_parameters(scope: Scope, path_params: dict[str, Any]) -> list[tuple[str, str]]:
+    """(where, name) of every query or path parameter with a NUL character."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    pairs = parse_qsl(query, keep_blank_values=True, encoding="utf-8", errors="replace")
+    found = [("query", name) for name, value in pairs if NUL in name or NUL in value]
+    found += [("path", name) for name, value in path_params.items() if NUL in str(value)]
+    if NUL in scope.get("path", "") and not any(where == "path" for where, _ in found):
+        found.append(("path", "path"))
+    return found
+
+
+def nul_response(found: Iterable[tuple[str, str]]) -> JSONResponse:
+    detail = [
+        {
+            "loc": [where, name],
+            "field": name,
+            "msg": f"`{name}` must not contain NUL characters",
+            "type": "nul_character",
+        }
+        for where, name in found
+    ]
+    return JSONResponse(
+        jsonable_encoder({"detail": detail}),
+        status_code=status.HTTP_422_UNPROCESSABLE_CONTENT,
+    )

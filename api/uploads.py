@@ -1,0 +1,54 @@
+"""``POST /v1/results``: from a validated body to stored rows, all or nothing.
+
+Every measurement passes :mod:`tuner.intake` first (the rules shared with ``gemmtune import``
+and preload); one problem refuses the whole upload. What is stored is marked trusted or not by
+the token it came with (:func:`tuner.intake.with_trust`): an untrusted row is listed like any
+other but never becomes the best config. The SQLite file is checked before and after the
+write, so an upload is never acknowledged into a file that was deleted or replaced.
+"""
+
+from __future__ import annotations
+
+from fastapi import HTTPException, status
+from sqlalchemy.orm import Session, sessionmaker
+
+import storage
+from api import schemas
+from tuner.intake import Problem, RejectedRecords, check_upload, with_trust
+
+
+def store_upload(
+    body: schemas.ResultsUpload,
+    sessions: sessionmaker[Session],
+    trusted: bool,
+    database_file: storage.SqliteFile | None,
+) -> list[int]:
+    """Ids of the stored measurements.
+
+    Raises:
+        RejectedRecords: a measurement breaks a rule (nothing is stored).
+        HTTPException: 503 when the database file is not the one the server opened.
+    """
+    device = storage.DeviceIn(**body.device.model_dump())
+    shape = storage.ShapeIn(**body.shape.model_dump())
+    measurements = []
+    for i, item in enumerate(body.measurements):
+        try:
+            measurements.append(storage.MeasurementIn(**item.model_dump()))
+        except ValueError as exc:
+            raise RejectedRecords([Problem(("measurements", i), str(exc))]) from exc
+    check_upload(device, shape, measurements)
+    _check_file(database_file, "")
+    with sessions.begin() as session:
+        ids = [
+            storage.record_measurement(session, device, shape, with_trust(m, trusted)).id
+            for m in measurements
+        ]
+    _check_file(database_file, "; this upload may not have been stored, send it again")
+    return ids
+
+
+def _check_file(database_file: storage.SqliteFile | None, consequence: str) -> None:
+    problem = None if database_file is None else database_file.problem()
+    if problem is not None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, problem + consequence)
