@@ -48,9 +48,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(RejectedRecords, rejected_records_handler)
     app.add_exception_handler(SQLAlchemyError, database_error_handler)
     app.add_exception_handler(storage.StorageError, storage_error_handler)
-    app.add_middleware(RequestGuard, app=app)
-    for module in (configs, results, studies, health, dashboard):
-        app.include_router(module.router)
+    routers = [module.router for module in (configs, results, studies, health, dashboard)]
+    for router in routers:
+        app.include_router(router)
+    routes = [route for router in routers for route in router.routes]
+    app.add_middleware(RequestGuard, app=app, routes=routes)
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:

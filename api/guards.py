@@ -22,7 +22,7 @@ from fastapi import FastAPI, HTTPException, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.routing import APIRoute
 from starlette.responses import JSONResponse
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.deps import bearer_trust, require_token
@@ -32,11 +32,12 @@ NUL = "\x00"
 
 
 class RequestGuard:
-    """ASGI middleware; ``app`` is the application it guards (its routes and settings)."""
+    """ASGI middleware for ``app`` (its settings), whose API routes are ``routes``."""
 
-    def __init__(self, asgi: ASGIApp, app: FastAPI) -> None:
+    def __init__(self, asgi: ASGIApp, app: FastAPI, routes: Iterable[BaseRoute]) -> None:
         self.asgi = asgi
         self.app = app
+        self.routes = tuple(route for route in routes if isinstance(route, APIRoute))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -68,11 +69,10 @@ class RequestGuard:
 
     def _route(self, scope: Scope) -> tuple[APIRoute | None, dict[str, Any]]:
         """The route that will answer, and its path parameters."""
-        for route in self.app.router.routes:
+        for route in self.routes:
             match, child = route.matches(scope)
             if match is Match.FULL:
-                params = dict(child.get("path_params", {}))
-                return (route if isinstance(route, APIRoute) else None), params
+                return route, dict(child.get("path_params", {}))
         return None, {}
 
 

@@ -13,7 +13,8 @@ present:
   ``gemmtune bench``: each ``ok`` row stored as an ok measurement (rows without a measured
   config add nothing). Each shape's best config is the fastest of everything stored for it.
 
-Everything goes through :func:`storage.record_measurements`, which stores the same rows and
+Every record must pass the rules of uploads and imports (:mod:`tuner.intake`), or nothing is
+stored. Everything goes through :func:`storage.record_measurements`, which stores the same rows and
 best_config as live tuning's :func:`storage.record_measurement` one record at a time would.
 Idempotent: a database that already holds measurements is left alone.
 """
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import storage
 from api.lookup import tflops as _tflops
 from tuner.families import parse_config
+from tuner.intake import check_records
 from tuner.results import SuiteFile, SweepTable, data_location, read_suite_file, read_sweep_table
 from tuner.results.location import SUITE_BESTS
 from tuner.sql_recorder import measurement_in
@@ -121,10 +123,21 @@ def _records(folder: Path) -> tuple[list[Record], int]:
     suites = [folder / name for name in (SUITE_FILE, BENCH_FILE) if (folder / name).is_file()]
     records: list[Record] = []
     for path in sweeps:
-        records.extend(sweep_records(read_sweep_table(path)))
+        records.extend(_checked(path, sweep_records(read_sweep_table(path))))
     for path in suites:
-        records.extend(suite_records(read_suite_file(path)))
+        records.extend(_checked(path, suite_records(read_suite_file(path))))
     return records, len(sweeps) + len(suites)
+
+
+def _checked(path: Path, records: Iterator[Record]) -> list[Record]:
+    """The file's records, each passing the rules of uploads and imports (:mod:`tuner.intake`).
+
+    Raises:
+        RejectedRecords: a record breaks one; nothing of the preload is stored.
+    """
+    listed = list(records)
+    check_records((f"{path.name} record {i}", record) for i, record in enumerate(listed))
+    return listed
 
 
 def preload(sessions: sessionmaker[Session], directory: Path | None = None) -> Preloaded:

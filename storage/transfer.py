@@ -65,14 +65,20 @@ def export_json(session: Session) -> dict[str, Any]:
     }
 
 
-def import_json(session: Session, data: Any) -> int:
+Check = Callable[[DeviceIn, ShapeIn, MeasurementIn], None]
+
+
+def import_json(session: Session, data: Any, check: Check | None = None) -> int:
     """Add the measurements in ``data`` that are not stored yet; return how many were added.
 
     Runs in the caller's transaction, so a malformed entry part-way leaves nothing behind once
-    the caller rolls back.
+    the caller rolls back. ``check`` judges each record before anything is written (storage
+    knows types, not kernels: ``gemmtune import`` passes the tuner's rules); its
+    ``ValueError`` refuses the import, prefixed with the record's place.
 
     Raises:
-        StorageError: ``data`` is not a gemmtune export; the message names the bad field.
+        StorageError: ``data`` is not a gemmtune export, or ``check`` refused a record; the
+            message names the bad field.
     """
     top = _as_mapping(data, "export")
     if top.get("format") != FORMAT_NAME:
@@ -86,9 +92,15 @@ def import_json(session: Session, data: Any) -> int:
         _find_or_record_device(session, _parse_device(item, f"devices[{i}]"))
     for i, item in enumerate(_as_list(top.get("shapes", []), "shapes")):
         _find_or_record_shape(session, _parse_shape(item, f"shapes[{i}]"))
-    added = 0
+    records = []
     for i, item in enumerate(_as_list(top.get("measurements", []), "measurements")):
-        device, shape, measurement = _parse_measurement(item, f"measurements[{i}]")
+        where = f"measurements[{i}]"
+        record = _parse_measurement(item, where)
+        if check is not None:
+            _checked(where, check, record)
+        records.append(record)
+    added = 0
+    for device, shape, measurement in records:
         if not _already_stored(session, device, shape, measurement):
             record_measurement(session, device, shape, measurement)
             added += 1
@@ -196,6 +208,13 @@ def _parse_measurement(value: Any, where: str) -> tuple[DeviceIn, ShapeIn, Measu
     values = {name: item[name] for name in MEASUREMENT_FIELDS if name in item}
     values["created_at"] = _parse_time(item["created_at"], where)
     return device, shape, _build(where, lambda: MeasurementIn(**values))
+
+
+def _checked(where: str, check: Check, record: tuple[DeviceIn, ShapeIn, MeasurementIn]) -> None:
+    try:
+        check(*record)
+    except ValueError as exc:
+        raise StorageError(f"{where}: {exc}; nothing imported") from exc
 
 
 def _build(where: str, make: Callable[[], _T]) -> _T:

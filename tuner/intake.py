@@ -54,16 +54,18 @@ class Problem:
 
     path: Path
     message: str  # what is allowed and what was sent, without the field's name
+    row: str | None = None  # the record, where the path does not say (a file's record 12)
 
     @property
     def field(self) -> str:
         return ".".join(str(part) for part in self.path)
 
     def __str__(self) -> str:
-        return f"`{self.field}` {self.message}"
+        where = f"{self.row}: " if self.row else ""
+        return f"{where}`{self.field}` {self.message}"
 
     def under(self, *prefix: str | int) -> Problem:
-        return Problem((*prefix, *self.path), self.message)
+        return Problem((*prefix, *self.path), self.message, self.row)
 
 
 class RejectedRecords(InputError):
@@ -75,10 +77,7 @@ class RejectedRecords(InputError):
         self.problems = tuple(problems)
         shown = "; ".join(str(p) for p in self.problems[: self.SHOWN])
         more = len(self.problems) - self.SHOWN
-        super().__init__(
-            f"{len(self.problems)} problem(s), nothing stored: {shown}"
-            + (f"; and {more} more" if more > 0 else "")
-        )
+        super().__init__(shown + (f"; and {more} more problem(s)" if more > 0 else ""))
 
 
 def device_problems(device: DeviceIn) -> list[Problem]:
@@ -144,14 +143,21 @@ def with_trust(m: MeasurementIn, trusted: bool) -> MeasurementIn:
     return replace(m, provenance={**m.provenance, TRUSTED_KEY: trusted})
 
 
-def check_records(records: Iterable[tuple[str | int, Record]]) -> None:
-    """Raise :class:`RejectedRecords` if any record has a problem (each keyed by its row).
+def check_record(device: DeviceIn, shape: ShapeIn, m: MeasurementIn) -> None:
+    """Raise :class:`RejectedRecords` if the record has a problem (see :func:`record_problems`)."""
+    problems = record_problems(device, shape, m)
+    if problems:
+        raise RejectedRecords(problems)
+
+
+def check_records(records: Iterable[tuple[str, Record]]) -> None:
+    """Raise :class:`RejectedRecords` if any record has a problem (each labelled by its row).
 
     Raises:
         RejectedRecords: with every problem of every row.
     """
     problems = [
-        problem.under(row) for row, record in records for problem in record_problems(*record)
+        replace(problem, row=row) for row, record in records for problem in record_problems(*record)
     ]
     if problems:
         raise RejectedRecords(problems)

@@ -8,9 +8,9 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -130,25 +130,30 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture
-def live_server(tmp_path: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """A real uvicorn server in a thread, on a seeded SQLite database."""
-    url = f"sqlite:///{tmp_path}/live.db"
-    seed(url)
-    app = make_app(url)
+@contextmanager
+def serving(app: FastAPI) -> Iterator[str]:
+    """``app`` on a real uvicorn server in a thread; its base URL."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    yield LiveServer(base, app)
-    server.should_exit = True
-    thread.join(timeout=10)
+    while time.monotonic() < deadline and not server.started:
+        time.sleep(0.05)
+    try:
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def live_server(tmp_path: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A real uvicorn server in a thread, on a seeded SQLite database."""
+    url = f"sqlite:///{tmp_path}/live.db"
+    seed(url)
+    app = make_app(url)
+    with serving(app) as base:
+        yield LiveServer(base, app)
     app.state.engine.dispose()

@@ -217,6 +217,12 @@ BAD = [
     ({"m": 1, "n": 1, "k": 1, "device_arch": "sm_90"}, "device_arch", "give `device`"),
     ({"m": 1, "n": 1, "k": 1, "device": "X", "device_sm_count": 0}, "device_sm_count", ">= 1"),
     ({"m": 1, "n": 1, "k": 1, "device_sm_count": 132}, "device_sm_count", "give `device`"),
+    # Strict JSON types: true is not 1, "4096" is not a number, 0 is not false.
+    ({"m": True, "n": 1, "k": 1}, "m", "must be an integer"),
+    ({"m": 1, "n": "4096", "k": 1}, "n", "must be an integer"),
+    ({"m": 1, "n": 1, "k": 1.0}, "k", "must be an integer"),
+    ({"m": 1, "n": 1, "k": 1, "include_source": 0}, "include_source", "boolean"),
+    ({"m": 1, "n": 1, "k": 1, "device": "X", "device_sm_count": "132"}, "device_sm_count", "int"),
 ]
 
 
@@ -235,8 +241,22 @@ def test_bad_input_is_422_naming_the_field(
         assert repr(body[field]) in mine[0]["msg"]
 
 
-def test_not_json_is_422(sqlite_client: TestClient) -> None:
-    response = sqlite_client.post(
-        "/v1/configs/best", content=b"m=1", headers={"content-type": "application/json"}
-    )
+@pytest.mark.parametrize(
+    ("content", "content_type", "needle"),
+    [
+        (b"m=1", "application/json", "not valid JSON (Expecting value at character 0)"),
+        (b'{"m": 1,', "application/json", "not valid JSON"),
+        (b"[1, 2]", "application/json", "must be a JSON object, got [1, 2]"),
+        (b'{"m": 1, "n": 1, "k": 1}', "text/plain", "'Content-Type: application/json', got"),
+        (b'{"m": 1, "n": 1, "k": 1}', "", "got Content-Type 'none'"),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_gets_one_readable_line(
+    sqlite_client: TestClient, content: bytes, content_type: str, needle: str
+) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    response = sqlite_client.post("/v1/configs/best", content=content, headers=headers)
     assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["field"] == "body" and error["msg"].startswith("`body` must be a JSON object")
+    assert needle in error["msg"]

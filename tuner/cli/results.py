@@ -18,6 +18,7 @@ from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
 from tuner.device_kind import DeviceSpec
 from tuner.errors import InputError
+from tuner.intake import check_record
 from tuner.shape import parse_shape
 from tuner.user_files import check_writable, read_json, write_text
 
@@ -154,10 +155,12 @@ def import_(
     file: Annotated[Path, typer.Argument(help="JSON written by gemmtune export")],
     db: DbOpt = None,
 ) -> None:
-    """Add measurements from an export; already present ones are skipped. All or nothing."""
+    """Add measurements from an export; already present ones are skipped. All or nothing:
+    one record that names no valid config of its family, or has an implausible time, refuses
+    the file (the rules of API uploads)."""
     data = read_json(file, "import file")
     with StepBar("importing") as bar, storage.open_database(db).begin() as session:
-        count = storage.import_json(session, data)
+        count = storage.import_json(session, data, check=check_record)
         bar(count, count)
     out.print(f"imported {count} measurements from {file}")
 
