@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from api.lookup import tflops as _tflops
+from tuner.errors import InputError
 from tuner.families import parse_config
 from tuner.intake import check_records
 from tuner.results import SuiteFile, SweepTable, data_location, read_suite_file, read_sweep_table
@@ -133,9 +134,13 @@ def _checked(path: Path, records: Iterator[Record]) -> list[Record]:
     """The file's records, each passing the rules of uploads and imports (:mod:`tuner.intake`).
 
     Raises:
-        RejectedRecords: a record breaks one; nothing of the preload is stored.
+        InputError: a record names no config (:class:`RejectedRecords` when it breaks a rule);
+            nothing of the preload is stored.
     """
-    listed = list(records)
+    try:
+        listed = list(records)
+    except InputError as exc:
+        raise InputError(f"{path.name}: {exc}") from exc
     check_records((f"{path.name} record {i}", record) for i, record in enumerate(listed))
     return listed
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,3 +142,24 @@ def test_committed_sweep_parses() -> None:
     assert len(records) > 5000
     assert {r[0].name for r in records} == {H100}
     assert all(r[2].status in ("ok", "pruned") for r in records)
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"ms": 1e-6}, "h100.json record 0: `ms` must be >= 0.001"),
+        ({"config": "turbo_bm64"}, "h100.json: config name 'turbo_bm64' must start with"),
+    ],
+)
+def test_a_results_file_with_an_implausible_row_preloads_nothing(
+    sessions: sessionmaker[Session], tmp_path: Path, change: dict[str, object], needle: str
+) -> None:
+    from tuner.errors import InputError
+
+    folder = small_results(tmp_path / "results")
+    row = json.loads((folder / SUITE_FILE).read_text())["shapes"][0]
+    (folder / SUITE_FILE).write_text(suite([{**row, **change}]))
+    with pytest.raises(InputError, match=re.escape(needle)):
+        preload(sessions, folder)
+    with sessions() as session:
+        assert not storage.holds_measurements(session)
