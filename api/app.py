@@ -10,10 +10,12 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from sqlalchemy.exc import SQLAlchemyError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import storage
 from api.errors import (
     database_error_handler,
+    http_error_handler,
     rejected_records_handler,
     storage_error_handler,
     unknown_device_handler,
@@ -46,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, validation_handler)
     app.add_exception_handler(UnknownDeviceError, unknown_device_handler)
     app.add_exception_handler(RejectedRecords, rejected_records_handler)
+    app.add_exception_handler(StarletteHTTPException, http_error_handler)
     app.add_exception_handler(SQLAlchemyError, database_error_handler)
     app.add_exception_handler(storage.StorageError, storage_error_handler)
     routers = [module.router for module in (configs, results, studies, health, dashboard)]

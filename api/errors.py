@@ -12,17 +12,29 @@ from typing import Any
 
 from fastapi import Request, status
 from fastapi.encoders import jsonable_encoder
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DataError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.status import HTTP_422_UNPROCESSABLE_CONTENT
 
+from api.schemas import CONFIG_NAME, NON_BLANK
 from tuner.answers import UnknownDeviceError
+from tuner.device_kind import ARCH_FORMAT
 from tuner.intake import RejectedRecords
 from tuner.shape import MAX_DIM
 
 _SOURCES = ("body", "query", "path", "header", "cookie")
 _DIMS = {"m", "n", "k", "m_min", "m_max", "n_min", "n_max", "k_min", "k_max"}
+
+
+# Patterns of the schemas, said in words.
+_PATTERNS = {
+    NON_BLANK: "must not be blank",
+    ARCH_FORMAT.pattern: "must look like sm_90 ('sm_' and the compute capability)",
+    CONFIG_NAME: "must be a config's procedural name (lower-case letters, digits, '_')",
+}
 
 
 def field_name(loc: Sequence[Any]) -> str:
@@ -39,6 +51,9 @@ def _allowed(error: dict[str, Any]) -> str:
         return f"must be one of {ctx.get('expected', '?')}"
     if kind == "extra_forbidden":
         return "is not a known field"
+    if kind == "string_pattern_mismatch":
+        pattern = str(ctx.get("pattern", ""))
+        return _PATTERNS.get(pattern, f"must match the pattern {pattern}")
     if kind == "value_error":  # a validator's own message, without pydantic's prefix
         return str(ctx.get("error", error.get("msg", "is invalid")))
     name = field_name(error.get("loc", ())).rsplit(".", 1)[-1]
@@ -135,6 +150,19 @@ async def unknown_device_handler(request: Request, exc: Exception) -> JSONRespon
     return _unprocessable(
         [{"loc": ["body", exc.field], "field": exc.field, "msg": message, "type": "unknown_device"}]
     )
+
+
+async def http_error_handler(request: Request, exc: Exception) -> Response:
+    """FastAPI's own refusals, except its 400 for a body that is not text: that is bad input
+    like any other body that is not JSON, so a 422 saying so."""
+    assert isinstance(exc, StarletteHTTPException)
+    cause = exc.__cause__
+    if exc.status_code == status.HTTP_400_BAD_REQUEST and isinstance(cause, UnicodeDecodeError):
+        message = f"`body` must be a JSON object in UTF-8; byte {cause.start} is not UTF-8"
+        return _unprocessable(
+            [{"loc": ["body"], "field": "body", "msg": message, "type": "body_not_utf8"}]
+        )
+    return await http_exception_handler(request, exc)
 
 
 async def rejected_records_handler(request: Request, exc: Exception) -> JSONResponse:

@@ -1,4 +1,5 @@
-"""Checks made on a request before any of its body is read: size, token, NUL characters.
+"""Checks made on a request before any of its body is read: size, token, NUL characters,
+method.
 
 FastAPI reads and parses a body before it resolves a route's dependencies, so a token checked
 by a dependency comes too late: a 300 MB upload without a token was read whole (16 s, 2 GB)
@@ -9,7 +10,8 @@ before its 401. :class:`RequestGuard` is plain ASGI middleware in front of the r
 * a route that needs a token (one depending on :func:`api.deps.require_token`) gets its
   ``Authorization`` header checked first, with the same function the dependency uses;
 * a NUL character in a query or path parameter is a 422 naming the parameter: PostgreSQL
-  cannot compare text with NUL, and the driver's error used to end in a 500.
+  cannot compare text with NUL, and the driver's error used to end in a 500;
+* a method the path does not take is a 405 whose ``Allow`` names every method it takes.
 """
 
 from __future__ import annotations
@@ -54,7 +56,14 @@ class RequestGuard:
         length = _content_length(scope)
         if length is not None and length > settings.max_body_bytes:
             return too_large(settings.max_body_bytes, f"Content-Length is {length}")
-        route, params = self._route(scope)
+        route, params, allowed = self._route(scope)
+        if route is None and allowed:
+            # Starlette would name the methods of the first route on the path only.
+            return JSONResponse(
+                {"detail": f"method {scope['method']} not allowed; use {', '.join(allowed)}"},
+                status_code=status.HTTP_405_METHOD_NOT_ALLOWED,
+                headers={"Allow": ", ".join(allowed)},
+            )
         nul = nul_parameters(scope, params)
         if nul:
             return nul_response(nul)
@@ -67,13 +76,17 @@ class RequestGuard:
                 )
         return None
 
-    def _route(self, scope: Scope) -> tuple[APIRoute | None, dict[str, Any]]:
-        """The route that will answer, and its path parameters."""
+    def _route(self, scope: Scope) -> tuple[APIRoute | None, dict[str, Any], list[str]]:
+        """The route that will answer and its path parameters; else the methods the path
+        takes (none: no such path)."""
+        allowed: set[str] = set()
         for route in self.routes:
             match, child = route.matches(scope)
             if match is Match.FULL:
-                return route, dict(child.get("path_params", {}))
-        return None, {}
+                return route, dict(child.get("path_params", {})), []
+            if match is Match.PARTIAL:
+                allowed |= route.methods or set()
+        return None, {}, sorted(allowed)
 
 
 def _needs_token(route: APIRoute) -> bool:

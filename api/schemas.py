@@ -16,6 +16,7 @@ from pydantic import (
 
 from storage import STATUSES
 from tuner.device_kind import ARCH_FORMAT
+from tuner.families import FAMILIES
 from tuner.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
 
 # Strict: JSON's true is not m = 1, nor is the string "4096" a dimension.
@@ -24,6 +25,9 @@ Count = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
 Dtype = Literal[SUPPORTED_DTYPES]  # type: ignore[valid-type]
 Layout = Literal[SUPPORTED_LAYOUTS]  # type: ignore[valid-type]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
+FamilyName = Literal[tuple(FAMILIES)]  # type: ignore[valid-type]
+NON_BLANK = r"\S"  # somewhere a character that is not white space (patterns search)
+CONFIG_NAME = r"^[a-z][a-z0-9_]*$"
 # Finite, bounded numbers only: a time of 1e-300 ms would make TFLOP/s infinite, and JSON has
 # no infinity to answer with.
 Millis = Annotated[float, Field(ge=1e-6, le=1e9, allow_inf_nan=False, description="milliseconds")]
@@ -161,8 +165,10 @@ class BestResponse(BaseModel):
 
 
 class DeviceIn(Strict):
-    name: str = Field(min_length=1, max_length=200)
-    arch: str = Field(min_length=1, max_length=32)
+    name: str = Field(min_length=1, max_length=200, pattern=NON_BLANK)
+    arch: str = Field(
+        pattern=ARCH_FORMAT.pattern, description="'sm_' and the compute capability, e.g. sm_90"
+    )
     sm_count: StrictInt = Field(ge=1, le=100_000)
 
 
@@ -175,11 +181,19 @@ class ShapeIn(Strict):
 
 
 class MeasurementIn(Strict):
-    family: str = Field(min_length=1, max_length=64)
-    config_name: str = Field(min_length=1, max_length=255)
+    """One evaluated candidate. Beyond these types, the config must obey its family's rules
+    and the times must be plausible on the device (:mod:`tuner.intake`; 422 otherwise)."""
+
+    family: FamilyName  # type: ignore[valid-type]
+    config_name: str = Field(
+        max_length=255,
+        pattern=CONFIG_NAME,
+        description="the config's canonical procedural name, e.g. "
+        "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128",
+    )
     params: dict[str, Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]]
     status: Status = "ok"
-    reason: str | None = None
+    reason: str | None = Field(default=None, pattern=NON_BLANK)
     ms: Millis | None = None
     tflops: Number | None = None
     cublas_ms: Millis | None = None
@@ -189,7 +203,7 @@ class MeasurementIn(Strict):
     registers: Count | None = None
     smem_bytes: Count | None = None
     occupancy: Number | None = None
-    study: str | None = Field(default=None, max_length=255)
+    study: str | None = Field(default=None, max_length=255, pattern=NON_BLANK)
     trial_number: Count | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
 

@@ -247,6 +247,7 @@ def test_bad_input_is_422_naming_the_field(
         (b"m=1", "application/json", "not valid JSON (Expecting value at character 0)"),
         (b'{"m": 1,', "application/json", "not valid JSON"),
         (b"[1, 2]", "application/json", "must be a JSON object, got [1, 2]"),
+        (b'{"m": "\xff"}', "application/json", "in UTF-8; byte 7 is not UTF-8"),
         (b'{"m": 1, "n": 1, "k": 1}', "text/plain", "'Content-Type: application/json', got"),
         (b'{"m": 1, "n": 1, "k": 1}', "", "got Content-Type 'none'"),
     ],

@@ -119,3 +119,9 @@ def test_a_nul_in_a_parameter_is_422_naming_it_and_harms_nothing(
     # The connection and the database are fine afterwards (PostgreSQL used to reset it).
     assert client.get("/v1/results", params={"device": "NVIDIA H100 80GB HBM3"}).status_code == 200
     assert client.get("/healthz").status_code == 200
+
+
+def test_a_method_the_path_does_not_take_names_every_one_it_does(client: TestClient) -> None:
+    response = client.request("PUT", "/v1/results")
+    assert response.status_code == 405
+    assert set(response.headers["Allow"].split(", ")) >= {"GET", "POST"}

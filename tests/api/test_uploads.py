@@ -62,7 +62,8 @@ def test_a_blank_reason_is_named_with_its_row(sqlite_client: TestClient) -> None
     response = sqlite_client.post("/v1/results", json=body, headers=AUTH)
     assert response.status_code == 422
     (error,) = response.json()["detail"]
-    assert error["field"] == "measurements.1" and "`reason`" in error["msg"]
+    assert error["field"] == "measurements.1.reason"
+    assert error["msg"] == "`measurements.1.reason` must not be blank, got '   '"
 
 
 def store_unreadable(url: str) -> None:
