@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -92,10 +94,26 @@ def seeded(db_url: str) -> str:
     return db_url
 
 
-def make_app(url: str, token: str | None = TOKEN, trusted: str | None = TRUSTED) -> FastAPI:
+def make_app(
+    url: str, token: str | None = TOKEN, trusted: str | None = TRUSTED, **settings: Any
+) -> FastAPI:
     return create_app(
-        Settings(database_url=url, api_token=token, trusted_token=trusted, cache_ttl_s=0)
+        Settings(
+            database_url=url, api_token=token, trusted_token=trusted, cache_ttl_s=0, **settings
+        )
     )
+
+
+@contextmanager
+def seeded_sqlite_app(folder: Path, **settings: Any) -> Iterator[FastAPI]:
+    """An app (both tokens, no snapshot caching) on a seeded SQLite file in ``folder``."""
+    url = f"sqlite:///{folder}/api.db"
+    seed(url)
+    app = make_app(url, **settings)
+    try:
+        yield app
+    finally:
+        app.state.engine.dispose()
 
 
 @pytest.fixture
@@ -107,14 +125,10 @@ def client(seeded: str) -> Iterator[TestClient]:
 
 
 @pytest.fixture
-def sqlite_client(tmp_path: pytest.TempPathFactory) -> Iterator[TestClient]:
+def sqlite_client(tmp_path: Path) -> Iterator[TestClient]:
     """A seeded SQLite app, for tests whose outcome cannot depend on the backend."""
-    url = f"sqlite:///{tmp_path}/api.db"
-    seed(url)
-    app = make_app(url)
-    with TestClient(app) as test_client:
+    with seeded_sqlite_app(tmp_path) as app, TestClient(app) as test_client:
         yield test_client
-    app.state.engine.dispose()
 
 
 @dataclass
@@ -149,11 +163,7 @@ def serving(app: FastAPI) -> Iterator[str]:
 
 
 @pytest.fixture
-def live_server(tmp_path: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
     """A real uvicorn server in a thread, on a seeded SQLite database."""
-    url = f"sqlite:///{tmp_path}/live.db"
-    seed(url)
-    app = make_app(url)
-    with serving(app) as base:
+    with seeded_sqlite_app(tmp_path) as app, serving(app) as base:
         yield LiveServer(base, app)
-    app.state.engine.dispose()

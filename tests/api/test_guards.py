@@ -5,30 +5,23 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
 from api.settings import Settings
-from tests.api.conftest import TOKEN, TRUSTED, seed, serving
+from tests.api.conftest import TOKEN, TRUSTED, seeded_sqlite_app, serving
 from tests.api.test_results import upload
 
 LIMIT = 4096
 
 
 @pytest.fixture
-def small_limit_url(tmp_path: pytest.TempPathFactory) -> Iterator[str]:
+def small_limit_url(tmp_path: Path) -> Iterator[str]:
     """A live server on a seeded SQLite file that takes bodies of at most LIMIT bytes."""
-    url = f"sqlite:///{tmp_path}/limit.db"
-    seed(url)
-    settings = Settings(
-        database_url=url, api_token=TOKEN, trusted_token=TRUSTED, max_body_bytes=LIMIT
-    )
-    app = create_app(settings)
-    with serving(app) as base:
+    with seeded_sqlite_app(tmp_path, max_body_bytes=LIMIT) as app, serving(app) as base:
         yield base
-    app.state.engine.dispose()
 
 
 def raw_request(base: str, head: str, body: bytes = b"") -> tuple[int, bytes]:
