@@ -44,7 +44,7 @@ MIN_KERNEL_MS = 1e-3
 DEVICE_NAME_CHARS = 200
 STUDY_CHARS = 255
 
-Path = tuple[str | int, ...]
+FieldPath = tuple[str | int, ...]
 Record = tuple[DeviceIn, ShapeIn, MeasurementIn]
 
 
@@ -52,7 +52,7 @@ Record = tuple[DeviceIn, ShapeIn, MeasurementIn]
 class Problem:
     """One reason to refuse a record: where (``("measurements", 3, "ms")``) and what."""
 
-    path: Path
+    path: FieldPath
     message: str  # what is allowed and what was sent, without the field's name
     row: str | None = None  # the record, where the path does not say (a file's record 12)
 
