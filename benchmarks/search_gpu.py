@@ -6,7 +6,8 @@
 One GPU evaluator (compiler pool + worker process) serves every study, as in ``tune-batch``.
 
 1. Throughput: an 80-candidate ``ranked`` study of 4096^3 and of 1024x1024x512 from a fresh
-   database and an empty kernel cache: evaluated candidates per second of the study loop.
+   database and an empty kernel cache (the run's own, under a temporary folder): evaluated
+   candidates per second of the study loop.
 2. For every held-out shape (``benchmarks/heldout.csv``), on fresh SQLite databases:
    * ``ranked cold``: ``--trials`` candidates, ``--warm-start 0``, an empty database (what a
      user of a GPU with no committed data gets);
@@ -236,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="search-gpu-"))
+    # An empty kernel cache of this run's own (a cubin depends on the config, not the shape, so
+    # an earlier run's cache would make the first studies look faster than a new user's).
+    os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / "kernels")
     gpu = GpuEvaluator()
     document: dict[str, Any] = {
         "what": "gemmtune search on the GPU: throughput, cold and warm studies, fidelity",

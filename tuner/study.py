@@ -51,6 +51,10 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 # After this many proposals in a row that bring nothing new, evaluate an untried candidate
 # instead (a converged sampler keeps proposing its favourite).
 STALE_PROPOSALS = 25
+# After this many invalid points in a row, evaluate an untried candidate instead: a sampler that
+# cannot model the conditional space (TPE on a space with few valid points) would otherwise ask
+# thousands of times for each valid one.
+INVALID_IN_A_ROW = 50
 # How many of the fastest candidates are re-measured beside cuBLAS at the end, and in how many
 # alternating rounds.
 FINALISTS = 3
@@ -335,15 +339,11 @@ class Study:
     ) -> tuple[Config | None, optuna.trial.Trial | None]:
         """The next candidate: from the sampler, skipping invalid points at no cost (``busy``:
         proposed by this worker and not yet recorded)."""
-        if stale >= STALE_PROPOSALS:
-            untried = next(
-                (n for n in self._order if n not in done and n not in taken and n not in busy),
-                None,
-            )
-            if untried is None:
+        if stale >= STALE_PROPOSALS and not self._enqueue_untried(done, taken, busy):
+            return None, None
+        for attempt in range(INVALID_IN_A_ROW + 1):
+            if attempt == INVALID_IN_A_ROW and not self._enqueue_untried(done, taken, busy):
                 return None, None
-            self.optuna.enqueue_trial(trial_params(self.candidates[untried], self.families))
-        for _ in range(10_000):
             trial = self.optuna.ask()
             if isinstance(self.sampler, CandidateSampler) and not self.sampler.proposes(trial):
                 self.optuna.tell(trial, state=TrialState.FAIL)  # nothing left to propose
@@ -356,6 +356,16 @@ class Study:
             self.invalid_proposals += 1
             self.optuna.tell(trial, state=TrialState.PRUNED)
         return None, None
+
+    def _enqueue_untried(self, done: dict[str, Result], taken: set[str], busy: set[str]) -> bool:
+        """Make the next proposal a candidate nobody has tried; False when there is none."""
+        untried = next(
+            (n for n in self._order if n not in done and n not in taken and n not in busy), None
+        )
+        if untried is None:
+            return False
+        self.optuna.enqueue_trial(trial_params(self.candidates[untried], self.families))
+        return True
 
     def _tell(self, trial: optuna.trial.Trial, result: Result) -> None:
         self._known.add(result.config_name)
