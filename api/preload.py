@@ -13,6 +13,9 @@ present:
   ``gemmtune bench``: each ``ok`` row stored as an ok measurement (rows without a measured
   config add nothing). Each shape's best config is the fastest of everything stored for it.
 
+Each row's ``created_at`` is when it was measured, not when it was preloaded: the provenance's
+``time`` (one measurement) or ``date`` (a suite run), else the sweep table header's ``date``.
+
 Every record must pass the rules of uploads and imports (:mod:`tuner.intake`), or nothing is
 stored. Everything goes through :func:`storage.record_measurements`, which stores the same rows and
 best_config as live tuning's :func:`storage.record_measurement` one record at a time would.
@@ -22,8 +25,10 @@ Idempotent: a database that already holds measurements is left alone.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
 from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -71,6 +76,20 @@ class Preloaded:
         return f"preloaded {self.count} measurements from {self.files} files in {self.folder}"
 
 
+def measured_at(provenance: Mapping[str, Any], fallback: str | None = None) -> datetime | None:
+    """When a committed result was measured: the first ISO 8601 time of the provenance's
+    ``time`` and ``date`` and ``fallback`` (naive times are UTC), or None without one."""
+    for value in (provenance.get("time"), provenance.get("date"), fallback):
+        if not isinstance(value, str):
+            continue
+        try:
+            when = datetime.fromisoformat(value)
+        except ValueError:
+            continue
+        return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return None
+
+
 def sweep_records(table: SweepTable) -> Iterator[Record]:
     """Rows of a sweep table as storage inputs, one study per shape: each stored as the result
     a replay of the table answers, as live tuning would record it."""
@@ -84,10 +103,12 @@ def sweep_records(table: SweepTable) -> Iterator[Record]:
         number_in_study = trial.get(study, 0)
         trial[study] = number_in_study + 1
         result = row.to_result(parse_config(row.config_name), provenance)
+        record = measurement_in(result, study, number_in_study)
+        when = measured_at(record.provenance, table.header.date)
         yield (
             device,
             storage.ShapeIn(shape.m, shape.n, shape.k),
-            measurement_in(result, study, number_in_study),
+            replace(record, created_at=when),
         )
 
 
@@ -114,6 +135,7 @@ def suite_records(suite: SuiteFile) -> Iterator[Record]:
                 ratio=row.ratio,
                 rel_error=row.rel_error,
                 provenance=provenance,
+                created_at=measured_at(provenance, suite.document.get("date")),
             ),
         )
 

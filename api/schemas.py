@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from storage import STATUSES
+from tuner.answers import FAR_DISTANCE
 from tuner.device_kind import ARCH_FORMAT
 from tuner.families import FAMILIES
 from tuner.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
@@ -135,10 +136,21 @@ class BestResponse(BaseModel):
     family: str
     params: dict[str, int]
     name: str = Field(description="procedural config name, its identity everywhere")
-    source: Literal["exact", "nearest", "default"]
+    source: Literal["exact", "nearest", "far", "default"] = Field(
+        description="exact: tuned for this shape; nearest: tuned for the closest tuned shape "
+        f"(within distance {FAR_DISTANCE:g}); far: the closest tuned shape is farther, so the "
+        "default rule's config and no numbers; default: nothing tuned"
+    )
     distance: float | None = Field(
         description="log-space Euclidean distance sqrt(sum (ln a - ln b)^2) over (m, n, k) "
-        "from the requested shape to measured_on; 0 for exact, null for default"
+        "from the requested shape to measured_on (for far: to the nearest tuned shape); 0 "
+        "for exact, null for default"
+    )
+    confidence: float = Field(
+        ge=0.0,
+        le=1.0,
+        description="how much the measured shape says about this one: 1 for exact, "
+        f"1 - distance / {FAR_DISTANCE:g} for nearest, 0 for far and default",
     )
     measured_on: ShapeOut | None = Field(
         description="the shape ms/tflops/cublas_tflops/ratio were measured on (for nearest: "

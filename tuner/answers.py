@@ -8,8 +8,14 @@ Sources, tried in order within the data the device may use:
   Distance is Euclidean in log space, ``sqrt(sum((ln a_i - ln b_i)^2))`` over (m, n, k)
   (:func:`storage.shape_distance`): equal ratios are equal distances, so 128 -> 256 is as far
   as 4096 -> 8192. Its numbers were measured on that other shape and are labelled so;
+* ``far``: the nearest tuned shape is farther than :data:`FAR_DISTANCE`: what it measured says
+  little about this shape (a 3x5x7 GEMM is not a 1000^3 one), so the config is the default rule's
+  and no numbers are given; ``distance`` and the note name the nearest tuned shape;
 * ``default``: nothing usable tuned yet, so a warptile config picked by :func:`default_config`.
   Every kernel is correct for any M, N, K >= 1, so a default is always safe, only maybe slow.
+
+Every answer carries a ``confidence`` in [0, 1] (:func:`confidence`): 1 for exact, falling
+linearly with the distance to 0 at :data:`FAR_DISTANCE`; 0 for far and default.
 
 Which data (``device_match``), for the :class:`~tuner.device_kind.DeviceSpec` asked about:
 
@@ -42,7 +48,7 @@ from tuner.families import parse_config
 from tuner.render import KernelSource, Launch, render
 from tuner.shape import Shape
 
-Source = Literal["exact", "nearest", "default"]
+Source = Literal["exact", "nearest", "far", "default"]
 Match = Literal["same_device", "same_kind", "any_device"]
 
 # The default rule: 128x128 block tiles once there are enough of them to fill every SM of an
@@ -58,6 +64,21 @@ DEFAULT_RULE = (
     f"{DEFAULT_LARGE} when ceil(m/{DEFAULT_TILE})*ceil(n/{DEFAULT_TILE}) >= "
     f"{DEFAULT_WAVE_BLOCKS} (one full wave on an H100), else {DEFAULT_SMALL}"
 )
+
+
+# Past this log-space distance a tuned shape's config and numbers do not answer for another: about
+# a factor 20 in one dimension, or 5.6 in each of the three. The committed suite's neighbours
+# (16 -> 128 rows, 1024^3 -> 2048^3, 4096^3 -> 4096x4096x11008) are all nearer than this;
+# 3x5x7 -> 1000^3 (9.3) and 256x256x65536 -> 1024^3 (4.6) are farther.
+FAR_DISTANCE = 3.0
+
+
+def confidence(distance: float | None) -> float:
+    """How much a tuned shape at ``distance`` says about the asked one: 1 at the shape itself,
+    0 at :data:`FAR_DISTANCE` and beyond (and for no tuned shape at all, ``None``)."""
+    if distance is None:
+        return 0.0
+    return round(max(0.0, 1.0 - distance / FAR_DISTANCE), 3)
 
 
 SHAPE_FIELDS = ("m", "n", "k", "dtype", "layout")
@@ -146,7 +167,8 @@ class Answer:
     source: Source
     device: DeviceSpec | None  # asked about; arch and SM count filled in where stored
     # What the config measured, and where: None for a default.
-    distance: float | None = None
+    distance: float | None = None  # to measured_on; for far, to the nearest tuned shape
+    confidence: float = 0.0
     measured_on: tuple[int, int, int] | None = None  # the shape the numbers were measured on
     ms: float | None = None
     tflops: float | None = None
@@ -187,6 +209,7 @@ class Answer:
             "name": self.name,
             "source": self.source,
             "distance": self.distance,
+            "confidence": self.confidence,
             "measured_on": None if shape is None else dict(zip("mnk", shape, strict=True)),
             "ms": self.ms,
             "tflops": self.tflops,
@@ -218,7 +241,7 @@ class Answer:
 
 # Answer fields whose JSON value is the value itself.
 _PLAIN_KEYS = (
-    "m", "n", "k", "dtype", "layout", "name", "family", "source", "distance",
+    "m", "n", "k", "dtype", "layout", "name", "family", "source", "distance", "confidence",
     "ms", "tflops", "cublas_tflops", "ratio", "device_match", "note",
 )  # fmt: skip
 
@@ -263,7 +286,8 @@ class Tuning:
         """
         shape = Shape(m, n, k, dtype, layout)
         if device is None:
-            return _tuned(self.entries, shape, "any_device", None) or _default(shape, None)
+            found = _tuned(self.entries, shape, "any_device", None)
+            return found if isinstance(found, Answer) else _default(shape, None, found)
         stored = self._stored(device)
         asked = DeviceSpec(
             device.name,
@@ -277,14 +301,16 @@ class Tuning:
             ("same_device", [e for e in self.entries if e.device in stored]),
             ("same_kind", [e for e in kind if e.device not in stored]),
         )
+        farthest: Far | None = None
         for match, pool in pools:
             usable = [e for e in pool if slow.allows(e.family)]
             found = _tuned(usable, shape, match, asked)
-            if found is not None:
+            if isinstance(found, Answer):
                 return _with_skipped(found, len(pool) - len(usable), slow)
+            farthest = farthest or found
         if not stored and asked.arch is None:
             raise UnknownDeviceError(asked, (d.name for d in self.devices))
-        return _default(shape, asked)
+        return _default(shape, asked, farthest)
 
     def _stored(self, device: DeviceSpec) -> set[DeviceInfo]:
         """The stored devices ``device`` names (its name, and its arch and SM count if given)."""
@@ -302,10 +328,19 @@ def _only(values: set[Any]) -> Any:
     return next(iter(values)) if len(values) == 1 else None
 
 
+@dataclass(frozen=True)
+class Far:
+    """The nearest tuned shape of a pool, too far away to answer for the asked one."""
+
+    entry: Tuned
+    distance: float
+
+
 def _tuned(
     pool: Sequence[Tuned], shape: Shape, match: Match, device: DeviceSpec | None
-) -> Answer | None:
-    """The exact answer from ``pool``, else the nearest, else None."""
+) -> Answer | Far | None:
+    """The exact answer from ``pool``, else the nearest within :data:`FAR_DISTANCE`, else the
+    nearest farther away (:class:`Far`), else None (nothing of this dtype and layout)."""
     key = (shape.m, shape.n, shape.k, shape.dtype, shape.layout)
     exact = [e for e in pool if (e.m, e.n, e.k, e.dtype, e.layout) == key]
     if exact:
@@ -320,6 +355,8 @@ def _tuned(
     if not scored:
         return None
     distance, _, _, entry = min(scored, key=lambda item: item[:3])
+    if distance > FAR_DISTANCE:
+        return Far(entry, distance)
     return _from_entry(entry, shape, "nearest", distance, match, device)
 
 
@@ -354,6 +391,7 @@ def _from_entry(
         params=entry.params,
         source=source,
         distance=distance,
+        confidence=confidence(distance),
         measured_on=(entry.m, entry.n, entry.k),
         ms=entry.ms,
         tflops=entry.tflops,
@@ -375,17 +413,28 @@ def _with_skipped(answer: Answer, skipped: int, slow: SlowMath) -> Answer:
     return replace(answer, note=note)
 
 
-def _default(shape: Shape, device: DeviceSpec | None) -> Answer:
+def _default(shape: Shape, device: DeviceSpec | None, far: Far | None = None) -> Answer:
+    """The default rule's answer; ``far`` (the nearest tuned shape, too far) makes it ``far``."""
     config = default_config(shape.m, shape.n)
     where = f" on {device.name} or a GPU of its kind" if device is not None else ""
+    rule = f"config chosen by rule: {DEFAULT_RULE}"
+    if far is None:
+        note = f"nothing tuned{where} for {shape.dtype} {shape.layout} yet; {rule}"
+    else:
+        near = far.entry
+        note = (
+            f"nearest tuned shape{where} is {near.m}x{near.n}x{near.k} on {near.device.name}, "
+            f"at log-space distance {far.distance:.3f} > {FAR_DISTANCE:g}: too far for its "
+            f"config or numbers to answer for {shape}; {rule}"
+        )
     return Answer(
         **shape_values(shape),
         name=config.name,
         family=config.family,
         params=config.as_dict(),
-        source="default",
+        source="default" if far is None else "far",
+        distance=None if far is None else far.distance,
         device=device,
         provenance={"rule": DEFAULT_RULE},
-        note=f"nothing tuned{where} for {shape.dtype} {shape.layout} yet; config chosen by "
-        f"rule: {DEFAULT_RULE}",
+        note=note,
     )

@@ -73,6 +73,16 @@ def test_nearest_says_which_shape_its_numbers_come_from(client: TestClient) -> N
     assert "1024x1024x1024" in str(data["note"]) and "measured on that shape" in str(data["note"])
 
 
+def test_a_tiny_shape_is_far_from_1024_cubed_and_gets_no_numbers(client: TestClient) -> None:
+    data = post(client, m=3, n=5, k=7)
+    assert (data["source"], data["name"], data["confidence"]) == ("far", DEFAULT_SMALL, 0.0)
+    to_1024_cubed = math.sqrt(sum(math.log(1024 / d) ** 2 for d in (3, 5, 7)))
+    assert data["distance"] == pytest.approx(to_1024_cubed)
+    assert (data["ms"], data["tflops"], data["ratio"], data["measured_on"]) == (None,) * 4
+    near = post(client, m=1024, n=2048, k=1024)
+    assert 0 < near["confidence"] < 1  # type: ignore[operator]
+
+
 def test_nearest_stays_on_the_requested_device(client: TestClient) -> None:
     data = post(client, m=1000, n=1000, k=1000, device="NVIDIA A100-SXM4-40GB")
     assert data["source"] == "nearest"

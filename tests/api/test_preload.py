@@ -14,7 +14,15 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
-from api.preload import BENCH_FILE, SUITE_FILE, SWEEP_FILE, Outcome, preload, sweep_records
+from api.preload import (
+    BENCH_FILE,
+    SUITE_FILE,
+    SWEEP_FILE,
+    Outcome,
+    measured_at,
+    preload,
+    sweep_records,
+)
 from tuner.answer_index import load_snapshot
 from tuner.results import ResultsFileError, read_sweep_table, results_dir
 
@@ -163,3 +171,30 @@ def test_a_results_file_with_an_implausible_row_preloads_nothing(
         preload(sessions, folder)
     with sessions() as session:
         assert not storage.holds_measurements(session)
+
+
+def test_preloaded_rows_carry_their_measurement_time_not_the_preload_time(
+    sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    folder = small_results(tmp_path / "results", rows=2)
+    header = json.loads((folder / SWEEP_FILE).read_text().splitlines()[0])
+    dated = {**PROVENANCE, "date": "2026-01-02T03:04:05+00:00"}
+    row = {"m": 512, "n": 256, "k": 128, "status": "ok", "ms": 0.01}
+    row["config"] = "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128"
+    (folder / SUITE_FILE).write_text(
+        json.dumps({"device": H100, "provenance": dated, "shapes": [row]})
+    )
+    preload(sessions, folder)
+    with sessions() as session:
+        sweep = storage.measurements_for_study(session, "h100-sweep-4096x4096x4096")
+        rows, _ = storage.list_measurements(session, limit=10)
+    suite_row = next(r for r in rows if r.shape.m == 512)
+    assert {r.created_at.isoformat() for r in sweep} == {header["date"]}
+    assert suite_row.created_at.isoformat() == dated["date"]
+
+
+def test_measured_at_reads_time_then_date_then_the_fallback() -> None:
+    assert measured_at({"time": "2026-05-06T07:08:09+00:00", "date": "2020-01-01"}).day == 6  # type: ignore[union-attr]
+    assert str(measured_at({"date": "2026-05-06T07:08:09"})) == "2026-05-06 07:08:09+00:00"
+    assert str(measured_at({"date": "not a date"}, "2026-02-03T00:00:00Z")).startswith("2026-02-03")
+    assert measured_at({}) is None

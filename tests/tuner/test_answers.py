@@ -9,6 +9,7 @@ import pytest
 from tuner.answers import (
     DEFAULT_LARGE,
     DEFAULT_SMALL,
+    FAR_DISTANCE,
     Answer,
     DeviceInfo,
     Tuned,
@@ -194,3 +195,39 @@ def test_a_persistent_grid_is_sized_for_the_sms_it_was_measured_with() -> None:
     assert tuning.answer(*CUBE, device=H200).launch().grid == (264, 1, 1)
     a100 = tuning.answer(*CUBE, device=DeviceSpec(A100.name)).launch()
     assert a100.grid == (216, 1, 1) and a100.block == (256, 1, 1)
+
+
+def test_confidence_falls_with_distance_and_is_one_for_exact(tuning: Tuning) -> None:
+    exact = tuning.answer(*SMALL)
+    near = tuning.answer(2048, 1024, 1024)  # a factor 2 in m from 1024^3
+    assert (exact.source, exact.confidence) == ("exact", 1.0)
+    assert near.source == "nearest" and near.distance == pytest.approx(math.log(2))
+    assert near.confidence == pytest.approx(1 - math.log(2) / FAR_DISTANCE, abs=1e-3)
+    assert 0 < near.confidence < exact.confidence
+
+
+def test_a_tiny_shape_far_from_every_tuned_one_gets_no_measured_numbers(tuning: Tuning) -> None:
+    answer = tuning.answer(3, 5, 7)
+    distance = math.dist([math.log(3), math.log(5), math.log(7)], [math.log(1024)] * 3)
+    assert (answer.source, answer.name, answer.confidence) == ("far", DEFAULT_SMALL, 0.0)
+    assert answer.distance == pytest.approx(distance) and answer.distance > FAR_DISTANCE
+    assert (answer.ms, answer.tflops, answer.ratio, answer.measured_on) == (None,) * 4
+    assert "1024x1024x1024" in answer.note and f"> {FAR_DISTANCE:g}" in answer.note
+    assert Answer.from_json(answer.as_json()) == answer
+
+
+def test_just_inside_the_far_distance_is_still_nearest(tuning: Tuning) -> None:
+    edge = 1024 / math.exp(FAR_DISTANCE)  # m alone moves away from 1024^3
+    inside = tuning.answer(math.ceil(edge), 1024, 1024)
+    outside = tuning.answer(math.floor(edge), 1024, 1024)
+    assert (inside.source, inside.measured_on) == ("nearest", SMALL)
+    assert outside.source == "far"
+
+
+def test_a_far_own_device_falls_through_to_a_near_device_of_its_kind() -> None:
+    tiny = (8, 8, 8)
+    tuning = Tuning([tuned(H100, tiny, WARPTILE, 0.01), tuned(A100, CUBE, STREAMK, 7.0)], [], {})
+    a100 = tuning.answer(*CUBE, device=DeviceSpec(A100.name))
+    assert (a100.source, a100.name) == ("exact", STREAMK)
+    h100 = tuning.answer(4000, 4000, 4000, device=DeviceSpec(H100.name))
+    assert (h100.source, h100.device_match) == ("far", None)

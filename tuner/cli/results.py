@@ -63,8 +63,10 @@ def best(
             f"  {answer.ms:.4f} ms, {answer.tflops or 0:.1f} TFLOP/s, "
             f"cuBLAS {answer.cublas_tflops or 0:.1f} TFLOP/s, ratio {answer.ratio or 0:.2f}",
         ]
+    elif answer.distance is not None:  # far: the nearest tuned shape is too far to answer
+        lines.append(f"  source: {answer.source}, distance {answer.distance:.3f}")
     else:
-        lines.append("  source: default")
+        lines.append(f"  source: {answer.source}")
     for line in [*lines, f"  {answer.note}"]:
         out.print(line, soft_wrap=True, markup=False)
 
