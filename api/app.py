@@ -6,9 +6,12 @@ Without arguments it reads settings from the environment (``gemmtune serve`` bui
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -22,11 +25,13 @@ from api.errors import (
     validation_handler,
 )
 from api.guards import RequestGuard
-from api.routes import configs, dashboard, health, results, studies
+from api.routes import configs, dashboard, docs, health, results, studies
 from api.settings import Settings
 from tuner.answer_index import BestIndex
 from tuner.answers import UnknownDeviceError
 from tuner.intake import RejectedRecords
+
+STATIC = Path(__file__).resolve().parent / "static"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -39,6 +44,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="gemmtune",
         version="0.1.0",
         summary="Best GEMM kernel configs per shape and device, tuned on real GPUs.",
+        docs_url=None,  # api.routes.docs serves both on the package's own assets
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -51,11 +58,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
     app.add_exception_handler(SQLAlchemyError, database_error_handler)
     app.add_exception_handler(storage.StorageError, storage_error_handler)
-    routers = [module.router for module in (configs, results, studies, health, dashboard)]
+    routers = [module.router for module in (configs, results, studies, health, dashboard, docs)]
     for router in routers:
         app.include_router(router)
     routes = [route for router in routers for route in router.routes]
     app.add_middleware(RequestGuard, app=app, routes=routes)
+    app.mount("/static", StaticFiles(directory=STATIC, check_dir=True), name="static")
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:
