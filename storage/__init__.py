@@ -27,6 +27,7 @@ from storage.inputs import (
 )
 from storage.models import Base, BestConfig, Claim, Device, DeviceRates, Measurement, Shape
 from storage.queries import (
+    StudyProgress,
     StudySummary,
     best_configs,
     best_configs_fingerprint,
@@ -42,6 +43,7 @@ from storage.queries import (
     nearest_best,
     ping,
     shape_distance,
+    study_progress,
     study_summaries,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
@@ -78,6 +80,7 @@ __all__ = [
     "ShapeIn",
     "SqliteFile",
     "StorageError",
+    "StudyProgress",
     "StudySummary",
     "best_configs",
     "best_configs_fingerprint",
@@ -114,6 +117,7 @@ __all__ = [
     "record_measurements",
     "release_claim",
     "shape_distance",
+    "study_progress",
     "study_summaries",
     "tflops",
     "upgrade",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, contains_eager
@@ -279,6 +280,28 @@ def study_summaries(session: Session) -> list[StudySummary]:
         StudySummary(str(name), int(count), int(ok or 0), best)
         for name, count, ok, best in session.execute(query)
     ]
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    """How far a study has come: what a live page polls for (one small query)."""
+
+    trials: int
+    ok: int
+    last_id: int | None
+    last_at: datetime | None
+
+
+def study_progress(session: Session, study_name: str) -> StudyProgress:
+    """Trials, ok trials, newest measurement id and time of ``study_name`` (zeros if none)."""
+    query = select(
+        func.count(),
+        func.count().filter(Measurement.status == "ok"),
+        func.max(Measurement.id),
+        func.max(Measurement.created_at),
+    ).where(Measurement.study == study_name)
+    trials, ok, last_id, last_at = session.execute(query).one()
+    return StudyProgress(int(trials), int(ok or 0), last_id, last_at)
 
 
 def count_measurements(session: Session) -> int:

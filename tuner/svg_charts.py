@@ -59,7 +59,9 @@ def _fmt(value: float) -> str:
     return f"{value:g}" if abs(value) < 1e5 else f"{value:.2e}"
 
 
-def _svg(width: int, height: int, body: list[str], label: str, *, standalone: bool) -> Markup:
+def svg_element(
+    width: int, height: int, body: list[str], label: str, *, standalone: bool
+) -> Markup:
     """The ``<svg>`` element. Standalone (a file) it has a size and a white background; inline
     (a page) it has the ``chart`` class that the page's CSS sizes."""
     size = f'width="{width}" height="{height}" ' if standalone else ""
@@ -128,7 +130,7 @@ def bar_chart(
             f'<text x="{middle:.1f}" y="{height - 4}" text-anchor="middle" fill="{TEXT}">'
             f"{escape(caption)}</text>"
         )
-    return _svg(layout.width, height, body, title, standalone=standalone)
+    return svg_element(layout.width, height, body, title, standalone=standalone)
 
 
 def _bar_row(
@@ -160,14 +162,65 @@ def _bar_row(
     return out
 
 
+def thin_points(points: Sequence[Point], limit: int) -> list[Point]:
+    """At most ``limit`` points that draw the same picture: points of a group that fall in one
+    cell of a grid over the data are drawn once, by the highest (the best of them), its
+    tooltip counting the others. The grid (up to 256 x 256 cells) is halved until few
+    enough cells are filled, so a page of a 10 000-trial study stays small. Order is kept."""
+    if len(points) <= limit:
+        return list(points)
+    xs, ys = [p.x for p in points], [p.y for p in points]
+    x0, y0 = min(xs), min(ys)
+    x_scale, y_scale = 255 / ((max(xs) - x0) or 1.0), 255 / ((max(ys) - y0) or 1.0)
+    cells = [(p.group, int((p.x - x0) * x_scale), int((p.y - y0) * y_scale)) for p in points]
+    # Start near the grid whose cells could hold ``limit`` points: fewer passes.
+    first = max(0, 8 - math.ceil(math.log2(math.sqrt(4 * limit))))
+    for shift in range(first, 9):
+        kept: dict[tuple[str, int, int], tuple[Point, int]] = {}
+        for p, (group, gx, gy) in zip(points, cells, strict=True):
+            key = (group, gx >> shift, gy >> shift)
+            best, count = kept.get(key, (p, 0))
+            kept[key] = (p if p.y > best.y else best, count + 1)
+        if len(kept) <= limit:
+            break
+    return [
+        Point(p.x, p.y, p.group, p.tooltip + (f" (and {n - 1} more here)" if n > 1 else ""))
+        for p, n in kept.values()
+    ]
+
+
+def group_order(group: str) -> tuple[float, str]:
+    """Groups in reading order: numbers by value (32 before 128), then names."""
+    try:
+        return (float(group), group)
+    except ValueError:
+        return (math.inf, group)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A horizontal dashed line at ``value`` (e.g. cuBLAS's TFLOP/s), labelled at its end."""
+
+    value: float
+    label: str
+
+
 class _Frame:
     """Axes of an x/y plot: maps data to pixels and draws the grid and labels."""
 
     def __init__(
-        self, xs: Sequence[float], ys: Sequence[float], x_label: str, y_label: str, title: str
+        self,
+        xs: Sequence[float],
+        ys: Sequence[float],
+        x_label: str,
+        y_label: str,
+        title: str,
+        *,
+        size: tuple[int, int] = (760, 380),
+        right: int = 24,
     ) -> None:
-        self.width, self.height = 760, 380
-        self.left, self.right, self.top, self.bottom = 64, 24, 34, 48
+        self.width, self.height = size
+        self.left, self.right, self.top, self.bottom = 64, right, 34, 48
         self.x_ticks = nice_ticks(min(xs, default=0.0), max(xs, default=1.0))
         self.y_ticks = nice_ticks(min([0.0, *ys]), max(ys, default=1.0))
         self.x_label, self.y_label, self.title = x_label, y_label, title
@@ -215,15 +268,31 @@ class _Frame:
         )
         return out
 
+    def reference(self, line: Reference | None) -> list[str]:
+        if line is None:
+            return []
+        x0, x1, y = self.px(self.x_ticks[0]), self.px(self.x_ticks[-1]), self.py(line.value)
+        return [
+            f'<g class="reference"><line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" '
+            f'stroke="{REFERENCE}" stroke-dasharray="5 4"/><text x="{x1 - 4:.1f}" '
+            f'y="{y - 5:.1f}" text-anchor="end" fill="{REFERENCE}">{escape(line.label)}</text></g>'
+        ]
+
 
 def best_so_far_chart(
-    trials: Sequence[Point], best: Sequence[Point], *, title: str, y_label: str
+    trials: Sequence[Point],
+    best: Sequence[Point],
+    *,
+    title: str,
+    y_label: str,
+    reference: Reference | None = None,
 ) -> Markup:
-    """Every trial as a faint dot and the best so far as a step line over the trial number."""
+    """Every trial as a faint dot and the best so far as a step line over the trial number,
+    with the ``reference`` line (cuBLAS) to beat."""
     xs = [p.x for p in (*trials, *best)]
-    ys = [p.y for p in (*trials, *best)]
+    ys = [p.y for p in (*trials, *best)] + ([reference.value] if reference else [])
     frame = _Frame(xs, ys, "trial", y_label, title)
-    body = frame.axes()
+    body = frame.axes() + frame.reference(reference)
     for p in trials:
         body.append(
             f'<circle cx="{frame.px(p.x):.1f}" cy="{frame.py(p.y):.1f}" r="2" '
@@ -237,26 +306,40 @@ def best_so_far_chart(
             f'<path class="best-so-far" d="{"".join(path)}" fill="none" stroke="{PALETTE[0]}" '
             f'stroke-width="2.5"/>'
         )
-    return _svg(frame.width, frame.height, body, title, standalone=False)
+    return svg_element(frame.width, frame.height, body, title, standalone=False)
 
 
-def scatter_chart(points: Sequence[Point], *, title: str, x_label: str, y_label: str) -> Markup:
-    """Points coloured by group (e.g. kernel family), with a legend."""
-    frame = _Frame([p.x for p in points], [p.y for p in points], x_label, y_label, title)
-    groups = sorted({p.group for p in points})
+def scatter_chart(
+    points: Sequence[Point],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    reference: Reference | None = None,
+    size: tuple[int, int] = (760, 380),
+    legend: bool = True,
+) -> Markup:
+    """Points coloured by group (e.g. kernel family), the legend right of the plot where it
+    covers no point."""
+    groups = sorted({p.group for p in points}, key=group_order)
+    shown = legend and len(groups) > 1
+    ys = [p.y for p in points] + ([reference.value] if reference else [])
+    frame = _Frame(
+        [p.x for p in points], ys, x_label, y_label, title, size=size, right=150 if shown else 24
+    )
     colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)}
-    body = frame.axes()
+    body = frame.axes() + frame.reference(reference)
     for p in points:
         body.append(
             f'<circle cx="{frame.px(p.x):.1f}" cy="{frame.py(p.y):.1f}" r="3" '
             f'fill="{colour[p.group]}" fill-opacity="0.55"><title>{escape(p.tooltip)}</title>'
             f"</circle>"
         )
-    for i, group in enumerate(groups):
-        x = frame.width - frame.right - 150
+    for i, group in enumerate(groups if shown else []):
+        x = frame.width - frame.right + 14
         y = frame.top + 4 + i * 18
         body.append(
             f'<rect x="{x}" y="{y}" width="12" height="12" rx="2" fill="{colour[group]}"/>'
             f'<text x="{x + 18}" y="{y + 10}" fill="{TEXT}">{escape(group)}</text>'
         )
-    return _svg(frame.width, frame.height, body, title, standalone=False)
+    return svg_element(frame.width, frame.height, body, title, standalone=False)

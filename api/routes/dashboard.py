@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from api.dashboard import overview, study_page
-from api.deps import SessionDep
+import storage
+from api.dashboard import overview, study_list
+from api.deps import IndexDep, SessionDep
+from api.shape_space import shape_space_context
+from api.study_data import load_study
+from api.study_names import study_title
+from api.study_page import StudyView, study_context
+from api.trial_table import SortKey, TableQuery
+from tuner.errors import InputError
 
 router = APIRouter(prefix="/dashboard", tags=["dashboard"], include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent.parent / "templates")
+templates.env.globals["study_title"] = study_title
 
 
 @router.get("", response_class=HTMLResponse)
@@ -20,9 +29,51 @@ def dashboard(request: Request, session: SessionDep) -> HTMLResponse:
     return templates.TemplateResponse(request, "dashboard.html", overview(session))
 
 
+@router.get("/studies", response_class=HTMLResponse)
+def studies(request: Request, session: SessionDep) -> HTMLResponse:
+    return templates.TemplateResponse(request, "studies.html", study_list(session))
+
+
+@router.get("/shapes", response_class=HTMLResponse)
+def shapes(
+    request: Request,
+    index: IndexDep,
+    shape: Annotated[str, Query(max_length=100)] = "",
+    device: Annotated[str, Query(max_length=200)] = "",
+) -> HTMLResponse:
+    context = shape_space_context(index.snapshot(), shape, device)
+    return templates.TemplateResponse(request, "shapes.html", context)
+
+
+@router.get("/progress")
+def progress(study: str, session: SessionDep) -> dict[str, Any]:
+    """What a live study page polls: trial counts and the newest measurement."""
+    done = storage.study_progress(session, study)
+    last_at = None if done.last_at is None else done.last_at.isoformat()
+    return {"trials": done.trials, "ok": done.ok, "last_id": done.last_id, "last_at": last_at}
+
+
 @router.get("/studies/{study:path}", response_class=HTMLResponse)
-def study(request: Request, study: str, session: SessionDep) -> HTMLResponse:
-    context = study_page(session, study)
-    if context is None:
+def study(
+    request: Request,
+    study: str,
+    session: SessionDep,
+    family: str | None = None,
+    x: str = "registers",
+    colour: str = "family",
+    status_: Annotated[str | None, Query(alias="status")] = None,
+    q: Annotated[str, Query(max_length=200)] = "",
+    sort: SortKey = "trial",
+    desc: bool = False,
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
+    found = load_study(session, study)
+    if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no study named {study!r}")
+    table = TableQuery(status_ or None, family or None, q, sort, desc, page)
+    view = StudyView(family or None, x, colour, table)
+    try:
+        context = study_context(found, view)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from None  # a bad choice in the form
     return templates.TemplateResponse(request, "study.html", context)

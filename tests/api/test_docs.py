@@ -33,3 +33,10 @@ def test_vendored_assets_ship_their_licences() -> None:
     assert "Apache License" in (vendor / "swagger-ui" / "LICENSE").read_text()
     assert (vendor / "swagger-ui" / "NOTICE").is_file()
     assert "MIT License" in (vendor / "redoc" / "LICENSE").read_text()
+
+
+def test_the_vendored_scripts_fetch_nothing_from_a_cdn() -> None:
+    from api.app import STATIC
+
+    for script in (STATIC / "vendor").glob("*/*.js"):
+        assert "cdn." not in script.read_text(encoding="utf-8"), script

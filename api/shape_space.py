@@ -1,0 +1,114 @@
+"""The shape-space page: every tuned shape on one view with its ratio to cuBLAS, and for a
+shape a user types, the answer the API would give, how far it is from its data and where that
+data came from (the regret view).
+
+The answer is :meth:`tuner.answers.Tuning.answer` on the API's own snapshot, so the page and
+``POST /v1/configs/best`` cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+
+from tuner.answers import FAR_DISTANCE, Answer, Tuned, Tuning
+from tuner.device_kind import DeviceSpec
+from tuner.errors import InputError
+from tuner.shape import parse_shape
+from tuner.svg_charts import Point, scatter_chart
+
+# Ratio to cuBLAS (its time / ours) in bands, for the colours of the chart.
+BANDS = ((1.2, ">= 1.2x cuBLAS"), (1.0, "1.0-1.2x cuBLAS"), (0.8, "0.8-1.0x cuBLAS"))
+SLOWER = "< 0.8x cuBLAS"
+ASKED = "the shape asked about"
+
+
+def band(ratio: float | None) -> str:
+    if ratio is None:
+        return "no cuBLAS time"
+    return next((label for low, label in BANDS if ratio >= low), SLOWER)
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A tuned shape and the nearest other tuned shape of its device, dtype and layout: the
+    answer it would get if it had not been tuned."""
+
+    entry: Tuned
+    nearest: Tuned | None
+    distance: float | None
+
+
+def neighbours(entries: list[Tuned]) -> list[Neighbour]:
+    out = []
+    for entry in entries:
+        others = [
+            (math.dist(entry.log_mnk, o.log_mnk), o)
+            for o in entries
+            if o is not entry
+            and (o.device, o.dtype, o.layout) == (entry.device, entry.dtype, entry.layout)
+        ]
+        distance, nearest = min(others, key=lambda item: item[0], default=(None, None))
+        out.append(Neighbour(entry, nearest, distance))
+    return out
+
+
+def _point(m: int, n: int, k: int, group: str, tooltip: str) -> Point:
+    return Point(math.log2(m * n), math.log2(k), group, tooltip)
+
+
+def space_chart(entries: list[Tuned], asked: Answer | None) -> Markup:
+    points = [
+        _point(
+            e.m, e.n, e.k, band(e.ratio),
+            f"{e.m}x{e.n}x{e.k} on {e.device.name}: {e.config_name}, "
+            f"{e.ratio or 0:.2f}x cuBLAS, {e.tflops or 0:.1f} TFLOP/s",
+        )
+        for e in entries
+    ]  # fmt: skip
+    if asked is not None:
+        points.append(
+            _point(asked.m, asked.n, asked.k, ASKED, f"{asked.m}x{asked.n}x{asked.k}: asked")
+        )
+    return scatter_chart(
+        points,
+        title="Tuned shapes: output size against depth, coloured by the ratio to cuBLAS",
+        x_label="log2(M·N), output elements",
+        y_label="log2(K)",
+    )
+
+
+def ask(tuning: Tuning, shape: str, device: str) -> Answer:
+    """The answer for ``shape`` (``MxNxK``) on ``device`` ('' for any device).
+
+    Raises:
+        InputError: a malformed shape or an unknown device (naming it).
+    """
+    problem = parse_shape(shape.strip())
+    spec = DeviceSpec(device) if device else None
+    return tuning.answer(problem.m, problem.n, problem.k, device=spec)
+
+
+def shape_space_context(tuning: Tuning, shape: str, device: str) -> dict[str, Any]:
+    """Template context of ``/dashboard/shapes``; a bad ``shape`` or ``device`` is shown on
+    the page as the line the API would answer with."""
+    entries = sorted(tuning.entries, key=lambda e: (e.device.name, e.m * e.n * e.k, e.m, e.n))
+    answer, error = None, None
+    if shape:
+        try:
+            answer = ask(tuning, shape, device)
+        except InputError as exc:
+            error = str(exc)
+    return {
+        "entries": neighbours(entries),
+        "devices": sorted({d.name for d in tuning.devices}),
+        "chart": space_chart(entries, answer) if entries else None,
+        "shape": shape,
+        "device": device,
+        "answer": answer,
+        "error": error,
+        "far_distance": FAR_DISTANCE,
+    }
