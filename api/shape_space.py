@@ -23,12 +23,17 @@ from tuner.svg_charts import Point, scatter_chart
 # Ratio to cuBLAS (its time / ours) in bands, for the colours of the chart.
 BANDS = ((1.2, ">= 1.2x cuBLAS"), (1.0, "1.0-1.2x cuBLAS"), (0.8, "0.8-1.0x cuBLAS"))
 SLOWER = "< 0.8x cuBLAS"
-ASKED = "the shape asked about"
+UNRATED = "no cuBLAS time"
+ASKED = "asked"
+COLOURS = dict(
+    zip((*(label for _, label in BANDS), SLOWER, UNRATED, ASKED),
+        ("#15803d", "#2563eb", "#ca8a04", "#dc2626", "#94a3b8", "#0f172a"), strict=True)
+)  # fmt: skip
 
 
 def band(ratio: float | None) -> str:
     if ratio is None:
-        return "no cuBLAS time"
+        return UNRATED
     return next((label for low, label in BANDS if ratio >= low), SLOWER)
 
 
@@ -78,6 +83,7 @@ def space_chart(entries: list[Tuned], asked: Answer | None) -> Markup:
         title="Tuned shapes: output size against depth, coloured by the ratio to cuBLAS",
         x_label="log2(M·N), output elements",
         y_label="log2(K)",
+        colours=COLOURS,
     )
 
 

@@ -10,7 +10,7 @@ of text that came from data is escaped. Charts scale to their container (``viewB
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
@@ -318,16 +318,17 @@ def scatter_chart(
     reference: Reference | None = None,
     size: tuple[int, int] = (760, 380),
     legend: bool = True,
+    colours: Mapping[str, str] | None = None,
 ) -> Markup:
-    """Points coloured by group (e.g. kernel family), the legend right of the plot where it
-    covers no point."""
+    """Points coloured by group (e.g. kernel family; ``colours`` fixes some groups' colours),
+    the legend right of the plot where it covers no point (the first 16 groups)."""
     groups = sorted({p.group for p in points}, key=group_order)
     shown = legend and len(groups) > 1
     ys = [p.y for p in points] + ([reference.value] if reference else [])
     frame = _Frame(
         [p.x for p in points], ys, x_label, y_label, title, size=size, right=150 if shown else 24
     )
-    colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)}
+    colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)} | dict(colours or {})
     body = frame.axes() + frame.reference(reference)
     for p in points:
         body.append(
@@ -335,7 +336,7 @@ def scatter_chart(
             f'fill="{colour[p.group]}" fill-opacity="0.55"><title>{escape(p.tooltip)}</title>'
             f"</circle>"
         )
-    for i, group in enumerate(groups if shown else []):
+    for i, group in enumerate(groups[:16] if shown else []):
         x = frame.width - frame.right + 14
         y = frame.top + 4 + i * 18
         body.append(

@@ -8,6 +8,7 @@ error and uncaught exception, the DOM after scripts ran, and full-page screensho
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import shutil
 import subprocess
@@ -50,6 +51,13 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
+        try:
+            self._attach(profile)
+        except BaseException:
+            self._process.kill()
+            raise
+
+    def _attach(self, profile: Path) -> None:
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not port_file.is_file() or not port_file.read_text().strip():
@@ -59,7 +67,10 @@ class Browser:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list") as response:
             targets = json.load(response)
         page = next(t for t in targets if t["type"] == "page")
-        self._socket: ClientConnection = connect(page["webSocketDebuggerUrl"], max_size=None)
+        self._closing = contextlib.ExitStack()
+        self._socket: ClientConnection = self._closing.enter_context(
+            connect(page["webSocketDebuggerUrl"], max_size=None)
+        )
         self._next_id = 0
         self._events: list[dict[str, Any]] = []
         for domain in ("Page", "Runtime", "Log", "Network"):
@@ -69,7 +80,7 @@ class Browser:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._socket.close()
+        self._closing.close()
         self._process.terminate()
         self._process.wait(timeout=20)
 
@@ -96,6 +107,23 @@ class Browser:
         """Load ``url`` and wait for its load event (and ``settle_s`` more for scripts)."""
         self._events.clear()
         self.send("Page.navigate", url=url)
+        self._wait_for("Page.loadEventFired")
+        self.evaluate(f"new Promise(done => setTimeout(done, {int(settle_s * 1000)}))")
+        return self.log()
+
+    def submit(self, form: str, values: dict[str, str], settle_s: float = 0.3) -> PageLog:
+        """Fill the fields of the form ``form`` (a CSS selector) by name and press its button,
+        as a person would; wait for the page it loads."""
+        self._events.clear()
+        fill = "".join(
+            f"f.querySelector('[name={name}]').value = {json.dumps(value)};"
+            for name, value in values.items()
+        )
+        # Clicked after this evaluation returns: the navigation would cut its answer off.
+        self.evaluate(
+            f"(() => {{ const f = document.querySelector({json.dumps(form)}); {fill}"
+            "setTimeout(() => f.querySelector('button').click(), 0); })()"
+        )
         self._wait_for("Page.loadEventFired")
         self.evaluate(f"new Promise(done => setTimeout(done, {int(settle_s * 1000)}))")
         return self.log()

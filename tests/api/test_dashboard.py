@@ -89,7 +89,7 @@ def test_shape_space_shows_tuned_shapes_and_answers_like_the_api(
     assert f"<code>{api['name']}</code>" in far and ">far</span>" in far
     assert f"{api['distance']:.3f}" in far
     near = sqlite_client.get("/dashboard/shapes", params={"shape": "1024x2048x1024"}).text
-    assert ">nearest</span>" in near and "1024×1024×1024 on NVIDIA H100" in near
+    assert ">nearest</span>" in near and "1024\u00d71024\u00d71024 on NVIDIA H100" in near
     bad = sqlite_client.get("/dashboard/shapes", params={"shape": "0x1x1"}).text
     assert "must be" in bad and "0x1x1" in bad  # the API's line, on the page
 

@@ -51,3 +51,46 @@ def test_inline_and_standalone_bar_charts() -> None:
     assert "a&lt;b" in inline and "150.0%" in inline and "half of it" in inline and "n/a" in inline
     standalone = ET.fromstring(str(bar_chart(bars, title="t", standalone=True)))
     assert standalone.get("width") == "760" and standalone.find(f"{NS}rect") is not None
+
+
+def test_thin_points_bounds_the_count_and_keeps_the_best_of_each_cell() -> None:
+    from tuner.svg_charts import Point, thin_points
+
+    points = [Point(i % 100, (i * 7919) % 1000 / 10, "a" if i % 2 else "b") for i in range(10_000)]
+    thinned = thin_points(points, 300)
+    assert 0 < len(thinned) <= 300
+    assert max(p.y for p in thinned) == max(p.y for p in points)  # the best is drawn
+    assert {p.group for p in thinned} == {"a", "b"}  # no group swallowed by another
+    assert any("more here" in p.tooltip for p in thinned)
+    few = points[:50]
+    assert thin_points(few, 300) == few
+
+
+def test_scatter_legend_sits_right_of_the_plot_and_the_reference_is_drawn() -> None:
+    from tuner.svg_charts import Point, Reference, scatter_chart
+
+    points = [Point(x, x, group) for x in range(10) for group in ("warptile", "streamk")]
+    root = ET.fromstring(str(scatter_chart(
+        points, title="t", x_label="x", y_label="y", reference=Reference(20.0, "cuBLAS")
+    )))  # fmt: skip
+    rightmost = max(float(c.get("cx", 0)) for c in root.iter(f"{NS}circle"))
+    legend = [float(r.get("x", 0)) for r in root.iter(f"{NS}rect")]
+    assert len(legend) == 2 and min(legend) > rightmost + 5  # no point under the legend
+    line = root.find(f"{NS}g[@class='reference']/{NS}line")
+    assert line is not None
+    tops = [float(c.get("cy", 0)) for c in root.iter(f"{NS}circle")]
+    assert float(line.get("y1", 0)) < min(tops)  # 20 is above every point (y up)
+
+
+def test_parallel_coordinates_draw_one_line_per_trial_best_on_top() -> None:
+    from tuner.svg_parallel import Line, parallel_coordinates_chart
+
+    lines = [
+        Line({"BM": bm, "BK": 16}, score, f"t{score}") for bm, score in ((64, 3.0), (128, 9.0))
+    ]
+    root = ET.fromstring(
+        str(parallel_coordinates_chart(["BM", "BK"], lines, title="p", score_label="TFLOP/s"))
+    )
+    drawn = list(root.iter(f"{NS}polyline"))
+    assert [p.find(f"{NS}title").text for p in drawn] == ["t3.0", "t9.0"]  # type: ignore[union-attr]
+    assert all(len(p.get("points", "").split()) == 3 for p in drawn)  # BM, BK, the score
