@@ -72,17 +72,18 @@ class Study:
 
 def load_study(session: Session, name: str) -> Study | None:
     """The study named ``name``, or None when no measurement belongs to it."""
-    rows = storage.measurements_for_study(session, name)
+    rows = storage.study_table(session, name)
     if not rows:
         return None
+    m, n, k = rows[0].m, rows[0].n, rows[0].k
     trials, best, cublas = [], None, []
     for index, row in enumerate(rows):
-        values = storage.measurement_values(row, derive_tflops=True)
-        tflops = values["tflops"]
+        tflops = row.tflops if row.tflops is not None else storage.tflops(m, n, k, row.ms)
         if row.status == "ok" and tflops is not None:
             best = tflops if best is None else max(best, tflops)
-            if values["cublas_tflops"] is not None:
-                cublas.append(values["cublas_tflops"])
+            theirs = row.cublas_tflops or storage.tflops(m, n, k, row.cublas_ms)
+            if theirs is not None:
+                cublas.append(theirs)
         trials.append(
             StudyTrial(
                 number=row.trial_number if row.trial_number is not None else index,
@@ -101,11 +102,10 @@ def load_study(session: Session, name: str) -> Study | None:
                 best_so_far=best,
             )
         )
-    shape = rows[0].shape
     return Study(
         name=name,
-        device=rows[0].device.name,
-        shape=(shape.m, shape.n, shape.k),
+        device=rows[0].device,
+        shape=(m, n, k),
         trials=trials,
         cublas_tflops=statistics.median(cublas) if cublas else None,
     )

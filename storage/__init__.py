@@ -45,6 +45,7 @@ from storage.queries import (
     shape_distance,
     study_progress,
     study_summaries,
+    study_table,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
 from storage.records import TRUSTED_KEY, is_trusted, record_measurement, record_measurements
@@ -119,6 +120,7 @@ __all__ = [
     "shape_distance",
     "study_progress",
     "study_summaries",
+    "study_table",
     "tflops",
     "upgrade",
 ]

@@ -34,8 +34,8 @@ def test_studies_page_lists_every_study_by_a_readable_title(sqlite_client: TestC
     )
 
 
-def test_study_page_has_every_chart_and_explains_failures(sqlite_client: TestClient) -> None:
-    response = sqlite_client.get(STUDY)
+def test_study_page_has_every_chart_and_explains_failures(client: TestClient) -> None:
+    response = client.get(STUDY)
     assert response.status_code == 200
     html = response.text
     assert 'class="best-so-far"' in html and 'class="reference"' in html  # the cuBLAS line
@@ -45,7 +45,7 @@ def test_study_page_has_every_chart_and_explains_failures(sqlite_client: TestCli
     assert "compile_failed" in html and "nvrtc failed" in html
     assert "the compiler refused the source" in html
     assert 'src="/static/live.js"' in html
-    assert sqlite_client.get("/dashboard/studies/none").status_code == 404
+    assert client.get("/dashboard/studies/none").status_code == 404
 
 
 def test_study_page_takes_the_axis_and_colour_from_the_form(sqlite_client: TestClient) -> None:
@@ -71,10 +71,11 @@ def test_the_trial_table_filters_and_sorts(sqlite_client: TestClient) -> None:
     assert rows_of(sqlite_client.get(STUDY, params={"q": "bk99"}).text) == []
 
 
-def test_progress_is_a_small_json_document(sqlite_client: TestClient) -> None:
-    data = sqlite_client.get("/dashboard/progress", params={"study": "sweep/2048 #1"}).json()
+def test_progress_is_a_small_json_document(client: TestClient) -> None:
+    data = client.get("/dashboard/progress", params={"study": "sweep/2048 #1"}).json()
     assert (data["trials"], data["ok"]) == (4, 3)
-    empty = sqlite_client.get("/dashboard/progress", params={"study": "none"}).json()
+    assert data["last_at"].startswith("20")
+    empty = client.get("/dashboard/progress", params={"study": "none"}).json()
     assert (empty["trials"], empty["last_id"]) == (0, None)
 
 

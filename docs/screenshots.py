@@ -1,0 +1,37 @@
+"""Take the README's dashboard screenshots from a running server.
+
+    gemmtune serve --db sqlite:///shots.db            # preloads the committed H100 results
+    gemmtune import benchmarks/results/tuning/h200-suite-run2-run3-export.json --db sqlite:///shots.db
+    python docs/screenshots.py http://127.0.0.1:8000
+
+Uses the browser tests' headless Chromium (tests/api/browser.py); run from the repository root.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.api.browser import Browser  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+PAGES = {
+    "dashboard-study.png": ("/dashboard/studies/h100-sweep-4096x4096x4096", 2300),
+    "dashboard-shapes.png": ("/dashboard/shapes?shape=3x5x7&device=#answer", 1500),
+}
+
+
+def main(server: str) -> None:
+    with tempfile.TemporaryDirectory() as profile, Browser(Path(profile), width=1280) as browser:
+        for name, (page, height) in PAGES.items():
+            log = browser.open(server + page)
+            assert not log.errors, log.errors
+            browser.screenshot(HERE / name, height=height)
+            print(HERE / name)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1].rstrip("/"))
