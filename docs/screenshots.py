@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.api.browser import Browser  # noqa: E402
+from tests.api.browser import Browser
 
 HERE = Path(__file__).resolve().parent
 PAGES = {
