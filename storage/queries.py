@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, contains_eager
 
 from storage.inputs import DeviceIn, ShapeIn
@@ -283,7 +283,7 @@ def study_summaries(session: Session) -> list[StudySummary]:
     ]
 
 
-def study_table(session: Session, study_name: str) -> Sequence[Row[Any]]:
+def study_table(session: Session, study_name: str) -> Sequence[Any]:
     """A study's measurements as plain rows in trial order, for pages that read thousands:
     the measurement's columns by name (no provenance) plus ``m``, ``n``, ``k`` and
     ``device``. Several times faster than :func:`measurements_for_study`'s objects."""
