@@ -32,6 +32,25 @@ def stays_local(log: PageLog, server: LiveServer) -> None:
     assert not log.errors, log.errors
 
 
+# Pairs of texts of one chart whose boxes, as laid out, overlap (a label over a title).
+OVERLAPS = """
+[...document.querySelectorAll('svg.chart')].flatMap(svg => {
+  const boxes = [...svg.querySelectorAll('text')]
+    .map(t => [t.textContent, t.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+  const hits = [];
+  boxes.forEach(([a, p], i) => boxes.slice(i + 1).forEach(([b, q]) => {
+    if (p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1
+        && q.top < p.bottom - 1) hits.push(a + ' / ' + b);
+  }));
+  return hits;
+})
+"""
+
+
+def labels_apart(browser: Browser) -> None:
+    assert browser.evaluate(OVERLAPS) == []
+
+
 def keep(browser: Browser, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / f"{name}.png"
@@ -55,6 +74,7 @@ def test_overview_page(browser: Browser, live_server: LiveServer) -> None:
         ".filter(e => e.scrollWidth > e.clientWidth).length"
     )
     assert wide == 0
+    labels_apart(browser)  # the cuBLAS label clear of the title
     keep(browser, "dashboard")
 
 
@@ -66,6 +86,7 @@ def test_study_page_draws_its_plots_and_its_table_filters(
     assert count(browser, "path.best-so-far") == 1 and count(browser, "g.reference") >= 1
     assert count(browser, "svg.chart polyline") == 3  # parallel coordinates: the ok trials
     assert count(browser, "table.trials tbody tr") == 4
+    labels_apart(browser)
     keep(browser, "study")
     # Filter the table the way a person would: choose a status, press the button.
     stays_local(browser.submit("#table-form", {"status": "compile_failed"}), live_server)
@@ -85,6 +106,7 @@ def test_shape_space_page_answers_a_typed_shape(browser: Browser, live_server: L
     stays_local(browser.submit("#ask", {"shape": "3x5x7"}), live_server)
     answer = browser.evaluate("document.querySelector('#answer').innerText")
     assert "far" in answer and "distance" in answer and "provenance" in answer
+    labels_apart(browser)
     keep(browser, "shapes")
 
 
