@@ -58,6 +58,14 @@ class Study:
         return max(self.ok, key=lambda t: t.tflops or 0.0, default=None)
 
     @property
+    def best_against_cublas(self) -> float | None:
+        """Best TFLOP/s over cuBLAS's (> 1: faster than cuBLAS)."""
+        best = self.best
+        if best is None or best.tflops is None or not self.cublas_tflops:
+            return None
+        return best.tflops / self.cublas_tflops
+
+    @property
     def last_at(self) -> datetime | None:
         return max((t.created_at for t in self.trials), default=None)
 

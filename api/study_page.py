@@ -161,13 +161,11 @@ def _parallel(scoped: Sequence[StudyTrial], params: Sequence[str], family: bool)
     shown = ranked[:PARALLEL_BEST] + rest[::step]
     axes = (["family"] if family else []) + list(params)
     lines = [Line({**t.params, "family": t.family}, t.tflops or 0.0, _label(t)) for t in shown]
-    note = (
-        ""
-        if len(shown) == len(scoped)
-        else (
+    note = ""
+    if len(shown) < len(scoped):
+        note = (
             f" ({PARALLEL_BEST} fastest and {len(shown) - PARALLEL_BEST} others of {len(scoped)})"
         )
-    )
     return parallel_coordinates_chart(
         axes, lines, title=f"Parameters of the trials{note}", score_label="TFLOP/s"
     )
@@ -176,9 +174,10 @@ def _parallel(scoped: Sequence[StudyTrial], params: Sequence[str], family: bool)
 def _importance_chart(found: dict[str, float]) -> Markup | None:
     if not found:
         return None
-    bars = [Bar(name, 100 * value, text=f"{value:.2f}") for name, value in found.items()]
+    bars = [Bar(name, 100 * value, text=f"{value:.0%}") for name, value in found.items()]
     return bar_chart(
         bars,
+        unit="%",
         title="What mattered: parameter importance (Optuna PED-ANOVA, top 10 % vs all)",
         layout=BarLayout(label_width=110),
     )
@@ -199,9 +198,7 @@ def study_context(study: Study, view: StudyView) -> dict[str, Any]:
         "title": study_title(study.name),
         "view": view,
         "best": best,
-        "ratio": None
-        if best is None or not study.cublas_tflops
-        else best.tflops / study.cublas_tflops,  # type: ignore[operator]
+        "ratio": study.best_against_cublas,
         "running": study.running(),
         "importances": found,
         "axes": [*RESOURCES, *params],

@@ -103,6 +103,12 @@ class Browser:
             assert left > 0, f"no {event} within {timeout} s"
             self._events.append(json.loads(self._socket.recv(timeout=left)))
 
+    def next_load(self, timeout: float = 60) -> PageLog:
+        """Wait for the page to load again (a reload or navigation it starts by itself)."""
+        self._events.clear()
+        self._wait_for("Page.loadEventFired", timeout)
+        return self.log()
+
     def open(self, url: str, settle_s: float = 0.5) -> PageLog:
         """Load ``url`` and wait for its load event (and ``settle_s`` more for scripts)."""
         self._events.clear()

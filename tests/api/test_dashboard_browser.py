@@ -116,3 +116,18 @@ def test_api_docs_work_offline(
 ) -> None:
     stays_local(browser.open(f"{live_server.url}{page}", settle_s=2.0), live_server)
     assert count(browser, ready) >= 1
+
+
+def test_a_running_study_page_refreshes_itself_when_a_trial_is_stored(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    import storage
+    from tests.api.conftest import FAST, H100, measurement
+
+    browser.open(f"{live_server.url}{STUDY}")
+    assert browser.evaluate("document.getElementById('live-refresh').checked")  # just seeded
+    trial = measurement(FAST, 3.0, study="sweep/2048 #1", trial_number=4, registers=99)
+    with live_server.app.state.sessions.begin() as session:
+        storage.record_measurement(session, H100, storage.ShapeIn(2048, 2048, 2048), trial)
+    stays_local(browser.next_load(timeout=20), live_server)  # polled every 5 s, then reloaded
+    assert count(browser, "table.trials tbody tr") == 5
