@@ -131,3 +131,12 @@ def test_bad_device_exits_2_with_one_line(
     assert err.count("\n") == 1 and err.startswith("gemmtune: error: ") and needle in err
     if "known device" in needle:
         assert f"known devices: '{A100.name}', '{H100.name}'" in err
+
+
+def test_a_shape_far_from_every_tuned_one_says_far_and_how_far(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    code, lines, _ = best(capsys, db, "--shape", "3x5x7")
+    assert code == 0 and lines[0] == DEFAULT_SMALL
+    assert lines[1].startswith("  source: far, distance 9.")
+    assert "1024x1024x1024" in lines[2] and "too far" in lines[2]
