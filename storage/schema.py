@@ -15,10 +15,11 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, func, inspect, select
 
 from storage.engine import make_engine
 from storage.errors import StorageError
+from storage.models import Base
 
 MIGRATIONS_DIR = Path(__file__).resolve().with_name("migrations")
 UPGRADE_COMMAND = "gemmtune db upgrade"
@@ -94,10 +95,48 @@ def check_schema(engine: Engine) -> None:
 
 
 def _run(target: str | Engine, step: _Step) -> None:
+    """Run ``step`` in one transaction: a schema is made (or changed) whole, or not at all.
+
+    SQLite's Python driver opens a transaction only before data changes, so each ``CREATE
+    TABLE`` would commit on its own and a process killed part-way through its first start would
+    leave a half-made schema. An explicit ``BEGIN IMMEDIATE`` makes the DDL transactional
+    there (PostgreSQL's DDL is transactional anyway) and takes the write lock, so two processes
+    creating one new file wait for each other instead of colliding.
+    """
     engine = make_engine(target) if isinstance(target, str) else target
     try:
-        with engine.begin() as connection:
+        with engine.connect() as connection:
+            if connection.dialect.name == "sqlite":
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            _repair_unstamped(connection)
             step(alembic_config(connection))
+            connection.commit()
     finally:
         if isinstance(target, str):
             engine.dispose()
+
+
+def _repair_unstamped(connection: Connection) -> None:
+    """Drop the empty tables of a schema an older gemmtune half-made (killed during its first
+    start: tables without a version stamp), so that the upgrade can build it whole.
+
+    Tables holding rows are never dropped: that database is refused with what to do.
+    """
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    if context.get_current_revision() is not None:
+        return
+    present = set(inspect(connection).get_table_names())
+    ours = [table for table in Base.metadata.sorted_tables if table.name in present]
+    filled = [
+        table.name
+        for table in ours
+        if connection.execute(select(func.count()).select_from(table)).scalar_one()
+    ]
+    if filled:
+        where = connection.engine.url.render_as_string(hide_password=True)
+        raise StorageError(
+            f"database {where} holds gemmtune tables with rows ({', '.join(filled)}) but no "
+            f"schema version; restore it from a backup or move it aside and start a new one"
+        )
+    for table in reversed(ours):
+        table.drop(connection)
