@@ -6,7 +6,15 @@ ints, strings and dicts in and typed rows out. The caller owns sessions and tran
 
 from __future__ import annotations
 
-from storage.claims import claim_candidate, release_claim
+from storage.claims import (
+    CLAIM_LEASE_S,
+    Claimed,
+    claim_candidate,
+    live_claims,
+    release_claim,
+    renew_claims,
+    settle_claim,
+)
 from storage.database import open_database, open_engine, open_existing_database
 from storage.engine import (
     DEFAULT_URL,
@@ -48,7 +56,13 @@ from storage.queries import (
     study_table,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
-from storage.records import TRUSTED_KEY, is_trusted, record_measurement, record_measurements
+from storage.records import (
+    TRUSTED_KEY,
+    is_trusted,
+    number_measurement,
+    record_measurement,
+    record_measurements,
+)
 from storage.schema import (
     UPGRADE_COMMAND,
     check_schema,
@@ -61,6 +75,7 @@ from storage.transfer import FORMAT_VERSION, export_json, import_json
 from storage.values import measurement_values, tflops
 
 __all__ = [
+    "CLAIM_LEASE_S",
     "DEFAULT_URL",
     "FORMAT_VERSION",
     "MEASUREMENT_FIELDS",
@@ -71,6 +86,7 @@ __all__ = [
     "Base",
     "BestConfig",
     "Claim",
+    "Claimed",
     "Device",
     "DeviceIn",
     "DeviceRates",
@@ -104,11 +120,13 @@ __all__ = [
     "latest_device_rates",
     "list_devices",
     "list_measurements",
+    "live_claims",
     "make_engine",
     "make_session_factory",
     "measurement_values",
     "measurements_for_study",
     "nearest_best",
+    "number_measurement",
     "open_database",
     "open_engine",
     "open_existing_database",
@@ -117,6 +135,8 @@ __all__ = [
     "record_measurement",
     "record_measurements",
     "release_claim",
+    "renew_claims",
+    "settle_claim",
     "shape_distance",
     "study_progress",
     "study_summaries",

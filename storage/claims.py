@@ -1,22 +1,130 @@
 """Claims: a worker takes a study's candidate before measuring it, so no two workers measure
-the same one. The unique (study, config_name) key decides atomically on both backends."""
+the same one. The unique (study, config_name) key decides atomically on both backends.
+
+A claim is a lease: it expires ``lease_s`` after it was taken or last renewed
+(:func:`renew_claims`, which a live worker calls as a heartbeat), and an expired claim may be
+taken by another worker, so a candidate whose worker was killed is measured after all. Once
+the candidate is measured, :func:`settle_claim` makes the claim permanent (``expires_at`` NULL).
+Expiry is judged by the workers' clocks, which must agree to well within a lease.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import delete
+import enum
+from datetime import datetime, timedelta
+
+from sqlalchemy import ColumnElement, delete, func, inspect, literal, or_, select, true, update
 from sqlalchemy.orm import Session
 
-from storage.conflicts import insert_ignoring_conflicts
-from storage.models import Claim
+from storage.conflicts import upsert_statement
+from storage.models import Claim, utcnow
+
+CLAIM_LEASE_S = 60.0  # how long a claim outlives its worker's last heartbeat
 
 
-def claim_candidate(session: Session, study: str, config_name: str, worker: str) -> bool:
-    """Take ``config_name`` in ``study`` for ``worker``; False if any worker already took it.
+class Claimed(enum.Enum):
+    """What became of a claim; truthy only when the worker got the candidate."""
+
+    TAKEN = "taken"
+    HELD = "held"  # another worker holds it (unexpired) or measured it
+    FULL = "full"  # the study's budget of candidates is spent
+
+    def __bool__(self) -> bool:
+        return self is Claimed.TAKEN
+
+
+def claim_candidate(
+    session: Session,
+    study: str,
+    config_name: str,
+    worker: str,
+    lease_s: float = CLAIM_LEASE_S,
+    budget: int | None = None,
+) -> Claimed:
+    """Take ``config_name`` in ``study`` for ``worker``, for ``lease_s`` seconds, unless another
+    worker holds it (an unexpired or settled claim) or the study already has ``budget`` open
+    claims (unexpired or settled): a study's trial budget is spent exactly, however many workers
+    share it.
 
     The claim is part of the caller's transaction: it holds once that commits.
     """
-    values = {"study": study, "config_name": config_name, "worker": worker}
-    return insert_ignoring_conflicts(session, Claim, values)
+    now = utcnow()
+    if budget is not None and session.get_bind().dialect.name == "postgresql":
+        # Counting and inserting must not interleave between workers: one lock per study.
+        session.execute(select(func.pg_advisory_xact_lock(func.hashtext(study))))
+    values = {
+        "study": study,
+        "config_name": config_name,
+        "worker": worker,
+        "claimed_at": now,
+        "expires_at": now + timedelta(seconds=lease_s),
+    }
+    room: ColumnElement[bool] = true()
+    if budget is not None:  # counted in the INSERT itself: SQLite's write lock covers both
+        room = _open_claims(study, now, config_name) < budget
+    source = select(*(literal(value).label(name) for name, value in values.items())).where(room)
+    statement = (
+        upsert_statement(session, Claim)
+        .from_select(list(values), source)
+        .on_conflict_do_update(
+            index_elements=["study", "config_name"],
+            set_={name: values[name] for name in ("worker", "claimed_at", "expires_at")},
+            where=Claim.expires_at < now,  # NULL (settled) never compares less: kept
+        )
+    )
+    key = inspect(Claim).primary_key[0]
+    if session.execute(statement.returning(key)).first() is not None:
+        return Claimed.TAKEN
+    if budget is not None and session.execute(select(room)).scalar_one() is False:
+        return Claimed.FULL
+    return Claimed.HELD
+
+
+def _open_claims(study: str, now: datetime, other_than: str) -> ColumnElement[int]:
+    """How many candidates of ``study`` are claimed for good or for now (``other_than`` aside,
+    whose expired claim the caller may take over)."""
+    return (
+        select(func.count())
+        .select_from(Claim)
+        .where(
+            Claim.study == study,
+            Claim.config_name != other_than,
+            or_(Claim.expires_at.is_(None), Claim.expires_at >= now),
+        )
+        .scalar_subquery()
+    )
+
+
+def renew_claims(session: Session, worker: str, lease_s: float = CLAIM_LEASE_S) -> int:
+    """Extend every unsettled claim ``worker`` still holds by ``lease_s``; how many it holds."""
+    result = session.execute(
+        update(Claim)
+        .where(Claim.worker == worker, Claim.expires_at.is_not(None))
+        .values(expires_at=utcnow() + timedelta(seconds=lease_s))
+        .execution_options(synchronize_session=False)
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def settle_claim(session: Session, study: str, config_name: str) -> None:
+    """Mark ``config_name`` of ``study`` measured: its claim never expires from now on."""
+    session.execute(
+        update(Claim)
+        .where(Claim.study == study, Claim.config_name == config_name)
+        .values(expires_at=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def live_claims(session: Session, study: str, worker: str) -> set[str]:
+    """Candidates of ``study`` that workers other than ``worker`` hold under an unexpired
+    lease: they are being measured, and their results will come."""
+    rows = session.scalars(
+        select(Claim.config_name).where(
+            Claim.study == study, Claim.worker != worker, Claim.expires_at > utcnow()
+        )
+    )
+    return set(rows)
 
 
 def release_claim(session: Session, study: str, config_name: str) -> None:

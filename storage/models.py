@@ -178,6 +178,8 @@ class Claim(Base):
     claimed_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, server_default=func.now()
     )
+    # The end of the lease (storage.claims); NULL once the candidate is measured.
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class DeviceRates(Base):

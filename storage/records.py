@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, lazyload
 
 from storage.conflicts import insert_ignoring_conflicts
@@ -76,6 +76,21 @@ def record_measurements(
     for ms, measurement in fastest.values():
         _offer_best(session, measurement, ms)
     return [measurement for measurement, _ in stored]
+
+
+def number_measurement(session: Session, study: str, config_name: str, trial_number: int) -> None:
+    """Set the trial number of ``config_name``'s unnumbered measurement in ``study`` (its trial
+    in the persistent Optuna study, made after the measurement was stored)."""
+    session.execute(
+        update(Measurement)
+        .where(
+            Measurement.study == study,
+            Measurement.config_name == config_name,
+            Measurement.trial_number.is_(None),
+        )
+        .values(trial_number=trial_number)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def _new_measurement(device_row: Device, shape_row: Shape, m: MeasurementIn) -> Measurement:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from storage.claims import Claimed
 from tuner.evaluate import Result
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits
@@ -29,6 +30,11 @@ class Recorder(Protocol):
         """Store one evaluated candidate (any status), durably, before the study moves on."""
         ...
 
+    def number(self, study: str, config_name: str, trial_number: int) -> None:
+        """Give a recorded candidate the number of its trial in the persistent Optuna study
+        (written after the measurement, so a crash between the two leaves no extra trial)."""
+        ...
+
     def evaluated(self, study: str) -> dict[str, Result]:
         """Config name -> result, for every candidate this study has already evaluated."""
         ...
@@ -38,8 +44,15 @@ class Recorder(Protocol):
         last read the study (:meth:`evaluated` or :meth:`recent`)."""
         ...
 
-    def claim(self, study: str, config_name: str) -> bool:
-        """Reserve a candidate for this worker; False if another worker has it already."""
+    def claim(self, study: str, config_name: str, budget: int | None = None) -> Claimed:
+        """Reserve a candidate for this worker: HELD if another worker has it already (a claim
+        whose worker died expires, and is then taken again), FULL if the study already holds
+        ``budget`` claimed candidates (all workers together)."""
+        ...
+
+    def held_elsewhere(self, study: str) -> set[str]:
+        """Candidates other workers are measuring now (their claims are alive): their results
+        will come, so a study that has nothing else to do waits for them."""
         ...
 
     def release(self, study: str, config_name: str) -> None:
@@ -85,17 +98,25 @@ class MemoryRecorder:
         if result.status == "ok" and result.ms is not None:
             self.observations.append(Observation(shape, result.config_name, result.ms))
 
+    def number(self, study: str, config_name: str, trial_number: int) -> None:
+        pass  # results in memory carry no trial numbers
+
     def evaluated(self, study: str) -> dict[str, Result]:
         return dict(self.results.get(study, {}))
 
     def recent(self, study: str) -> dict[str, Result]:
         return {}  # one process: nothing is stored behind the study's back
 
-    def claim(self, study: str, config_name: str) -> bool:
+    def claim(self, study: str, config_name: str, budget: int | None = None) -> Claimed:
         if (study, config_name) in self.claims:
-            return False
+            return Claimed.HELD
+        if budget is not None and sum(name == study for name, _ in self.claims) >= budget:
+            return Claimed.FULL
         self.claims.add((study, config_name))
-        return True
+        return Claimed.TAKEN
+
+    def held_elsewhere(self, study: str) -> set[str]:
+        return set()  # one process: a claim without a result is an orphan, never measured
 
     def release(self, study: str, config_name: str) -> None:
         self.claims.discard((study, config_name))

@@ -2,13 +2,16 @@
 
 Each evaluated candidate is committed in its own transaction before the study moves on, so a
 crash (even kill -9) loses at most the candidate being measured. Claims make several workers on
-one study skip each other's candidates.
+one study skip each other's candidates; they are leases that a heartbeat thread renews while the
+worker holds any, so a killed worker's candidates go back to the others once its leases expire.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
+import time
 from dataclasses import asdict, fields
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -51,10 +54,16 @@ def result_of(row: storage.Measurement) -> Result:
 class SqlRecorder:
     """Records into the gemmtune schema; the schema must be at head (``gemmtune db upgrade``)."""
 
-    def __init__(self, sessions: sessionmaker[Session]) -> None:
+    def __init__(
+        self, sessions: sessionmaker[Session], lease_s: float = storage.CLAIM_LEASE_S
+    ) -> None:
         self.sessions = sessions
-        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self.lease_s = lease_s
         self._seen: dict[str, int] = {}  # study -> the last measurement id this recorder read
+        self._heartbeat: threading.Thread | None = None
+        self._claimed_since_beat = False
+        self._lock = threading.Lock()
 
     def record(
         self,
@@ -67,6 +76,11 @@ class SqlRecorder:
         measurement = measurement_in(result, study, trial_number)
         with self.sessions.begin() as session:
             storage.record_measurement(session, device_in(device), shape_in(shape), measurement)
+            storage.settle_claim(session, study, result.config_name)
+
+    def number(self, study: str, config_name: str, trial_number: int) -> None:
+        with self.sessions.begin() as session:
+            storage.number_measurement(session, study, config_name, trial_number)
 
     def evaluated(self, study: str) -> dict[str, Result]:
         with self.sessions() as session:
@@ -81,9 +95,42 @@ class SqlRecorder:
                 self._seen[study] = max(self._seen.get(study, 0), *(row.id for row in rows))
             return {row.config_name: result_of(row) for row in rows}
 
-    def claim(self, study: str, config_name: str) -> bool:
+    def claim(self, study: str, config_name: str, budget: int | None = None) -> storage.Claimed:
         with self.sessions.begin() as session:
-            return storage.claim_candidate(session, study, config_name, self.worker)
+            outcome = storage.claim_candidate(
+                session, study, config_name, self.worker, self.lease_s, budget
+            )
+        if outcome:
+            self._keep_alive()
+        return outcome
+
+    def held_elsewhere(self, study: str) -> set[str]:
+        with self.sessions() as session:
+            return storage.live_claims(session, study, self.worker)
+
+    def _keep_alive(self) -> None:
+        """Make sure the heartbeat runs; it stops once this worker holds no open claim."""
+        with self._lock:
+            self._claimed_since_beat = True
+            if self._heartbeat is None:
+                self._heartbeat = threading.Thread(
+                    target=self._beat, name=f"claims-{self.worker}", daemon=True
+                )
+                self._heartbeat.start()
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(self.lease_s / 3)
+            try:
+                with self.sessions.begin() as session:
+                    held = storage.renew_claims(session, self.worker, self.lease_s)
+            except Exception:  # the database went away: the leases lapse, others take over
+                held = 0
+            with self._lock:
+                if not held and not self._claimed_since_beat:
+                    self._heartbeat = None
+                    return
+                self._claimed_since_beat = False
 
     def release(self, study: str, config_name: str) -> None:
         with self.sessions.begin() as session:

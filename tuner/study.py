@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 import optuna
 from optuna.trial import TrialState
 
+from storage.claims import Claimed
 from storage.records import FINAL_PHASE
 from tuner.config import Config
 from tuner.evaluate import Comparison, Evaluator, Result, Ticket
@@ -64,6 +65,9 @@ IN_FLIGHT = 2
 # Kernel time per timed block of the re-measurement: None, the evaluator's own, which is what
 # ``gemmtune bench`` re-measures with, so the stored ratio is the one the bench gives.
 FINAL_BUDGET_MS: float | None = None
+# How often a study with nothing left to do looks whether other workers' candidates are done
+# (or their claims expired, their workers dead).
+CLAIM_POLL_S = 1.0
 
 
 def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:
@@ -189,6 +193,7 @@ class Study:
         done = self.recorder.evaluated(self.name)
         for result in done.values():
             self._account(progress, result)
+        self._mirror_missing(done)
         if not done and not self.optuna.trials:
             for config in self.starts:
                 if config.name in self.candidates:
@@ -198,11 +203,13 @@ class Study:
         queue: deque[tuple[Config, optuna.trial.Trial]] = deque()
         running: deque[tuple[Config, optuna.trial.Trial, Ticket]] = deque()
         taken: set[str] = set()  # claimed by another worker (or by one killed mid-measurement)
-        stale = 0
+        retried: set[str] = set()  # of those, the ones whose claim this run tried to take over
+        stale, full = 0, False
         depth = max(1, self.evaluator.parallelism)
         while True:
             while (
-                len(queue) < depth
+                not full
+                and len(queue) < depth
                 and progress.evaluated + len(queue) + len(running) < target
                 and (deadline is None or time.monotonic() < deadline)
             ):
@@ -212,8 +219,13 @@ class Study:
                 if proposal is None or trial is None:
                     break  # every candidate is evaluated, queued or claimed by another worker
                 config = proposal
-                if config.name in done or not self.recorder.claim(self.name, config.name):
-                    taken.add(config.name)
+                claimed = Claimed.HELD if config.name in done else Claimed.TAKEN
+                if claimed:
+                    claimed = self.recorder.claim(self.name, config.name, target)
+                if not claimed:
+                    full = claimed is Claimed.FULL
+                    if not full:
+                        taken.add(config.name)
                     self._tell_known(trial, done.get(config.name))
                     stale += 1
                     continue
@@ -229,13 +241,51 @@ class Study:
                     continue
                 running.append((config, trial, self.evaluator.start(config, self.shape)))
             if not running:
-                self._absorb(done, progress)  # count what other workers finished meanwhile
+                if self._wait_for_others(done, taken, retried, progress, target, deadline):
+                    full = False  # a claim expired or was released: its slot may be free
+                    continue
                 break
             config, trial, ticket = running.popleft()
             self._record(config, trial, self.evaluator.finish(ticket), done, progress, on_progress)
         if self._finalists:
             self._finish(done, progress)
         return progress
+
+    def _wait_for_others(
+        self,
+        done: dict[str, Result],
+        taken: set[str],
+        retried: set[str],
+        progress: Progress,
+        target: int,
+        deadline: float | None,
+    ) -> bool:
+        """With nothing of its own left to do: True to go on (other workers' candidates to wait
+        for, or claims of dead workers to take over), False when the study is over."""
+        self._absorb(done, progress)  # count what other workers finished meanwhile
+        if progress.evaluated >= target:
+            return False
+        live = self.recorder.held_elsewhere(self.name) - done.keys()
+        lapsed = taken - done.keys() - live - retried
+        if lapsed:  # their workers died: propose them again, once, to claim them
+            retried |= lapsed
+            taken -= lapsed
+            for name in sorted(lapsed):
+                self.optuna.enqueue_trial(trial_params(self.candidates[name], self.families))
+            return True
+        out_of_time = deadline is not None and time.monotonic() + CLAIM_POLL_S > deadline
+        if live and not out_of_time:
+            time.sleep(CLAIM_POLL_S)
+            return True
+        unfinished = sorted(live | (taken - done.keys()))
+        if unfinished:
+            shown = ", ".join(unfinished[:3]) + (", ..." if len(unfinished) > 3 else "")
+            progress.notes.append(
+                f"{len(unfinished)} candidate(s) of this study are claimed by other workers and "
+                f"not measured yet ({shown}); they finish with those workers, or, if those were "
+                "killed, on a rerun once their claims expire"
+            )
+        return False
 
     def _record(
         self,
@@ -246,8 +296,8 @@ class Study:
         progress: Progress,
         on_progress: Callable[[Progress], None] | None,
     ) -> None:
-        number = self._store(result)
-        self.recorder.record(result, self.device, self.shape, self.name, number)
+        self.recorder.record(result, self.device, self.shape, self.name, None)
+        self._mirror(result)
         done[config.name] = result
         self._tell(trial, result)
         self._account(progress, result)
@@ -313,14 +363,31 @@ class Study:
             provenance=provenance,
         )
 
-    def _store(self, result: Result) -> int | None:
-        """Add an evaluated candidate to the persistent Optuna study; its trial number."""
+    def _mirror(self, result: Result) -> None:
+        """Add a recorded candidate to the persistent Optuna study and number its measurement.
+
+        The measurement is stored first: a crash between the two writes leaves a measurement
+        without a trial, which the next run adds (:meth:`_mirror_missing`), never a trial
+        without a measurement, which would be measured and added again.
+        """
         if self.stored is None:
-            return None
+            return
         trial_id = self.stored.create_new_trial(
             self._stored_id, template_trial=finished_trial(result, self.families)
         )
-        return self.stored.get_trial_number_from_id(trial_id)
+        number = self.stored.get_trial_number_from_id(trial_id)
+        self.recorder.number(self.name, result.config_name, number)
+
+    def _mirror_missing(self, done: dict[str, Result]) -> None:
+        """Add to the persistent Optuna study the recorded candidates it lacks (a run killed
+        between a measurement and its trial)."""
+        if self.stored is None:
+            return
+        trials = self.stored.get_all_trials(self._stored_id, deepcopy=False)
+        mirrored = {t.user_attrs.get("config") for t in trials}
+        for name, result in done.items():
+            if name not in mirrored and name in self.candidates:
+                self._mirror(result)
 
     def _absorb(self, done: dict[str, Result], progress: Progress) -> None:
         """Count results other workers stored meanwhile."""
