@@ -6,6 +6,7 @@ ints, strings and dicts in and typed rows out. The caller owns sessions and tran
 
 from __future__ import annotations
 
+from storage.bulk import record_measurements
 from storage.claims import (
     CLAIM_LEASE_S,
     Claimed,
@@ -56,13 +57,7 @@ from storage.queries import (
     study_table,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
-from storage.records import (
-    TRUSTED_KEY,
-    is_trusted,
-    number_measurement,
-    record_measurement,
-    record_measurements,
-)
+from storage.records import TRUSTED_KEY, is_trusted, number_measurement, record_measurement
 from storage.schema import (
     UPGRADE_COMMAND,
     check_schema,

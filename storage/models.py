@@ -29,7 +29,13 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
-from storage.inputs import STATUSES
+from storage.inputs import (
+    DEVICE_NAME_LENGTH,
+    FAMILY_LENGTH,
+    LABEL_LENGTH,
+    NAME_LENGTH,
+    STATUSES,
+)
 
 # Deterministic constraint names, so Alembic revisions can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -88,8 +94,8 @@ class Device(Base):
     __table_args__ = (UniqueConstraint("name", "arch", "sm_count"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(200))
-    arch: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str] = mapped_column(String(DEVICE_NAME_LENGTH))
+    arch: Mapped[str] = mapped_column(String(LABEL_LENGTH))
     sm_count: Mapped[int] = mapped_column(Integer)
 
 
@@ -103,8 +109,12 @@ class Shape(Base):
     m: Mapped[int] = mapped_column(Integer)
     n: Mapped[int] = mapped_column(Integer)
     k: Mapped[int] = mapped_column(Integer)
-    dtype: Mapped[str] = mapped_column(String(32), default="float32", server_default="float32")
-    layout: Mapped[str] = mapped_column(String(32), default="row-major", server_default="row-major")
+    dtype: Mapped[str] = mapped_column(
+        String(LABEL_LENGTH), default="float32", server_default="float32"
+    )
+    layout: Mapped[str] = mapped_column(
+        String(LABEL_LENGTH), default="row-major", server_default="row-major"
+    )
 
 
 class Measurement(Base):
@@ -119,8 +129,8 @@ class Measurement(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     device_id: Mapped[int] = mapped_column(ForeignKey("device.id"))
     shape_id: Mapped[int] = mapped_column(ForeignKey("shape.id"))
-    family: Mapped[str] = mapped_column(String(64))
-    config_name: Mapped[str] = mapped_column(String(255))
+    family: Mapped[str] = mapped_column(String(FAMILY_LENGTH))
+    config_name: Mapped[str] = mapped_column(String(NAME_LENGTH))
     params: Mapped[dict[str, int]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(20))
     reason: Mapped[str | None] = mapped_column(Text)
@@ -133,7 +143,7 @@ class Measurement(Base):
     registers: Mapped[int | None] = mapped_column(Integer)
     smem_bytes: Mapped[int | None] = mapped_column(Integer)
     occupancy: Mapped[float | None] = mapped_column(Float)
-    study: Mapped[str | None] = mapped_column(String(255))
+    study: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
     trial_number: Mapped[int | None] = mapped_column(Integer)
     provenance: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(
@@ -172,9 +182,9 @@ class Claim(Base):
     __table_args__ = (UniqueConstraint("study", "config_name"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    study: Mapped[str] = mapped_column(String(255))
-    config_name: Mapped[str] = mapped_column(String(255))
-    worker: Mapped[str] = mapped_column(String(255))
+    study: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    config_name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    worker: Mapped[str] = mapped_column(String(NAME_LENGTH))
     claimed_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, server_default=func.now()
     )

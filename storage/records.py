@@ -15,7 +15,8 @@ best_config lock is held briefly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, lazyload
@@ -40,42 +41,14 @@ def record_measurement(
     the study's quicker screening times: a final measurement replaces a best that is not final,
     or a final one when strictly faster; a screening measurement never replaces a final best.
     """
-    return record_measurements(session, [(device, shape, m)])[0]
-
-
-def record_measurements(
-    session: Session, records: Iterable[tuple[DeviceIn, ShapeIn, MeasurementIn]]
-) -> list[Measurement]:
-    """Store many measurements in one go (a bulk load such as the committed results).
-
-    The rows and the best_config are exactly those of calling :func:`record_measurement` for
-    each record in order, with fewer statements: each device and shape is looked up once, the
-    rows are inserted together, and each (device, shape) offers best_config only its first
-    fastest ok measurement (a later one only replaces the best when strictly faster, so no other
-    record of the batch could win). Meant for loads into a database no tuner writes to at the
-    same time: the best_config rows stay locked until the caller commits.
-    """
-    devices: dict[DeviceIn, Device] = {}
-    shapes: dict[ShapeIn, Shape] = {}
-    stored: list[tuple[Measurement, MeasurementIn]] = []
-    for device, shape, m in records:
-        if device not in devices:
-            devices[device] = get_or_create_device(session, device)
-        if shape not in shapes:
-            shapes[shape] = _get_or_create_shape(session, shape)
-        stored.append((_new_measurement(devices[device], shapes[shape], m), m))
-    session.add_all([measurement for measurement, _ in stored])
+    measurement = _new_measurement(
+        get_or_create_device(session, device), get_or_create_shape(session, shape), m
+    )
+    session.add(measurement)
     session.flush()
-    fastest: dict[tuple[int, int], tuple[float, Measurement]] = {}
-    for measurement, m in stored:
-        if m.status != "ok" or m.ms is None or not is_trusted(m.provenance):
-            continue
-        key = (measurement.device_id, measurement.shape_id)
-        if key not in fastest or m.ms < fastest[key][0]:
-            fastest[key] = (m.ms, measurement)
-    for ms, measurement in fastest.values():
-        _offer_best(session, measurement, ms)
-    return [measurement for measurement, _ in stored]
+    if m.status == "ok" and m.ms is not None and is_trusted(m.provenance):
+        offer_best(session, Offer(measurement.device_id, measurement.shape_id, measurement.id, m))
+    return measurement
 
 
 def number_measurement(session: Session, study: str, config_name: str, trial_number: int) -> None:
@@ -113,7 +86,7 @@ def get_or_create_device(session: Session, device: DeviceIn) -> Device:
     return row
 
 
-def _get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:
+def get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:
     row = find_shape(session, shape)
     if row is None:
         values = {
@@ -145,12 +118,22 @@ def is_final(provenance: object) -> bool:
     return isinstance(provenance, dict) and provenance.get("phase") == FINAL_PHASE
 
 
-def _offer_best(session: Session, measurement: Measurement, ms: float) -> None:
-    """Make ``measurement`` the best for its device and shape if none is faster (strictly)."""
+class Offer(NamedTuple):
+    """A stored ``ok`` measurement offered as its device and shape's best config."""
+
+    device_id: int
+    shape_id: int
+    measurement_id: int
+    measurement: MeasurementIn
+
+
+def offer_best(session: Session, offer: Offer) -> None:
+    """Make the offered measurement the best for its device and shape if none is faster
+    (strictly), by the rule :func:`record_measurement` states."""
     values = {
-        "device_id": measurement.device_id,
-        "shape_id": measurement.shape_id,
-        "measurement_id": measurement.id,
+        "device_id": offer.device_id,
+        "shape_id": offer.shape_id,
+        "measurement_id": offer.measurement_id,
         "updated_at": utcnow(),
     }
     insert_ignoring_conflicts(session, BestConfig, values)
@@ -158,24 +141,22 @@ def _offer_best(session: Session, measurement: Measurement, ms: float) -> None:
     # the committed version of any row it wrote (READ COMMITTED re-reads after the lock).
     best = session.scalars(
         select(BestConfig)
-        .where(
-            BestConfig.device_id == measurement.device_id,
-            BestConfig.shape_id == measurement.shape_id,
-        )
+        .where(BestConfig.device_id == offer.device_id, BestConfig.shape_id == offer.shape_id)
         .with_for_update(of=BestConfig)
         .options(lazyload("*"))
         .execution_options(populate_existing=True)
     ).one()
-    if best.measurement_id == measurement.id:
+    if best.measurement_id == offer.measurement_id:
         return  # the insert above created it
     # A fresh statement, hence a fresh snapshot that sees the current best's committed row.
     current = session.execute(
         select(Measurement.ms, Measurement.provenance).where(Measurement.id == best.measurement_id)
     ).one()
     best_ms, best_final = current[0], is_final(current[1])
-    new_final = is_final(measurement.provenance)
-    faster = best_ms is None or ms < best_ms
+    new_final = is_final(dict(offer.measurement.provenance))
+    ms = offer.measurement.ms
+    faster = best_ms is None or (ms is not None and ms < best_ms)
     if (new_final and (not best_final or faster)) or (not best_final and faster):
-        best.measurement_id = measurement.id
+        best.measurement_id = offer.measurement_id
         best.updated_at = utcnow()
         session.flush()

@@ -2,10 +2,12 @@
 PostgreSQL).
 
 Rows refer to devices and shapes by value, not by id, because ids differ between databases.
-Best configs are not exported: importing replays every measurement through
-:func:`storage.records.record_measurement`, which rebuilds them by the same rule. Importing is
-idempotent: a measurement with the same device, shape, config name, creation time, study and
-trial number as a stored one is skipped.
+Best configs are not exported: importing writes the measurements through the bulk path that
+preload uses (:func:`storage.bulk.record_measurements`), which rebuilds them by the same rule
+as live tuning. Every entry is checked (against the column limits too, so a file imports the
+same on SQLite and PostgreSQL) before anything is written. Importing is idempotent: a
+measurement with the same device, shape, config name, creation time, study and trial number as
+a stored one (or as an earlier entry of the file) is skipped.
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ from typing import Any, TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from storage.bulk import Progress, RowIds, record_measurements
 from storage.errors import StorageError
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import Device, Measurement, Shape
-from storage.queries import find_device, find_shape
-from storage.records import record_measurement
 from storage.values import measurement_values
 
 FORMAT_NAME = "gemmtune-export"
@@ -68,13 +69,16 @@ def export_json(session: Session) -> dict[str, Any]:
 Check = Callable[[DeviceIn, ShapeIn, MeasurementIn], None]
 
 
-def import_json(session: Session, data: Any, check: Check | None = None) -> int:
+def import_json(
+    session: Session, data: Any, progress: Progress | None = None, check: Check | None = None
+) -> int:
     """Add the measurements in ``data`` that are not stored yet; return how many were added.
 
-    Runs in the caller's transaction, so a malformed entry part-way leaves nothing behind once
-    the caller rolls back. ``check`` judges each record before anything is written (storage
+    Runs in the caller's transaction, and checks every entry before it writes any, so a
+    malformed entry anywhere leaves nothing behind. ``check`` judges each record too (storage
     knows types, not kernels: ``gemmtune import`` passes the tuner's rules); its
-    ``ValueError`` refuses the import, prefixed with the record's place.
+    ``ValueError`` refuses the import, prefixed with the record's place. ``progress(written,
+    total)`` follows the write.
 
     Raises:
         StorageError: ``data`` is not a gemmtune export, or ``check`` refused a record; the
@@ -88,58 +92,67 @@ def import_json(session: Session, data: Any, check: Check | None = None) -> int:
             f"`version` must be {FORMAT_VERSION} (the format this gemmtune reads), "
             f"got {top.get('version')!r}"
         )
-    for i, item in enumerate(_as_list(top.get("devices", []), "devices")):
-        _find_or_record_device(session, _parse_device(item, f"devices[{i}]"))
-    for i, item in enumerate(_as_list(top.get("shapes", []), "shapes")):
-        _find_or_record_shape(session, _parse_shape(item, f"shapes[{i}]"))
-    records = []
+    devices = [
+        _parse_device(item, f"devices[{i}]")
+        for i, item in enumerate(_as_list(top.get("devices", []), "devices"))
+    ]
+    shapes = [
+        _parse_shape(item, f"shapes[{i}]")
+        for i, item in enumerate(_as_list(top.get("shapes", []), "shapes"))
+    ]
+    entries = []
     for i, item in enumerate(_as_list(top.get("measurements", []), "measurements")):
         where = f"measurements[{i}]"
         record = _parse_measurement(item, where)
         if check is not None:
             _checked(where, check, record)
-        records.append(record)
-    added = 0
-    for device, shape, measurement in records:
-        if not _already_stored(session, device, shape, measurement):
-            record_measurement(session, device, shape, measurement)
-            added += 1
-    return added
+        entries.append(record)
+    known = RowIds(session)
+    known.add([*devices, *(d for d, _, _ in entries)], [*shapes, *(s for _, s, _ in entries)])
+    new = _not_stored(session, known, entries)
+    record_measurements(session, new, progress, known)
+    return len(new)
 
 
-def _find_or_record_device(session: Session, device: DeviceIn) -> None:
-    if find_device(session, device) is None:
-        session.add(Device(name=device.name, arch=device.arch, sm_count=device.sm_count))
-        session.flush()
+_Key = tuple[int, int, str, datetime | None, str | None, int | None]
+_LOOKUP_CHUNK = 500  # shape ids per query for the stored keys
 
 
-def _find_or_record_shape(session: Session, shape: ShapeIn) -> None:
-    if find_shape(session, shape) is None:
-        session.add(Shape(m=shape.m, n=shape.n, k=shape.k, dtype=shape.dtype, layout=shape.layout))
-        session.flush()
-
-
-def _already_stored(
-    session: Session, device: DeviceIn, shape: ShapeIn, measurement: MeasurementIn
-) -> bool:
-    device_row = find_device(session, device)
-    shape_row = find_shape(session, shape)
-    if device_row is None or shape_row is None:
-        return False
-    candidates = session.scalars(
-        select(Measurement).where(
-            Measurement.device_id == device_row.id,
-            Measurement.shape_id == shape_row.id,
-            Measurement.config_name == measurement.config_name,
+def _not_stored(
+    session: Session, known: RowIds, entries: list[tuple[DeviceIn, ShapeIn, MeasurementIn]]
+) -> list[tuple[DeviceIn, ShapeIn, MeasurementIn]]:
+    """The entries neither stored nor repeated earlier in the file."""
+    keyed = [
+        (
+            (known.device(d), known.shape(s), m.config_name, m.created_at, m.study, m.trial_number),
+            (d, s, m),
         )
-    )
-    # Compared in Python: NULL study/trial must match NULL, and timestamps compare as values.
-    return any(
-        row.created_at == measurement.created_at
-        and row.study == measurement.study
-        and row.trial_number == measurement.trial_number
-        for row in candidates
-    )
+        for d, s, m in entries
+    ]
+    seen = _stored_keys(session, sorted({key[1] for key, _ in keyed}))
+    new = []
+    for key, entry in keyed:
+        if key not in seen:
+            seen.add(key)
+            new.append(entry)
+    return new
+
+
+def _stored_keys(session: Session, shape_ids: list[int]) -> set[_Key]:
+    keys: set[_Key] = set()
+    for start in range(0, len(shape_ids), _LOOKUP_CHUNK):
+        rows = session.execute(
+            select(
+                Measurement.device_id,
+                Measurement.shape_id,
+                Measurement.config_name,
+                Measurement.created_at,
+                Measurement.study,
+                Measurement.trial_number,
+            ).where(Measurement.shape_id.in_(shape_ids[start : start + _LOOKUP_CHUNK]))
+        )
+        keys.update(tuple(row) for row in rows)  # type: ignore[misc]
+    return keys
 
 
 def _as_mapping(value: Any, where: str) -> Mapping[str, Any]:

@@ -162,8 +162,7 @@ def import_(
     the file (the rules of API uploads)."""
     data = read_json(file, "import file")
     with StepBar("importing") as bar, storage.open_database(db).begin() as session:
-        count = storage.import_json(session, data, check=check_record)
-        bar(count, count)
+        count = storage.import_json(session, data, bar, check=check_record)
     out.print(f"imported {count} measurements from {file}")
 
 

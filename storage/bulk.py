@@ -1,0 +1,170 @@
+"""The one bulk write path: many measurements at once (preload, ``gemmtune import``).
+
+Rows go in as multi-row ``INSERT ... RETURNING`` statements of :data:`BULK_CHUNK` rows (Core,
+no ORM objects: thousands of rows a second on SQLite and PostgreSQL), and best_config is kept
+by the same rule as :func:`storage.record_measurement`, which tuning uses one row at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+from typing import Any
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session
+
+from storage.conflicts import upsert_statement
+from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
+from storage.models import BestConfig, Device, Measurement, Shape, utcnow
+from storage.records import Offer, offer_best
+
+# Rows inserted together: large enough for multi-row INSERTs, small enough to report progress
+# often.
+BULK_CHUNK = 1000
+
+Progress = Callable[[int, int], None]  # (records written, records in all)
+Record = tuple[DeviceIn, ShapeIn, MeasurementIn]
+
+
+class RowIds:
+    """Device and shape ids by value: read in one query per table, the missing ones created in
+    one statement (a bulk write meets the same few devices and shapes over and over)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._devices: dict[DeviceIn, int] = {}
+        self._shapes: dict[ShapeIn, int] = {}
+
+    def add(self, devices: Iterable[DeviceIn], shapes: Iterable[ShapeIn]) -> None:
+        """Know (creating them where missing) every one of ``devices`` and ``shapes``."""
+        devices, shapes = set(devices) - self._devices.keys(), set(shapes) - self._shapes.keys()
+        if devices:
+            self._devices.update(self._ensure(Device, [asdict(d) for d in devices], DeviceIn))
+        if shapes:
+            self._shapes.update(self._ensure(Shape, [asdict(s) for s in shapes], ShapeIn))
+
+    def device(self, device: DeviceIn) -> int:
+        if device not in self._devices:
+            self.add([device], [])
+        return self._devices[device]
+
+    def shape(self, shape: ShapeIn) -> int:
+        if shape not in self._shapes:
+            self.add([], [shape])
+        return self._shapes[shape]
+
+    def _ensure(self, model: Any, values: list[dict[str, Any]], kind: Any) -> dict[Any, int]:
+        self.session.execute(upsert_statement(self.session, model).on_conflict_do_nothing(), values)
+        names = list(values[0])
+        rows = self.session.execute(select(*(getattr(model, n) for n in names), model.id))
+        return {kind(*row[:-1]): row[-1] for row in rows}
+
+
+def record_measurements(
+    session: Session,
+    records: Iterable[Record],
+    progress: Progress | None = None,
+    ids_of: RowIds | None = None,
+) -> list[int]:
+    """Store many measurements in one go; their ids, in order.
+
+    The rows and the best_config are exactly those of calling
+    :func:`storage.record_measurement` for each record in order: each (device, shape) offers
+    best_config only its first fastest ok measurement (a later one only replaces the best when
+    strictly faster, so no other record of the batch could win). ``progress`` is called after
+    each chunk. Nothing commits here; the best_config rows stay locked until the caller
+    commits.
+    """
+    pending = list(records)
+    known = ids_of or RowIds(session)
+    known.add((d for d, _, _ in pending), (s for _, s, _ in pending))
+    ids: list[int] = []
+    fastest: dict[tuple[int, int], Offer] = {}
+    for start in range(0, len(pending), BULK_CHUNK):
+        chunk = pending[start : start + BULK_CHUNK]
+        keys = [(known.device(device), known.shape(shape)) for device, shape, _ in chunk]
+        rows = [_row(*key, m) for key, (_, _, m) in zip(keys, chunk, strict=True)]
+        chunk_ids = _insert(session, rows)
+        for key, (_, _, m), new_id in zip(keys, chunk, chunk_ids, strict=True):
+            if m.status != "ok" or m.ms is None:
+                continue
+            held = fastest.get(key)
+            if held is None or m.ms < (held.measurement.ms or 0.0):
+                fastest[key] = Offer(*key, new_id, m)
+        ids += chunk_ids
+        if progress is not None:
+            progress(len(ids), len(pending))
+    _offer_all(session, list(fastest.values()))
+    return ids
+
+
+def _offer_all(session: Session, offers: list[Offer]) -> None:
+    """:func:`offer_best` for each offer, with the (device, shape) pairs that have no best yet
+    done in one statement."""
+    if not offers:
+        return
+    now = utcnow()
+    rows = [
+        {
+            "device_id": o.device_id,
+            "shape_id": o.shape_id,
+            "measurement_id": o.measurement_id,
+            "updated_at": now,
+        }
+        for o in offers
+    ]
+    statement = (
+        upsert_statement(session, BestConfig)
+        .on_conflict_do_nothing()
+        .returning(BestConfig.device_id, BestConfig.shape_id, sort_by_parameter_order=True)
+    )
+    created = {tuple(row) for row in session.execute(statement, rows)}
+    for offer in offers:
+        if (offer.device_id, offer.shape_id) not in created:
+            offer_best(session, offer)
+
+
+def _insert(session: Session, rows: list[dict[str, Any]]) -> list[int]:
+    """Insert measurement rows; their new ids, in order."""
+    if session.get_bind().dialect.name == "postgresql":
+        return _copy_into_postgresql(session, rows)
+    table = Measurement.__table__
+    statement = insert(table).returning(table.c.id, sort_by_parameter_order=True)  # type: ignore[arg-type]
+    return list(session.execute(statement, rows).scalars())
+
+
+def _copy_into_postgresql(session: Session, rows: list[dict[str, Any]]) -> list[int]:
+    """``COPY`` with ids drawn from the sequence first: psycopg parses a multi-row INSERT of
+    thousands of parameters in Python, which made it the slowest part of a bulk write."""
+    ids = list(
+        session.execute(
+            select(func.nextval("measurement_id_seq")).select_from(
+                func.generate_series(1, len(rows))
+            )
+        ).scalars()
+    )
+    columns = ["id", *rows[0]]
+    json_columns = {"params", "provenance"}
+    dbapi: Any = session.connection().connection.dbapi_connection  # a psycopg connection
+    statement = f"COPY measurement ({', '.join(columns)}) FROM STDIN"
+    with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
+        for new_id, row in zip(ids, rows, strict=True):
+            copy.write_row(
+                [new_id, *(json.dumps(v) if k in json_columns else v for k, v in row.items())]
+            )
+    return ids
+
+
+def _row(device_id: int, shape_id: int, m: MeasurementIn) -> dict[str, Any]:
+    values = {name: getattr(m, name) for name in MEASUREMENT_FIELDS}
+    values.update(
+        device_id=device_id,
+        shape_id=shape_id,
+        params=dict(m.params),
+        provenance=dict(m.provenance),
+        ratio=m.effective_ratio(),
+        created_at=m.created_at or utcnow(),
+    )
+    return values
