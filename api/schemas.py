@@ -264,6 +264,9 @@ class ResultsPage(BaseModel):
     total: int
     limit: int
     offset: int
+    next_cursor: int | None = Field(
+        default=None, description="pass as `cursor` for the next page; null on the last page"
+    )
     items: list[MeasurementOut]
 
 

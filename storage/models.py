@@ -124,6 +124,11 @@ class Measurement(Base):
     __table_args__ = (
         CheckConstraint(STATUS_CHECK_SQL, name="status"),
         Index(None, "device_id", "shape_id", "status"),
+        # Keyset paging (newest first by id) under each filter of GET /v1/results.
+        Index(None, "family", "id"),
+        Index(None, "status", "id"),
+        Index(None, "device_id", "id"),
+        Index(None, "shape_id", "id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -159,7 +164,8 @@ class BestConfig(Base):
     """The fastest ``ok`` measurement per (device, shape); only a faster one replaces it."""
 
     __tablename__ = "best_config"
-    __table_args__ = (UniqueConstraint("device_id", "shape_id"),)
+    # updated_at: what the answer index reads to refresh incrementally.
+    __table_args__ = (UniqueConstraint("device_id", "shape_id"), Index(None, "updated_at"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     device_id: Mapped[int] = mapped_column(ForeignKey("device.id"))

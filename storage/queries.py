@@ -146,43 +146,51 @@ def list_measurements(
     k_max: int | None = None,
     limit: int = 100,
     offset: int = 0,
+    before_id: int | None = None,
 ) -> tuple[list[Measurement], int]:
-    """One page of measurements, newest first, and the total matching the filters.
+    """One page of measurements, most recently stored first (by id), and the total matching
+    the filters.
 
-    Dimension bounds are inclusive; ``device`` is a device name.
+    Dimension bounds are inclusive; ``device`` is a device name. ``before_id`` (keyset paging:
+    the last id of the previous page) starts the page after that row, which costs the same on
+    every page, where ``offset`` makes the database skip rows one by one.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"`limit` must be an integer in 1..{MAX_PAGE}, got {limit!r}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ValueError(f"`offset` must be an integer >= 0, got {offset!r}")
     conditions = []
-    if device is not None:
-        conditions.append(Device.name == device)
     if family is not None:
         conditions.append(Measurement.family == family)
     if status is not None:
         conditions.append(Measurement.status == status)
+    if device is not None:  # by id: no join needed to filter
+        device_ids = select(Device.id).where(Device.name == device)
+        conditions.append(Measurement.device_id.in_(device_ids))
     bounds = (
         (Shape.m, m_min, m_max),
         (Shape.n, n_min, n_max),
         (Shape.k, k_min, k_max),
     )
-    for column, low, high in bounds:
-        if low is not None:
-            conditions.append(column >= low)
-        if high is not None:
-            conditions.append(column <= high)
-    base = (
-        select(Measurement.id).join(Measurement.device).join(Measurement.shape).where(*conditions)
-    )
-    total = session.scalar(select(func.count()).select_from(base.subquery())) or 0
+    dims = [
+        condition
+        for column, low, high in bounds
+        for condition in (
+            column >= low if low is not None else None,
+            column <= high if high is not None else None,
+        )
+        if condition is not None
+    ]
+    if dims:
+        conditions.append(Measurement.shape_id.in_(select(Shape.id).where(*dims)))
+    counted = select(func.count()).select_from(Measurement).where(*conditions)
+    total = session.scalar(counted) or 0
+    if before_id is not None:
+        conditions.append(Measurement.id < before_id)
     page = (
         select(Measurement)
-        .join(Measurement.device)
-        .join(Measurement.shape)
         .where(*conditions)
-        .options(contains_eager(Measurement.device), contains_eager(Measurement.shape))
-        .order_by(Measurement.created_at.desc(), Measurement.id.desc())
+        .order_by(Measurement.id.desc())
         .limit(limit)
         .offset(offset)
     )

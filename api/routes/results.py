@@ -32,8 +32,14 @@ def list_results(
     k_max: DimQuery = None,
     limit: Annotated[int, Query(ge=1, le=storage.queries.MAX_PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    cursor: Annotated[
+        int | None,
+        Query(ge=1, le=2**62, description="`next_cursor` of the previous page (keyset paging)"),
+    ] = None,
 ) -> schemas.ResultsPage:
-    """Stored measurements, newest first; dimension bounds are inclusive."""
+    """Stored measurements, most recently stored first; dimension bounds are inclusive. Page
+    with ``cursor`` (each page's ``next_cursor``): every page costs the same, where a large
+    ``offset`` grows slower with the rows it skips."""
     rows, total = storage.list_measurements(
         session,
         device=device,
@@ -47,9 +53,13 @@ def list_results(
         k_max=k_max,
         limit=limit,
         offset=offset,
+        before_id=cursor,
     )
     items = [measurement_out(row) for row in rows]
-    return schemas.ResultsPage(total=total, limit=limit, offset=offset, items=items)
+    following = rows[-1].id if len(rows) == limit else None
+    return schemas.ResultsPage(
+        total=total, limit=limit, offset=offset, next_cursor=following, items=items
+    )
 
 
 @router.post(

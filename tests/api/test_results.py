@@ -27,6 +27,20 @@ def test_results_filter_and_paginate(client: TestClient) -> None:
     assert fam["total"] == 2
 
 
+def test_results_page_by_cursor(client: TestClient) -> None:
+    ids: list[int] = []
+    params: dict[str, Any] = {"limit": 3}
+    while True:
+        page = client.get("/v1/results", params=params).json()
+        ids += [item["id"] for item in page["items"]]
+        if page["next_cursor"] is None:
+            break
+        assert page["next_cursor"] == page["items"][-1]["id"]
+        params["cursor"] = page["next_cursor"]
+    everything = [item["id"] for item in client.get("/v1/results").json()["items"]]
+    assert ids == everything and len(ids) == 8
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [

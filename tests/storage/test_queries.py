@@ -188,3 +188,19 @@ def test_study_summaries_and_measurement_count(session: Session) -> None:
 
 def test_ping_names_the_backend(session: Session, db_url: str) -> None:
     assert ping(session) == db_url.split(":", 1)[0].split("+", 1)[0]
+
+
+def test_keyset_pages_walk_every_row_once(populated: Session) -> None:
+    walked: list[int] = []
+    before = None
+    while True:
+        rows, total = list_measurements(populated, limit=4, before_id=before)
+        assert total == 6  # the filters' total, whatever the page
+        walked += [row.id for row in rows]
+        if len(rows) < 4:
+            break
+        before = rows[-1].id
+    by_offset = [row.id for row in list_measurements(populated, limit=6)[0]]
+    assert walked == by_offset == sorted(by_offset, reverse=True)
+    rows, _ = list_measurements(populated, status="ok", before_id=by_offset[2])
+    assert {row.id for row in rows} < set(by_offset[3:]) | {0}
