@@ -164,9 +164,12 @@ def list_measurements(
         conditions.append(Measurement.family == family)
     if status is not None:
         conditions.append(Measurement.status == status)
-    if device is not None:  # by id: no join needed to filter
-        device_ids = select(Device.id).where(Device.name == device)
-        conditions.append(Measurement.device_id.in_(device_ids))
+    # Device and shape filters by id (no join). The total counts them through their indexes;
+    # the page walks ids backwards and tests them as it goes (``+ 0`` keeps SQLite from
+    # collecting every match through the index and sorting them all by id first).
+    sets: list[tuple[Any, Select[Any]]] = []
+    if device is not None:
+        sets.append((Measurement.device_id, select(Device.id).where(Device.name == device)))
     bounds = (
         (Shape.m, m_min, m_max),
         (Shape.n, n_min, n_max),
@@ -182,14 +185,18 @@ def list_measurements(
         if condition is not None
     ]
     if dims:
-        conditions.append(Measurement.shape_id.in_(select(Shape.id).where(*dims)))
-    counted = select(func.count()).select_from(Measurement).where(*conditions)
+        sets.append((Measurement.shape_id, select(Shape.id).where(*dims)))
+    counted = (
+        select(func.count())
+        .select_from(Measurement)
+        .where(*conditions, *(column.in_(ids) for column, ids in sets))
+    )
     total = session.scalar(counted) or 0
     if before_id is not None:
         conditions.append(Measurement.id < before_id)
     page = (
         select(Measurement)
-        .where(*conditions)
+        .where(*conditions, *((column + 0).in_(ids) for column, ids in sets))
         .order_by(Measurement.id.desc())
         .limit(limit)
         .offset(offset)
