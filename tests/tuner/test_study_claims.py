@@ -72,7 +72,7 @@ def test_a_live_claim_is_waited_for_then_reported(
     busy = sorted(study.candidates)[-1]
     with sessions.begin() as session:  # a slow worker, alive
         assert storage.claim_candidate(session, study.name, busy, "slow:1", lease_s=600.0)
-    progress = study.run(trials=None, timeout_s=4)
+    progress = study.run(trials=None, timeout_s=10)  # time for the 11 others, even when loaded
     assert progress.evaluated == len(study.candidates) - 1
     assert busy not in _measured(sessions, study.name)
     (note,) = progress.notes
