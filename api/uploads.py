@@ -40,10 +40,9 @@ def store_upload(
     check_upload(device, shape, measurements)
     _check_file(database_file, "")
     with sessions.begin() as session:
-        ids = [
-            storage.record_measurement(session, device, shape, with_trust(m, trusted)).id
-            for m in measurements
-        ]
+        ids = storage.record_measurements(
+            session, [(device, shape, with_trust(m, trusted)) for m in measurements]
+        )
     _check_file(database_file, "; this upload may not have been stored, send it again")
     return ids
 

@@ -12,18 +12,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, tuple_
 from sqlalchemy.orm import Session
 
 from storage.conflicts import upsert_statement
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import BestConfig, Device, Measurement, Shape, utcnow
-from storage.records import Offer, offer_best
+from storage.records import Offer, is_trusted, offer_best
 
 # Rows inserted together: large enough for multi-row INSERTs, small enough to report progress
 # often.
 BULK_CHUNK = 1000
 
+_LOOKUP_CHUNK = 500  # keys per lookup of device or shape ids
 Progress = Callable[[int, int], None]  # (records written, records in all)
 Record = tuple[DeviceIn, ShapeIn, MeasurementIn]
 
@@ -58,8 +59,15 @@ class RowIds:
     def _ensure(self, model: Any, values: list[dict[str, Any]], kind: Any) -> dict[Any, int]:
         self.session.execute(upsert_statement(self.session, model).on_conflict_do_nothing(), values)
         names = list(values[0])
-        rows = self.session.execute(select(*(getattr(model, n) for n in names), model.id))
-        return {kind(*row[:-1]): row[-1] for row in rows}
+        columns = [getattr(model, name) for name in names]
+        found: dict[Any, int] = {}
+        for start in range(0, len(values), _LOOKUP_CHUNK):
+            keys = [tuple(v[name] for name in names) for v in values[start : start + _LOOKUP_CHUNK]]
+            rows = self.session.execute(
+                select(*columns, model.id).where(tuple_(*columns).in_(keys))
+            )
+            found.update({kind(*row[:-1]): row[-1] for row in rows})
+        return found
 
 
 def record_measurements(
@@ -88,7 +96,7 @@ def record_measurements(
         rows = [_row(*key, m) for key, (_, _, m) in zip(keys, chunk, strict=True)]
         chunk_ids = _insert(session, rows)
         for key, (_, _, m), new_id in zip(keys, chunk, chunk_ids, strict=True):
-            if m.status != "ok" or m.ms is None:
+            if m.status != "ok" or m.ms is None or not is_trusted(m.provenance):
                 continue
             held = fastest.get(key)
             if held is None or m.ms < (held.measurement.ms or 0.0):
