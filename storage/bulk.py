@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from storage.conflicts import upsert_statement
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import BestConfig, Device, Measurement, Shape, utcnow
-from storage.records import Offer, is_trusted, offer_best
+from storage.records import Offer, is_final, is_trusted, offer_best
 
 # Rows inserted together: large enough for multi-row INSERTs, small enough to report progress
 # often.
@@ -80,10 +80,10 @@ def record_measurements(
 
     The rows and the best_config are exactly those of calling
     :func:`storage.record_measurement` for each record in order: each (device, shape) offers
-    best_config only its first fastest ok measurement (a later one only replaces the best when
-    strictly faster, so no other record of the batch could win). ``progress`` is called after
-    each chunk. Nothing commits here; the best_config rows stay locked until the caller
-    commits.
+    best_config only the first of its fastest final re-measurements, or without any, of its
+    fastest ok measurements (by that rule no other record of the batch could win).
+    ``progress`` is called after each chunk. Nothing commits here; the best_config rows stay
+    locked until the caller commits.
     """
     pending = list(records)
     known = ids_of or RowIds(session)
@@ -99,13 +99,18 @@ def record_measurements(
             if m.status != "ok" or m.ms is None or not is_trusted(m.provenance):
                 continue
             held = fastest.get(key)
-            if held is None or m.ms < (held.measurement.ms or 0.0):
+            if held is None or _rank(m) < _rank(held.measurement):
                 fastest[key] = Offer(*key, new_id, m)
         ids += chunk_ids
         if progress is not None:
             progress(len(ids), len(pending))
     _offer_all(session, list(fastest.values()))
     return ids
+
+
+def _rank(m: MeasurementIn) -> tuple[bool, float]:
+    """Finals before screening times, then faster first (``record_measurement``'s rule)."""
+    return (not is_final(dict(m.provenance)), m.ms if m.ms is not None else float("inf"))
 
 
 def _offer_all(session: Session, offers: list[Offer]) -> None:

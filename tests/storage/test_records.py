@@ -178,9 +178,9 @@ def _outcome(session: Session) -> tuple[list[tuple[Any, ...]], list[tuple[Any, .
 def test_bulk_load_stores_what_one_at_a_time_stores(new_database: NewDatabase) -> None:
     """record_measurements == record_measurement per record: the same rows, and the same best
     config per device and shape, with ties (the first stays), failures (never best), a fast
-    wrong result, and a best that already existed before the load (faster for one shape,
-    slower for the other)."""
-    small = ShapeIn(1000, 1000, 1000)
+    wrong result, a best that already existed before the load (faster for one shape, slower
+    for the other), and a final re-measurement slower than a screening time (it wins)."""
+    small, thin = ShapeIn(1000, 1000, 1000), ShapeIn(128, 4096, 4096)
     before = [
         (H100, SQUARE, measurement(ms=0.9, config_name="old_fast")),
         (H100, small, measurement(ms=5.0, config_name="old_slow")),
@@ -194,6 +194,8 @@ def test_bulk_load_stores_what_one_at_a_time_stores(new_database: NewDatabase) -
         (H100, small, measurement(ms=None, status="pruned", config_name="pruned")),
         (A100, small, measurement(ms=3.0, config_name="d")),
         (A100, small, measurement(ms=3.0, config_name="tie_after_d")),
+        (H100, thin, measurement(ms=0.5, config_name="screened")),
+        (H100, thin, measurement(ms=0.8, config_name="final", provenance={"phase": "final"})),
     ]
     outcomes = []
     for bulk in (False, True):
@@ -217,6 +219,7 @@ def test_bulk_load_stores_what_one_at_a_time_stores(new_database: NewDatabase) -
     _, best = outcomes[1]
     assert best == [
         (A100.name, 1000, "d", 3.0),
+        (H100.name, 128, "final", 0.8),
         (H100.name, 1000, "c", 1.5),
         (H100.name, 4096, "old_fast", 0.9),
     ]
