@@ -164,7 +164,7 @@ class BestConfig(Base):
     """The fastest ``ok`` measurement per (device, shape); only a faster one replaces it."""
 
     __tablename__ = "best_config"
-    # updated_at: what the answer index reads to refresh incrementally.
+    # updated_at: its maximum is part of the answer index's fingerprint, asked every few s.
     __table_args__ = (UniqueConstraint("device_id", "shape_id"), Index(None, "updated_at"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -1,5 +1,5 @@
 """Indexes for keyset paging of measurements (by id, under each filter) and for the answer
-index's incremental refresh (best configs by update time).
+index's fingerprint (the newest best-config update).
 
 Revision ID: 0005
 Revises: 0004
