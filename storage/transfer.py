@@ -235,4 +235,4 @@ def _build(where: str, make: Callable[[], _T]) -> _T:
     try:
         return make()
     except ValueError as exc:
-        raise StorageError(f"{where}: {exc}") from exc
+        raise StorageError(f"{where}: {exc}; nothing imported") from exc
