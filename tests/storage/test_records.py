@@ -138,7 +138,7 @@ def test_bad_measurement_values_name_the_field(overrides: dict[str, Any], field:
 
 
 def test_bad_shape_names_the_field() -> None:
-    with pytest.raises(ValueError, match=r"`k` must be an integer in 1\.\.2147483647, got 0"):
+    with pytest.raises(ValueError, match="`k` must be an integer >= 1, got 0"):
         ShapeIn(16, 16, 0)
 
 
