@@ -1,6 +1,7 @@
-"""Verify and time hand-picked configs beside cuBLAS on one shape (GPU only), outside any study.
+"""Verify and time hand-picked configs beside cuBLAS on one or more shapes (GPU only), outside
+any study.
 
-    python benchmarks/try_configs.py --shape 256x256x65536 --out try.json \
+    python benchmarks/try_configs.py --shape 256x256x65536 [--shape ...] --out try.json \
         splitk_bm128_bn128_bk16_wm64_wn32_wni1_tm8_tn4_t256_s3_sk32 ...
 
 For trying configs a family's parameter values do not list yet (a config only has to satisfy
@@ -12,60 +13,70 @@ Prints one line per config and writes the replies, with provenance, as JSON.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tuner.config import Config
+from tuner.evaluate import Comparison
 from tuner.families import get_family, parse_config
 from tuner.gpu_worker import GpuEvaluator
 from tuner.measure import tflops
-from tuner.shape import parse_shape
+from tuner.shape import Shape, parse_shape
+
+
+def _compare(
+    gpu: GpuEvaluator, configs: list[Config], shape: Shape, rounds: int
+) -> list[Comparison]:
+    """Every valid config of ``configs`` in one set of alternating rounds with cuBLAS; an
+    invalid one comes back with the first rule it breaks."""
+    broken = {c.name: get_family(c.family).broken_rules(c) for c in configs}
+    valid = [c for c in configs if not broken[c.name]]
+    replies = {r.config_name: r for r in gpu.compare(valid, shape, rounds)} if valid else {}
+    return [
+        replies.get(c.name) or Comparison(c.name, "invalid", broken[c.name][0]) for c in configs
+    ]
+
+
+def _row(shape: Shape, reply: Comparison) -> dict[str, object]:
+    row: dict[str, object] = {"shape": str(shape), **dataclasses.asdict(reply)}
+    if reply.ms is not None and reply.ratio is not None:
+        row |= {"ms": reply.ms, "tflops": tflops(shape, reply.ms), "cublas_ms": reply.cublas_ms}
+        row["ratio"] = reply.ratio
+        print(
+            f"{shape} {reply.config_name}: {row['tflops']:.1f} TFLOP/s, x{reply.ratio:.2f} cuBLAS"
+        )
+    else:
+        print(f"{shape} {reply.config_name}: {reply.status}: {reply.reason}")
+    return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--shape", required=True)
+    parser.add_argument("--shape", required=True, action="append", help="repeat for more")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--budget-ms", type=float, default=50.0)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("configs", nargs="+")
     args = parser.parse_args()
 
-    shape = parse_shape(args.shape)
+    shapes = [parse_shape(text) for text in args.shape]
+    configs = [parse_config(name) for name in args.configs]
     gpu = GpuEvaluator(budget_ms=args.budget_ms)
-    rows = []
+    rows: list[dict[str, object]] = []
     try:
-        for name in args.configs:
-            config = parse_config(name)
-            broken = get_family(config.family).broken_rules(config)
-            if broken:
-                rows.append({"config": name, "status": "invalid", "reason": broken[0]})
-            else:
-                reply = gpu.compare(config, shape, args.rounds)
-                row = {"config": name, **reply}
-                if reply["status"] == "ok":
-                    ms = statistics.median(reply["ms_rounds"])
-                    cublas_ms = statistics.median(reply["cublas_ms_rounds"])
-                    row |= {
-                        "ms": ms,
-                        "tflops": tflops(shape, ms),
-                        "cublas_ms": cublas_ms,
-                        "ratio": cublas_ms / ms,
-                    }
-                rows.append(row)
-            last = rows[-1]
-            if "ratio" in last:
-                print(f"{name}: {last['tflops']:.1f} TFLOP/s, x{last['ratio']:.2f} cuBLAS")
-            else:
-                print(f"{name}: {last['status']}: {last.get('reason')}")
+        for config in configs:
+            gpu.prepare(config)  # compiled on every core at once
+        for shape in shapes:
+            rows += [_row(shape, reply) for reply in _compare(gpu, configs, shape, args.rounds)]
     finally:
         gpu.close()
     doc = {
-        "what": f"hand-picked configs on {shape}, beside cuBLAS",
+        "what": f"hand-picked configs on {', '.join(map(str, shapes))}, beside cuBLAS",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "provenance": gpu.provenance,
         "rounds": args.rounds,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.representative import REPRESENTATIVE
-from tuner.families import FAMILIES, parse_config
+from tuner.families import FAMILIES
 from tuner.shape import Shape
 
 pytestmark = pytest.mark.gpu
@@ -29,23 +29,6 @@ SPLITK_SHAPES = [
     Shape(33, 100, 5000),
     Shape(19, 1000, 1004),
 ]
-
-
-@pytest.fixture(scope="module")
-def kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.compile import NvrtcCompiler, compile_many, load_kernel
-    from tuner.render import render
-    from tuner.resources import live_device
-
-    dev = live_device()
-    names = [n for names in REPRESENTATIVE.values() for n in names]
-    sources = [render(parse_config(n)) for n in names]
-    results = compile_many(NvrtcCompiler(dev.arch), sources)
-    loaded = {}
-    for name, source, result in zip(names, sources, results, strict=True):
-        assert not isinstance(result, Exception), f"{name}: {result}"
-        loaded[name] = (load_kernel(result), source)
-    return loaded
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -109,32 +92,3 @@ def test_split_counters_reset_between_launches(
                 f"{result.rel_error:.3e} > {result.tolerance:.1e}"
             )
         cp.cuda.get_current_stream().synchronize()
-
-
-@pytest.mark.parametrize("family", list(REPRESENTATIVE))
-def test_unaligned_operands_take_the_scalar_path(
-    family: str, kernels: dict[str, tuple[Any, Any]]
-) -> None:
-    """Views that start 4 bytes past a 16-byte boundary must still give the right answer."""
-    import cupy as cp
-
-    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
-
-    shape = Shape(64, 72, 40)  # every row length a multiple of 4: only the pointers are unaligned
-    rng = cp.random.default_rng(7)
-
-    def offset(rows: int, cols: int) -> Any:
-        flat = rng.standard_normal(rows * cols + 1, dtype=cp.float32)
-        return flat[1:].reshape(rows, cols)
-
-    a, b, c0 = offset(shape.m, shape.k), offset(shape.k, shape.n), offset(shape.m, shape.n)
-    for name in REPRESENTATIVE[family]:
-        kernel, source = kernels[name]
-        ref, c = c0.copy(), offset(shape.m, shape.n)
-        c[...] = c0
-        cublas_gemm(0.5, a, b, 3.0, ref)
-        launch(kernel, source, shape, 0.5, a, b, 3.0, c)
-        err = relative_error(c, ref)
-        assert err <= tolerance(shape.k), (
-            f"{name}: relative error {err:.3e} with unaligned pointers"
-        )

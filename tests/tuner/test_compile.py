@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.representative import ALL_REPRESENTATIVE
+from tests.representative import ALL_REPRESENTATIVE, REPRESENTATIVE
 from tests.tuner.kernel_usage import ARCH, SNAPSHOT, usage_record
 from tuner.candidates import compile_candidates
 from tuner.compile import (
@@ -19,6 +19,7 @@ from tuner.compile import (
 from tuner.families import get_family, parse_config
 from tuner.render import KernelSource, render
 from tuner.resources import DEVICE_TABLE, static_check
+from tuner.runner import DEFAULT_FAMILIES
 from tuner.shape import Shape
 from tuner.space import Space
 
@@ -125,3 +126,18 @@ ptxas info    : Used 96 registers, used 1 barriers, 16640 bytes smem, 400 bytes 
     assert parse_ptxas_report(log, "other").spills
     with pytest.raises(CompileError, match="no resource report"):
         parse_ptxas_report(log, "absent")
+
+
+A100 = DEVICE_TABLE["sm_80"]
+# The first representative of each default family that runs on sm_80 (the dmma ones need sm_90).
+SM80_REPRESENTATIVES = [
+    REPRESENTATIVE[f][0] for f in DEFAULT_FAMILIES if get_family(f).min_arch <= 80
+]
+
+
+@pytest.mark.parametrize("name", SM80_REPRESENTATIVES)
+def test_default_families_compile_for_sm_80_without_spills(name: str) -> None:
+    """The access-width paths (16-, 8- and 4-byte copies) build for the A100 too."""
+    kernel = NvccCompiler("sm_80").compile(render(parse_config(name)))
+    assert not kernel.usage.spills, kernel.usage
+    assert kernel.rejection(A100) is None

@@ -5,7 +5,7 @@ import re
 import jinja2
 import pytest
 
-from tests.representative import ALL_REPRESENTATIVE
+from tests.representative import ALL_REPRESENTATIVE, REPRESENTATIVE
 from tuner.errors import InputError
 from tuner.families import FAMILIES, get_family, parse_config
 from tuner.render import _environment, render
@@ -90,3 +90,15 @@ def test_render_refuses_invalid_configs() -> None:
         render(parse_config("smem_tiling_bm64_bn64_bk8"))
     with pytest.raises(InputError, match="positive integer"):
         get_family("smem_tiling").config({"BM": True, "BN": 8, "BK": 8})
+
+
+@pytest.mark.parametrize("family", ["pipelined", "splitk", "dmma_pipelined"])
+def test_cp_async_families_keep_unaligned_rows_on_the_interior_path(family: str) -> None:
+    """Odd row lengths and unaligned views (issue 20): whole interior chunks of such rows are
+    copied by four 4-byte ``cp.async`` each, unchecked, instead of going down the checked
+    edge path with the whole operand."""
+    for name in REPRESENTATIVE[family]:
+        code = render(parse_config(name)).code
+        copies = code.count("cp_async_4x4(st")
+        assert copies > 0 and copies % 2 == 0, name  # A's chunks and B's, in each load step
+        assert "a_rows_full = a_vec" not in code and "b_cols_full = b_vec" not in code, name
