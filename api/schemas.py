@@ -18,13 +18,23 @@ from storage import STATUSES
 from tuner.answers import FAR_DISTANCE
 from tuner.device_kind import ARCH_FORMAT
 from tuner.families import FAMILIES
-from tuner.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
+from tuner.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
 
 # Strict: JSON's true is not m = 1, nor is the string "4096" a dimension.
 Dim = Annotated[StrictInt, Field(ge=1, le=MAX_DIM, description=f"matrix dimension, 1..{MAX_DIM}")]
 Count = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
-Dtype = Literal[SUPPORTED_DTYPES]  # type: ignore[valid-type]
-Layout = Literal[SUPPORTED_LAYOUTS]  # type: ignore[valid-type]
+Dtype = Annotated[
+    Literal[SUPPORTED_DTYPES],  # type: ignore[valid-type]
+    Field(description="type of A and B; half inputs are summed in FP32 into a float32 C"),
+]
+Layout = Annotated[
+    Literal[ACCEPTED_LAYOUTS],  # type: ignore[valid-type]
+    Field(
+        description="how A and B are stored, row-major terms: A's letter then B's, N as used, "
+        "T transposed (NT is x @ W.T, nn.Linear); 'row-major' is the older name of NN, "
+        "answered as NN"
+    ),
+]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
 FamilyName = Literal[tuple(FAMILIES)]  # type: ignore[valid-type]
 NON_BLANK = r"\S"  # somewhere a character that is not white space (patterns search)
@@ -56,7 +66,7 @@ class BestRequest(Strict):
     n: Dim
     k: Dim
     dtype: Dtype = "float32"
-    layout: Layout = "row-major"
+    layout: Layout = "NN"
     device: str | None = Field(
         default=None,
         min_length=1,
@@ -122,8 +132,9 @@ class KernelOut(BaseModel):
         "on one stream may share one"
     )
     arguments: str = (
-        "(int M, int N, int K, float alpha, const float* A, const float* B, "
-        "float beta, float* C), row-major"
+        "(int M, int N, int K, float alpha, const T* A, const T* B, float beta, float* C): T is "
+        "float for float32, the 16-bit values for float16 and bfloat16; A and B stored as the "
+        "layout says, C float32 M x N, all row-major"
     )
 
 
@@ -189,7 +200,7 @@ class ShapeIn(Strict):
     n: Dim
     k: Dim
     dtype: Dtype = "float32"
-    layout: Layout = "row-major"
+    layout: Layout = "NN"
 
 
 class MeasurementIn(Strict):

@@ -23,6 +23,10 @@ STATUSES: tuple[str, ...] = (
     "wrong_result",  # differs from cuBLAS beyond the FP32 tolerance
     "timeout",  # compile or run took longer than its bound
 )
+# Layout names older databases and exports used, and the layout each means today: ``row-major``
+# (the one layout before there were four) is A and B both as used, ``NN``. Migration 0006 renames
+# stored rows; imports and callers may still send the old name.
+LEGACY_LAYOUTS: dict[str, str] = {"row-major": "NN"}
 
 
 # Column lengths of the tables (storage.models); tuner.intake checks records against the same
@@ -88,13 +92,14 @@ class ShapeIn:
     n: int
     k: int
     dtype: str = "float32"
-    layout: str = "row-major"
+    layout: str = "NN"
 
     def __post_init__(self) -> None:
         for dim in ("m", "n", "k"):
             _check_int(dim, getattr(self, dim), minimum=1)
         _check_text("dtype", self.dtype)
         _check_text("layout", self.layout)
+        object.__setattr__(self, "layout", LEGACY_LAYOUTS.get(self.layout, self.layout))
 
 
 @dataclass(frozen=True)

@@ -112,9 +112,7 @@ class Shape(Base):
     dtype: Mapped[str] = mapped_column(
         String(LABEL_LENGTH), default="float32", server_default="float32"
     )
-    layout: Mapped[str] = mapped_column(
-        String(LABEL_LENGTH), default="row-major", server_default="row-major"
-    )
+    layout: Mapped[str] = mapped_column(String(LABEL_LENGTH), default="NN", server_default="NN")
 
 
 class Measurement(Base):

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, contains_eager
 
-from storage.inputs import DeviceIn, ShapeIn
+from storage.inputs import LEGACY_LAYOUTS, DeviceIn, ShapeIn
 from storage.models import BestConfig, Device, DeviceRates, Measurement, Shape
 
 MAX_PAGE = 1000
@@ -30,6 +30,11 @@ def find_device(session: Session, device: DeviceIn) -> Device | None:
             Device.sm_count == device.sm_count,
         )
     ).one_or_none()
+
+
+def _layout(name: str) -> str:
+    """A layout by the name stored rows use (an older name, ``row-major``, is ``NN``)."""
+    return LEGACY_LAYOUTS.get(name, name)
 
 
 def find_shape(session: Session, shape: ShapeIn) -> Shape | None:
@@ -69,13 +74,17 @@ def best_for(
     n: int,
     k: int,
     dtype: str = "float32",
-    layout: str = "row-major",
+    layout: str = "NN",
 ) -> tuple[BestConfig, Measurement] | None:
     """The best config for exactly this shape on ``device_name`` (``None``: fastest anywhere)."""
     query = (
         _best_query(device_name)
         .where(
-            Shape.m == m, Shape.n == n, Shape.k == k, Shape.dtype == dtype, Shape.layout == layout
+            Shape.m == m,
+            Shape.n == n,
+            Shape.k == k,
+            Shape.dtype == dtype,
+            Shape.layout == _layout(layout),
         )
         .order_by(Measurement.ms, BestConfig.id)
         .limit(1)
@@ -109,7 +118,7 @@ def nearest_best(
     n: int,
     k: int,
     dtype: str = "float32",
-    layout: str = "row-major",
+    layout: str = "NN",
 ) -> tuple[BestConfig, float] | None:
     """The tuned shape closest to (m, n, k) (see :func:`shape_distance`), with its distance.
 
@@ -120,7 +129,7 @@ def nearest_best(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}")
     rows = session.scalars(
-        _best_query(device_name).where(Shape.dtype == dtype, Shape.layout == layout)
+        _best_query(device_name).where(Shape.dtype == dtype, Shape.layout == _layout(layout))
     ).all()
     scored = [
         (shape_distance((m, n, k), (row.shape.m, row.shape.n, row.shape.k)), row) for row in rows
@@ -226,7 +235,7 @@ def measurements_for_study(
 
 
 def fastest_ok_times(
-    session: Session, device_name: str, dtype: str = "float32", layout: str = "row-major"
+    session: Session, device_name: str, dtype: str = "float32", layout: str = "NN"
 ) -> list[tuple[int, int, int, str, float]]:
     """(m, n, k, config name, fastest ok ms) of every config measured on ``device_name``: what
     the search transfers to a new shape of that device."""
@@ -237,7 +246,7 @@ def fastest_ok_times(
         .where(
             Device.name == device_name,
             Shape.dtype == dtype,
-            Shape.layout == layout,
+            Shape.layout == _layout(layout),
             Measurement.status == "ok",
             Measurement.ms.is_not(None),
         )

@@ -194,7 +194,7 @@ def _parse_shape(value: Any, where: str) -> ShapeIn:
             n=_require(item, "n", where),
             k=_require(item, "k", where),
             dtype=item.get("dtype", "float32"),
-            layout=item.get("layout", "row-major"),
+            layout=item.get("layout", "NN"),
         ),
     )
 

@@ -71,6 +71,16 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "dmma_pipelined_bm64_bn64_bk8_wm64_wn16_mk8_s4_sk2_mb1",
         "dmma_pipelined_bm128_bn128_bk16_wm64_wn32_mk8_s2_sk1_mb1",
     ],
+    # Each layout and both input types; warp tiles of 64x64 (128 sums a lane), 32x32, 64x32 and
+    # 128x32 (BM 256 with four warps along m); BK 32 and 64; 2 to 5 stages; row tiles of A and B
+    # of 4, 8 and 32 chunks (each swizzle period); L2 groups of 1, 4 and 8.
+    "hmma": [
+        "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_dt0_ly0",
+        "hmma_bm128_bn256_bk32_wpm2_wpn4_s3_sw4_dt1_ly1",
+        "hmma_bm64_bn64_bk64_wpm2_wpn2_s5_sw1_dt1_ly2",
+        "hmma_bm256_bn128_bk32_wpm2_wpn4_s3_sw8_dt0_ly3",
+        "hmma_bm64_bn128_bk32_wpm1_wpn4_s2_sw1_dt0_ly1",
+    ],
 }
 
 ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

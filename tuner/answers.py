@@ -41,10 +41,11 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from tuner.config import Config
+from storage.inputs import LEGACY_LAYOUTS
+from tuner.config import PARAM_ABBR, Config
 from tuner.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
 from tuner.errors import InputError
-from tuner.families import parse_config
+from tuner.families import HMMA, parse_config
 from tuner.render import KernelSource, Launch, render
 from tuner.shape import Shape
 
@@ -60,9 +61,16 @@ DEFAULT_LARGE = "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
 DEFAULT_SMALL = "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128"
 DEFAULT_TILE = 128
 DEFAULT_WAVE_BLOCKS = 132
+# FP16/BF16 inputs, by the same rule: hmma's 128x128 tile of four 64x64 warp tiles in 4 stages,
+# else a 64x64 tile of four 32x32 warp tiles in 3 stages (chosen before any measurement; both
+# fit sm_80..sm_90), with the input type and layout the shape pins.
+HALF_DEFAULT_LARGE = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8"
+HALF_DEFAULT_SMALL = "hmma_bm64_bn64_bk32_wpm2_wpn2_s3_sw1"
 DEFAULT_RULE = (
     f"{DEFAULT_LARGE} when ceil(m/{DEFAULT_TILE})*ceil(n/{DEFAULT_TILE}) >= "
-    f"{DEFAULT_WAVE_BLOCKS} (one full wave on an H100), else {DEFAULT_SMALL}"
+    f"{DEFAULT_WAVE_BLOCKS} (one full wave on an H100), else {DEFAULT_SMALL}; for float16 and "
+    f"bfloat16 inputs {HALF_DEFAULT_LARGE} or {HALF_DEFAULT_SMALL} by the same test, with the "
+    "shape's dtype and layout"
 )
 
 
@@ -89,10 +97,14 @@ def shape_values(shape: Any) -> dict[str, Any]:
     return {name: getattr(shape, name) for name in SHAPE_FIELDS}
 
 
-def default_config(m: int, n: int) -> Config:
+def default_config(m: int, n: int, dtype: str = "float32", layout: str = "NN") -> Config:
     """The rule-chosen config for a shape nobody has tuned (see :data:`DEFAULT_RULE`)."""
-    blocks = -(-m // DEFAULT_TILE) * -(-n // DEFAULT_TILE)
-    return parse_config(DEFAULT_LARGE if blocks >= DEFAULT_WAVE_BLOCKS else DEFAULT_SMALL)
+    large = -(-m // DEFAULT_TILE) * -(-n // DEFAULT_TILE) >= DEFAULT_WAVE_BLOCKS
+    if dtype == "float32":
+        return parse_config(DEFAULT_LARGE if large else DEFAULT_SMALL)
+    pinned = HMMA.pinned(Shape(m, n, 1, dtype, layout))
+    tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in pinned.items())
+    return parse_config("_".join([HALF_DEFAULT_LARGE if large else HALF_DEFAULT_SMALL, *tokens]))
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,8 @@ class Tuned:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "log_mnk", (math.log(self.m), math.log(self.n), math.log(self.k)))
+        # A layout by its older name (``row-major``) is the layout it names today.
+        object.__setattr__(self, "layout", LEGACY_LAYOUTS.get(self.layout, self.layout))
 
 
 class UnknownDeviceError(InputError):
@@ -275,7 +289,7 @@ class Tuning:
         n: int,
         k: int,
         dtype: str = "float32",
-        layout: str = "row-major",
+        layout: str = "NN",
         device: DeviceSpec | None = None,
     ) -> Answer:
         """The answer for (m, n, k) on ``device`` (see the module's docstring for the rules).
@@ -415,7 +429,7 @@ def _with_skipped(answer: Answer, skipped: int, slow: SlowMath) -> Answer:
 
 def _default(shape: Shape, device: DeviceSpec | None, far: Far | None = None) -> Answer:
     """The default rule's answer; ``far`` (the nearest tuned shape, too far) makes it ``far``."""
-    config = default_config(shape.m, shape.n)
+    config = default_config(shape.m, shape.n, shape.dtype, shape.layout)
     where = f" on {device.name} or a GPU of its kind" if device is not None else ""
     rule = f"config chosen by rule: {DEFAULT_RULE}"
     if far is None:

@@ -34,7 +34,8 @@ from tuner.study import screened_study, study_name
 from tuner.suite import SuiteEntry
 
 TIMING = (
-    "after a correctness check against cuBLAS (strict FP32, relative Frobenius error), our kernel "
+    "after a correctness check against cuBLAS (in the shape's dtype with FP32 sums, never TF32; "
+    "half inputs also against FP32 on the unrounded values; relative Frobenius error), our kernel "
     "and cuBLAS are timed alternately (ours, cuBLAS, ours, ...) on the same random normal "
     "operands, alpha = 1, beta = 0; each round is the median of repeated launches (CUDA events, "
     "3 warm-ups, L2 flushed before each repeat); reported: the median of the rounds"
@@ -72,6 +73,14 @@ def device_slug(name: str) -> str:
         if any(ch.isdigit() for ch in word):
             return "-".join(words[: i + 1])
     return "-".join(words) or "gpu"
+
+
+def suite_file_name(slug: str, shape: Shape) -> str:
+    """Where ``gemmtune bench`` writes by default: ``<device>-suite.json`` for float32 NN (the
+    committed FP32 results), ``<device>-suite-<dtype>-<layout>.json`` for the others."""
+    if shape.is_default_kind:
+        return f"{slug}-suite.json"
+    return f"{slug}-suite-{shape.dtype}-{shape.layout.lower()}.json"
 
 
 def _stored_choice(
@@ -148,6 +157,8 @@ def shape_row(
         "m": shape.m,
         "n": shape.n,
         "k": shape.k,
+        "dtype": shape.dtype,
+        "layout": shape.layout,
         "status": "no_config",
         "reason": choice.reason,
         "config": choice.config.name if choice.config else None,

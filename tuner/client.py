@@ -88,8 +88,10 @@ def best(
     db: str | None = None,
     device: DeviceArg = CURRENT,
     timeout_s: float = 10.0,
+    dtype: str = "float32",
+    layout: str = "NN",
 ) -> Answer:
-    """The best config for an m x n x k float32 row-major GEMM on ``device``.
+    """The best config for an m x n x k GEMM of ``dtype`` inputs in ``layout`` on ``device``.
 
     Args:
         url: base URL of a gemmtune server (``http://host:8000``); default ``$GEMMTUNE_API_URL``.
@@ -99,27 +101,33 @@ def best(
             if any), a name, a :class:`~tuner.device_kind.DeviceSpec` (name, arch, SM count:
             a GPU with no results of its own is then answered from GPUs of its kind), or
             ``None`` for the fastest config of any device.
+        dtype, layout: the inputs' type and how they are stored (``tuner.shape``).
 
     Raises:
-        InputError: a dimension outside 1..2**31-1, a device name nothing is stored for
+        InputError: a dimension outside 1..2**31-1, an unknown dtype or layout, a device name
+            nothing is stored for
             (given without its arch), or an error answer from the server.
         storage.StorageError: ``db`` names no gemmtune database (a missing SQLite file is not
             created).
     """
-    Shape(m, n, k)  # validates, naming the field
+    shape = Shape(m, n, k, dtype, layout)  # validates, naming the field
     asked = _resolve(device)
     url = url or (None if db else os.environ.get(API_URL_ENV_VAR))
     if url:
-        return _over_http(url, m, n, k, asked, timeout_s)
-    return _from_database(db, m, n, k, asked)
+        return _over_http(url, shape, asked, timeout_s)
+    return _from_database(db, shape, asked)
 
 
-def _over_http(
-    url: str, m: int, n: int, k: int, device: DeviceSpec | None, timeout_s: float
-) -> Answer:
+def _over_http(url: str, shape: Shape, device: DeviceSpec | None, timeout_s: float) -> Answer:
     import httpx
 
-    body: dict[str, Any] = {"m": m, "n": n, "k": k}
+    body: dict[str, Any] = {
+        "m": shape.m,
+        "n": shape.n,
+        "k": shape.k,
+        "dtype": shape.dtype,
+        "layout": shape.layout,
+    }
     if device is not None:
         body.update(device=device.name, device_arch=device.arch, device_sm_count=device.sm_count)
     try:
@@ -140,10 +148,11 @@ def _index(db_url: str) -> BestIndex:
     return BestIndex(storage.open_existing_database(db_url), ttl_s=5.0)
 
 
-def _from_database(db: str | None, m: int, n: int, k: int, device: DeviceSpec | None) -> Answer:
+def _from_database(db: str | None, shape: Shape, device: DeviceSpec | None) -> Answer:
     import storage
 
-    return _index(storage.database_url(db)).snapshot().answer(m, n, k, device=device)
+    snapshot = _index(storage.database_url(db)).snapshot()
+    return snapshot.answer(shape.m, shape.n, shape.k, shape.dtype, shape.layout, device=device)
 
 
 # (config name, architecture) -> the compiled kernel and whether its family keeps split-K
@@ -152,7 +161,7 @@ def _from_database(db: str | None, m: int, n: int, k: int, device: DeviceSpec | 
 _built: dict[tuple[str, str], tuple[Any, bool]] = {}
 _kernels: dict[tuple[str, str, int], tuple[Any, KernelSource]] = {}
 _site_copies: dict[tuple[str, str], dict[Hashable, int]] = {}
-_configs: dict[tuple[int, int, int, str | None, str | None, DeviceSpec | None], str] = {}
+_configs: dict[tuple[Shape, str | None, str | None, DeviceSpec | None], str] = {}
 _lock = threading.Lock()
 
 
@@ -195,26 +204,14 @@ def compiled(name: str, site: Hashable = 0) -> tuple[Any, KernelSource]:
         return _kernels[key]
 
 
-def _config_name(
-    m: int, n: int, k: int, url: str | None, db: str | None, device: DeviceSpec | None
-) -> str:
-    key = (m, n, k, url, db, device)
+def _config_name(shape: Shape, url: str | None, db: str | None, device: DeviceSpec | None) -> str:
+    key = (shape, url, db, device)
     name = _configs.get(key)
     if name is None:
-        name = best(m, n, k, url=url, db=db, device=device).name
-        _configs[key] = name
+        m, n, k, dtype, layout = shape.m, shape.n, shape.k, shape.dtype, shape.layout
+        answer = best(m, n, k, url=url, db=db, device=device, dtype=dtype, layout=layout)
+        name = _configs[key] = answer.name
     return name
-
-
-def _check(name: str, array: Any, cupy: Any) -> None:
-    if not isinstance(array, cupy.ndarray) or array.ndim != 2 or array.dtype != cupy.float32:
-        raise InputError(f"`{name}` must be a 2-D cupy float32 array, got {_describe(array)}")
-
-
-def _describe(array: Any) -> str:
-    shape = getattr(array, "shape", None)
-    dtype = getattr(array, "dtype", None)
-    return f"{type(array).__name__}" + (f" {shape} {dtype}" if shape is not None else "")
 
 
 def matmul(
@@ -228,10 +225,15 @@ def matmul(
     db: str | None = None,
     device: DeviceArg = CURRENT,
 ) -> Any:
-    """``alpha * a @ b + beta * c`` in strict FP32 with gemmtune's best kernel for the shape.
+    """``alpha * a @ b + beta * c`` with gemmtune's best kernel for the shape, dtype and layout:
+    strict FP32 for float32 inputs, FP32 sums of the exact products for float16 and bfloat16
+    (C is float32 either way).
 
     Args:
-        a, b: 2-D float32 CuPy arrays, (M, K) and (K, N); made C-contiguous if they are not.
+        a, b: 2-D CuPy arrays of one dtype (float32, float16, or bfloat16 where CuPy has it),
+            (M, K) and (K, N). A C-contiguous array is read as it is, and so is the transposed
+            view of one (``w.T``, as nn.Linear multiplies: layout NT), without a copy; other
+            strides are copied once.
         c: (M, N) float32 C-contiguous array, overwritten with the result; ``None`` allocates
             one (and then ``beta`` must be 0, there being no C to scale).
         url, db, device: where to look the config up, and for which GPU: by default the
@@ -240,6 +242,10 @@ def matmul(
     Returns:
         ``c``, or the new array.
 
+    Raises:
+        InputError: naming the array, when ``a`` or ``b`` is not a 2-D CuPy array of a
+            supported dtype, when their dtypes differ, or when the shapes do not fit.
+
     The kernel runs on the current stream. One loaded kernel serves every call with its config;
     the split-K kernels (``splitk``, ``warptile_splitk``, ``streamk``, ``skinny``), which keep
     ticket counters in their module, get one loaded module per stream and calling thread, so
@@ -247,8 +253,14 @@ def matmul(
     """
     import cupy
 
-    _check("a", a, cupy)
-    _check("b", b, cupy)
+    from tuner.half_arrays import describe, dtype_name, operand
+
+    a_stored, a_transposed = operand("a", a)
+    b_stored, b_transposed = operand("b", b)
+    if a.dtype != b.dtype:
+        raise InputError(
+            f"`b` is {dtype_name(b)} and `a` is {dtype_name(a)}: A and B must have one dtype"
+        )
     if a.shape[1] != b.shape[0]:
         raise InputError(f"`a` is {a.shape} and `b` is {b.shape}: inner dimensions differ")
     m, k = a.shape
@@ -257,25 +269,18 @@ def matmul(
         if beta != 0:
             raise InputError(f"`beta` must be 0 when `c` is None, got {beta!r}")
         c = cupy.empty((m, n), dtype=cupy.float32)
-    else:
-        _check("c", c, cupy)
-        if c.shape != (m, n) or not c.flags.c_contiguous:
-            raise InputError(f"`c` must be C-contiguous with shape {(m, n)}, got {c.shape}")
-    shape = Shape(m, n, k)  # 1..2**31-1 each, or InputError naming the dimension
+    elif not isinstance(c, cupy.ndarray) or c.dtype != cupy.float32:
+        raise InputError(f"`c` must be a cupy float32 array, got {describe(c)}")
+    elif c.shape != (m, n) or not c.flags.c_contiguous:
+        raise InputError(f"`c` must be C-contiguous with shape {(m, n)}, got {c.shape}")
+    layout = ("T" if a_transposed else "N") + ("T" if b_transposed else "N")
+    # 1..2**31-1 each, or InputError naming the dimension
+    shape = Shape(m, n, k, dtype_name(a), layout)
     # The handle alone does not name a stream: each thread's per-thread default stream has
     # the same one.
     site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
-    kernel, source = compiled(_config_name(m, n, k, url, db, _resolve(device)), site)
+    kernel, source = compiled(_config_name(shape, url, db, _resolve(device)), site)
     from tuner.measure import launch
 
-    launch(
-        kernel,
-        source,
-        shape,
-        alpha,
-        cupy.ascontiguousarray(a),
-        cupy.ascontiguousarray(b),
-        beta,
-        c,
-    )
+    launch(kernel, source, shape, alpha, a_stored, b_stored, beta, c)
     return c

@@ -32,6 +32,11 @@ PARAM_ABBR: dict[str, str] = {
     "MK": "mk",
     "MINBLOCKS": "mb",
     "WIDEN": "wd",
+    "WARPS_M": "wpm",
+    "WARPS_N": "wpn",
+    "SWIZZLE": "sw",
+    "DTYPE": "dt",
+    "LAYOUT": "ly",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 

@@ -19,6 +19,9 @@ estimates a kernel's time in SM clock cycles:
     device's FP64 tensor rate), the conversion unit widening every float a warp reads to double
     (``XU_PER_CLK``), the issue of the mma, shared-load, conversion and copy instructions,
     shared-memory and L2 bandwidth;
+  - FP16/BF16 tensor-core families (``"half_tensor"``): the mma.sync rate of the architecture
+    (``Throughput.hmma_per_clk``, a table figure: no probe measures it yet), the issue of mma,
+    ldmatrix and copy instructions, shared-memory and L2 bandwidth at two bytes a value;
 * split-K adds, per wave, one hand-off (about two global-memory latencies) and the atomic adds
   of the SPLITK-1 later slices into C (one 16-byte reduction per four values,
   ``REDUCTIONS_PER_CLK`` chip-wide);
@@ -56,14 +59,18 @@ class Throughput:
     global_latency: int  # clocks from a global load to its data (L2 hit / DRAM mix)
     dram_bytes_per_clk: float  # device-memory bandwidth of the whole chip, per SM clock
     launch_us: float = 3.0
+    # FP16/BF16 multiply-adds with FP32 sums per SM and clock by mma.sync: the A100's dense
+    # 312 TFLOP/s (1024); on the H100 mma.sync, not wgmma, is taken at the same 1024, about half
+    # of what wgmma reaches; GA10x and AD10x at half the A100's rate with FP32 sums.
+    hmma_per_clk: float = 1024.0
 
 
 # The structure of an architecture's SM (published figures, not measured by this project); the
 # rates (clock, DMMA, DRAM) come from ``DeviceRates`` when a device has them.
 STRUCTURE: dict[str, Throughput] = {
     "sm_80": Throughput(1.41, 64, 64.0, 128, 32, 600, 1400),
-    "sm_86": Throughput(1.80, 128, 2.0, 128, 32, 600, 550),
-    "sm_89": Throughput(2.52, 128, 2.0, 128, 32, 600, 400),
+    "sm_86": Throughput(1.80, 128, 2.0, 128, 32, 600, 550, hmma_per_clk=512.0),
+    "sm_89": Throughput(2.52, 128, 2.0, 128, 32, 600, 400, hmma_per_clk=512.0),
     "sm_90": Throughput(1.98, 128, 128.0, 128, 32, 600, 1690),
 }
 
@@ -278,6 +285,52 @@ def _fp64_tensor_tile(
     return cycles
 
 
+def _half_tensor_tile(
+    family: Family,
+    params: dict[str, int],
+    threads: int,
+    rates: Throughput,
+    warp_size: int,
+    shape: Shape,
+) -> TileCycles:
+    """Clocks of one k tile of ``resident`` blocks on one SM, for a family that multiplies FP16
+    or BF16 on the tensor cores: each warp reads its WMxBK slice of A and BKxWN slice of B with
+    ldmatrix (four 8x8 matrices a read) and issues (WM/16)(WN/8)(BK/16) mma.sync; the block
+    copies its tiles in 16-byte chunks, or in smaller pieces where rows are not 16-byte aligned."""
+    bm, bn, bk = params["BM"], params["BN"], params["BK"]
+    wm, wn = family.cost.warp_tile_of(params)
+    warps = -(-threads // warp_size)
+    mmas = (wm // 16) * (wn // 8) * (bk // 16)
+    reads = (wm // 16 + wn // 16) * (bk // 16)
+    a_ld = shape.m if shape.a_transposed else shape.k
+    b_ld = shape.k if shape.b_transposed else shape.n
+    pieces = (bm * bk * _pieces_per_chunk(a_ld) + bn * bk * _pieces_per_chunk(b_ld)) / 8 / threads
+    ahead = family.cost.loads_ahead(params)
+
+    def cycles(resident: int) -> float:
+        math = resident * bm * bn * bk / rates.hmma_per_clk
+        issue = resident * warps * (mmas + reads + pieces) / SCHEDULERS
+        issue /= issue_efficiency(resident * warps)
+        smem_bytes = (warps * (wm + wn) * bk + (bm + bn) * bk) * 2
+        smem = resident * smem_bytes / rates.smem_bytes_per_clk
+        l2 = resident * (bm + bn) * bk * 2 / rates.l2_bytes_per_clk
+        return _with_latency(max(math, issue, smem, l2), resident, ahead, rates)
+
+    return cycles
+
+
+def _pieces_per_chunk(ld: int) -> int:
+    """Copies per 16 bytes of a half-precision row of ``ld`` elements: one cp.async of 16, 8 or
+    4 bytes as the row's alignment allows, or 8 two-byte loads and their stores."""
+    for width, pieces in ((8, 1), (4, 2), (2, 4)):
+        if ld % width == 0:
+            return pieces
+    return 16
+
+
+TILE_MODELS = {"fp64_tensor": _fp64_tensor_tile, "half_tensor": _half_tensor_tile}
+
+
 def _with_latency(busy: float, resident: int, ahead: int, rates: Throughput) -> float:
     """A k tile's clocks once the wait for its global loads is counted: hidden behind the
     tiles loaded ahead, or, without any, filled only by the other resident blocks' work."""
@@ -297,7 +350,7 @@ def estimate(
     params = config.as_dict()
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     g = _grid(config, shape, device)
-    tile_model = _fp64_tensor_tile if family.cost.math == "fp64_tensor" else _ffma_tile
+    tile_model = TILE_MODELS.get(family.cost.math, _ffma_tile)
     tile_cycles = tile_model(family, params, g.check.threads, unit, device.warp_size, shape)
     all_k_tiles = -(-shape.k // bk)
     if family.cost.schedule == "persistent":

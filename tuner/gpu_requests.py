@@ -90,11 +90,9 @@ class WorkerState:
 
 def _settle_cublas(ops: Any) -> None:
     """One cuBLAS block on a shape's new operands, not kept in its window."""
-    from tuner.measure import cublas_gemm, time_launches
+    from tuner.measure import time_launches
 
-    time_launches(
-        lambda: cublas_gemm(1.0, ops.a, ops.b, 0.0, ops.out), budget_ms=SETTLE_MS, warmup=1
-    )
+    time_launches(lambda: ops.cublas(1.0, 0.0, ops.out), budget_ms=SETTLE_MS, warmup=1)
 
 
 WARM_UP_SHAPE = Shape(64, 64, 64)
@@ -104,12 +102,12 @@ def warm_up(state: WorkerState) -> None:
     """Run once what every measurement needs (random operands, cuBLAS, the error norm, the L2
     flush), so CuPy compiles its own kernels and cuBLAS makes its handle before the first
     candidate waits for them. A failure here is left for the first real request to report."""
-    from tuner.measure import cublas_gemm, relative_error, time_launches
+    from tuner.measure import relative_error, time_launches
 
     with contextlib.suppress(Exception):  # the request that meets it again reports it
         ops = state.shape(WARM_UP_SHAPE).operands
         relative_error(ops.references[0], ops.references[1])
-        time_launches(lambda: cublas_gemm(1.0, ops.a, ops.b, 0.0, ops.out), 1.0, 1, 1, 1)
+        time_launches(lambda: ops.cublas(1.0, 0.0, ops.out), 1.0, 1, 1, 1)
     state.shapes.pop(WARM_UP_SHAPE, None)
 
 
@@ -127,14 +125,13 @@ def handle(request: object, state: WorkerState) -> Any:
 
 
 def _wrong(check: Any) -> dict[str, Any]:
-    reason = f"relative error {check.rel_error:.2e} > {check.tolerance:.1e}"
-    return {"status": "wrong_result", "reason": reason, "rel_error": check.rel_error}
+    return {"status": "wrong_result", "reason": check.reason, "rel_error": check.rel_error}
 
 
 def measure(request: Measure, state: WorkerState) -> dict[str, Any]:
     """Verify, then time one kernel and cuBLAS back to back on the shape's operands."""
     from tuner.compile import load_kernel
-    from tuner.measure import cublas_gemm, launch, time_launches, verify
+    from tuner.measure import launch, time_launches, verify
 
     shape, source = request.shape, request.compiled.source
     kept = state.shape(shape)
@@ -151,9 +148,7 @@ def measure(request: Measure, state: WorkerState) -> dict[str, Any]:
         warmup=1,
     )
     theirs = time_launches(
-        lambda: cublas_gemm(1.0, ops.a, ops.b, 0.0, ops.out),
-        budget_ms=request.budget_ms,
-        warmup=1,
+        lambda: ops.cublas(1.0, 0.0, ops.out), budget_ms=request.budget_ms, warmup=1
     )
     kept.cublas_ms.append(theirs.median_ms)
     return {
@@ -169,7 +164,7 @@ def compare(request: Compare, state: WorkerState) -> list[dict[str, Any]]:
     """Verify every kernel, then alternate: (kernel 1, cuBLAS, kernel 2, cuBLAS, ...) per round.
     One reply per kernel, in order; a kernel that fails its check is never timed."""
     from tuner.compile import load_kernel
-    from tuner.measure import cublas_gemm, launch, time_launches, verify
+    from tuner.measure import launch, time_launches, verify
 
     shape = request.shape
     ops = state.shape(shape).operands
@@ -193,7 +188,7 @@ def compare(request: Compare, state: WorkerState) -> list[dict[str, Any]]:
         for index, kernel, source in timed:
             mine = time_launches(partial(ours, kernel, source), budget_ms=request.budget_ms)
             theirs = time_launches(
-                lambda: cublas_gemm(1.0, ops.a, ops.b, 0.0, ops.out), budget_ms=request.budget_ms
+                lambda: ops.cublas(1.0, 0.0, ops.out), budget_ms=request.budget_ms
             )
             replies[index]["ms_rounds"].append(mine.median_ms)
             replies[index]["cublas_ms_rounds"].append(theirs.median_ms)

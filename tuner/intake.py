@@ -10,8 +10,9 @@ checks meaning, so that nothing stored can break an answer or win one by lying:
   ``params`` are the name's parameters;
 * times are at least :data:`MIN_KERNEL_MS` (no GPU kernel launch takes less), and no rate beats
   the device's peak: TFLOP/s, given or implied by ``2MNK / ms``, at most :data:`PEAK_MARGIN`
-  times the peak of the unit that does the products (FP32 FMA, or the FP64 tensor cores for the
-  ``dmma`` families; cuBLAS in strict FP32 uses FMA). The peak comes from the architecture's
+  times the peak of the unit that does the products (FP32 FMA, the FP64 tensor cores for the
+  ``dmma`` families, the FP16/BF16 tensor cores for ``hmma``; cuBLAS in strict FP32 uses FMA,
+  on half inputs the tensor cores). The peak comes from the architecture's
   datasheet figures (:data:`tuner.rates.ARCH_FIGURES`) and the device's SM count; for an
   architecture the table does not list, from the largest per-SM rate of any listed one.
 
@@ -214,7 +215,8 @@ def peak_tflops(arch: str, sm_count: int, math: MathUnit) -> float:
 
 
 def _per_clk(figures: ArchFigures, math: MathUnit) -> float:
-    return figures.dmma_per_clk if math == "fp64_tensor" else figures.ffma_per_clk
+    tensor = {"fp64_tensor": figures.dmma_per_clk, "half_tensor": figures.hmma_per_clk}
+    return tensor.get(math, figures.ffma_per_clk)
 
 
 def _time_problems(
@@ -222,7 +224,9 @@ def _time_problems(
 ) -> list[Problem]:
     problems = _rate_problems(device, shape, ("ms", m.ms), ("tflops", m.tflops), math)
     cublas = ("cublas_ms", m.cublas_ms), ("cublas_tflops", m.cublas_tflops)
-    problems += _rate_problems(device, shape, *cublas, "ffma")
+    # cuBLAS multiplies float32 with FMA (strict FP32), half inputs on the tensor cores.
+    baseline: MathUnit = "ffma" if shape.dtype == "float32" else "half_tensor"
+    problems += _rate_problems(device, shape, *cublas, baseline)
     if m.ratio is not None and not m.ratio > 0:
         problems.append(Problem(("ratio",), f"must be > 0, got {m.ratio!r}"))
     return problems

@@ -1,10 +1,16 @@
-"""Kernel -> verified timing on the GPU, side by side with cuBLAS (strict FP32).
+"""Kernel -> verified timing on the GPU, side by side with cuBLAS (strict FP32 sums).
 
 Correctness first: a kernel is compared with cuBLAS on fresh random normal data, by relative
 Frobenius error, once with alpha != 1 and beta != 0, and once with beta == 0 and C poisoned with
 NaN (every element must be written, and C must not be read). Only then is it timed: CUDA events
 around each launch, warm-up, repeats until a time budget, L2 flushed before every repeat, median.
 cuBLAS is timed the same way in the same process.
+
+FP16 and BF16 inputs (C and the sums are float32): the reference is cuBLAS in the same dtype
+with FP32 sums (``cublasGemmEx``, ``CUBLAS_COMPUTE_32F``, never TF32), on the same rounded
+inputs, so only the order of the FP32 sums differs; and an FP32 SGEMM on the float32 values
+before they were rounded, which bounds what the input type costs. Operands are stored in the
+shape's layout (a transposed operand is a transposed array, as ``x @ W.T`` hands it over).
 """
 
 from __future__ import annotations
@@ -16,19 +22,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tuner import half_arrays
 from tuner.render import KernelSource
-from tuner.shape import Shape
+from tuner.shape import UNIT_ROUNDOFF, Shape
 
 FP32_EPS = 2.0**-24
+# Tensor cores add FP32 products in a different order (and, within one mma, with their own
+# rounding) than cuBLAS's kernel for the same inputs: twice the FP32 allowance for half inputs.
+HALF_SUM_FACTOR = 2
 
 
-def tolerance(k: int) -> float:
-    """Allowed relative error against cuBLAS: FP32 rounding grows like sqrt(K) for random data.
+def tolerance(k: int, dtype: str = "float32") -> float:
+    """Allowed relative error against cuBLAS in the same dtype: FP32 rounding of the sums, which
+    grows like sqrt(K) for random data (both sides hold the same inputs and exact products).
 
     Stays an order of magnitude under what TF32 (10-bit mantissa) would produce, so a kernel that
-    silently used TF32 would fail.
+    silently used TF32 would fail; for half inputs, under what rounding C to the input type
+    would (2^-11 or 2^-8) up to K of about 10^6.
     """
-    return max(1e-5, 8 * FP32_EPS * math.sqrt(k))
+    factor = 1 if dtype == "float32" else HALF_SUM_FACTOR
+    return factor * max(1e-5, 8 * FP32_EPS * math.sqrt(k))
+
+
+def reference_tolerance(k: int, dtype: str) -> float:
+    """Allowed relative error of a half-input GEMM against FP32 on the values before rounding:
+    each product is off by the two inputs' rounding (about 0.8 unit roundoffs in the Frobenius
+    norm for random data, whatever K), plus the FP32 sums of :func:`tolerance`."""
+    return 4 * UNIT_ROUNDOFF[dtype] + tolerance(k, dtype)
 
 
 def _cupy() -> Any:
@@ -39,14 +59,29 @@ def _cupy() -> Any:
     return cupy
 
 
-def random_operands(shape: Shape, seed: int | None = None) -> tuple[Any, Any, Any]:
-    """Fresh A, B, C with standard normal float32 entries (never zeros)."""
+def stored_shapes(shape: Shape) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A's and B's arrays as the layout stores them (row-major)."""
+    a = (shape.k, shape.m) if shape.a_transposed else (shape.m, shape.k)
+    b = (shape.n, shape.k) if shape.b_transposed else (shape.k, shape.n)
+    return a, b
+
+
+def random_values(shape: Shape, seed: int | None = None) -> tuple[Any, Any, Any]:
+    """Fresh float32 A, B (as the layout stores them) and C with standard normal entries (never
+    zeros), before any rounding to the input type."""
     cp = _cupy()
     rng = cp.random.default_rng(seed)
-    a = rng.standard_normal((shape.m, shape.k), dtype=cp.float32)
-    b = rng.standard_normal((shape.k, shape.n), dtype=cp.float32)
+    a_shape, b_shape = stored_shapes(shape)
+    a = rng.standard_normal(a_shape, dtype=cp.float32)
+    b = rng.standard_normal(b_shape, dtype=cp.float32)
     c = rng.standard_normal((shape.m, shape.n), dtype=cp.float32)
     return a, b, c
+
+
+def random_operands(shape: Shape, seed: int | None = None) -> tuple[Any, Any, Any]:
+    """Fresh A, B in the shape's dtype and layout (:mod:`tuner.half_arrays`) and float32 C."""
+    a, b, c = random_values(shape, seed)
+    return half_arrays.from_float32(a, shape.dtype), half_arrays.from_float32(b, shape.dtype), c
 
 
 def launch(
@@ -105,6 +140,16 @@ def cublas_gemm(alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
     cublas.gemm("N", "N", a, b, out=c, alpha=alpha, beta=beta)
 
 
+def shape_gemm(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
+    """cuBLAS's ``c = alpha * op(a) @ op(b) + beta * c`` for ``shape``'s dtype and layout:
+    :func:`cublas_gemm` for float32 NN, ``cublasGemmEx`` with FP32 sums for the others."""
+    _cupy()  # refuses TF32 from the environment
+    if shape.is_default_kind:
+        cublas_gemm(alpha, a, b, beta, c)
+    else:
+        half_arrays.gemm(shape, alpha, a, b, beta, c)
+
+
 def relative_error(out: Any, ref: Any) -> float:
     """||out - ref||_F / ||ref||_F, summed in float64 (no float64 copies of the matrices);
     NaN or inf anywhere gives inf."""
@@ -119,14 +164,30 @@ def relative_error(out: Any, ref: Any) -> float:
 
 @dataclass(frozen=True)
 class Verification:
-    """Worst relative error over the checks, and whether it passes the tolerance."""
+    """Worst relative error over the checks against cuBLAS, and whether it passes the tolerance;
+    for half inputs also against FP32 on the unrounded values (None for float32)."""
 
     rel_error: float
     tolerance: float
+    reference_error: float | None = None
+    reference_tolerance: float | None = None
 
     @property
     def ok(self) -> bool:
-        return self.rel_error <= self.tolerance
+        within = self.rel_error <= self.tolerance
+        if self.reference_error is None or self.reference_tolerance is None:
+            return within
+        return within and self.reference_error <= self.reference_tolerance
+
+    @property
+    def reason(self) -> str:
+        """Why it failed, in one line (what the study records)."""
+        if self.rel_error > self.tolerance:
+            return f"relative error {self.rel_error:.2e} > {self.tolerance:.1e}"
+        return (
+            f"relative error against FP32 {self.reference_error:.2e} > "
+            f"{self.reference_tolerance:.1e}"
+        )
 
 
 @dataclass(frozen=True)
@@ -141,18 +202,39 @@ class Operands:
     c0: Any
     references: tuple[Any, Any]  # cuBLAS's C for each of CHECKS
     out: Any  # C for timed launches (beta = 0: written, never read)
+    # Half inputs: FP32's C on the unrounded values for each of CHECKS (None for float32).
+    fp32_references: tuple[Any, Any] | None = None
 
     @classmethod
     def make(cls, shape: Shape, seed: int | None = None) -> Operands:
         cp = _cupy()
-        a, b, c0 = random_operands(shape, seed)
-        references = []
+        a32, b32, c0 = random_values(shape, seed)
+        a = half_arrays.from_float32(a32, shape.dtype)
+        b = half_arrays.from_float32(b32, shape.dtype)
+        fp32 = Shape(shape.m, shape.n, shape.k, "float32", shape.layout)
+        references, fp32_references = [], []
         for alpha, beta in CHECKS:
             ref = c0.copy()
-            cublas_gemm(alpha, a, b, beta, ref)
+            shape_gemm(shape, alpha, a, b, beta, ref)
             references.append(ref)
+            if shape.dtype != "float32":
+                ref32 = c0.copy()
+                shape_gemm(fp32, alpha, a32, b32, beta, ref32)
+                fp32_references.append(ref32)
         cp.cuda.get_current_stream().synchronize()
-        return cls(shape, a, b, c0, (references[0], references[1]), cp.empty_like(c0))
+        return cls(
+            shape,
+            a,
+            b,
+            c0,
+            (references[0], references[1]),
+            cp.empty_like(c0),
+            (fp32_references[0], fp32_references[1]) if fp32_references else None,
+        )
+
+    def cublas(self, alpha: float, beta: float, c: Any) -> None:
+        """cuBLAS on these operands (:func:`shape_gemm`): the baseline timed beside a kernel."""
+        shape_gemm(self.shape, alpha, self.a, self.b, beta, c)
 
 
 # (alpha, beta) of the two checks: C read and scaled; C poisoned with NaN and never read.
@@ -170,13 +252,20 @@ def verify(
     ``operands``: made for this shape already (else fresh ones from ``seed``)."""
     cp = _cupy()
     ops = operands if operands is not None else Operands.make(shape, seed)
-    worst = 0.0
-    for (alpha, beta), ref in zip(CHECKS, ops.references, strict=True):
+    worst, worst_fp32 = 0.0, 0.0
+    for index, (alpha, beta) in enumerate(CHECKS):
         c = ops.c0.copy() if beta != 0.0 else cp.full_like(ops.c0, cp.nan)
         launch(kernel, source, shape, alpha, ops.a, ops.b, beta, c)
         cp.cuda.get_current_stream().synchronize()
-        worst = max(worst, relative_error(c, ref))
-    return Verification(worst, tolerance(shape.k))
+        worst = max(worst, relative_error(c, ops.references[index]))
+        if ops.fp32_references is not None:
+            worst_fp32 = max(worst_fp32, relative_error(c, ops.fp32_references[index]))
+    if ops.fp32_references is None:
+        return Verification(worst, tolerance(shape.k))
+    dtype = shape.dtype
+    return Verification(
+        worst, tolerance(shape.k, dtype), worst_fp32, reference_tolerance(shape.k, dtype)
+    )
 
 
 @dataclass(frozen=True)

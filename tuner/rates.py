@@ -42,6 +42,8 @@ class ArchFigures:
     ffma_per_clk: int  # FP32 FMA lanes per SM
     dmma_per_clk: float  # FP64 multiply-adds per SM and clock on the tensor cores (or FP64 units)
     dram_tb_s_per_sm: float  # datasheet bandwidth / SM count of the reference part
+    # FP16/BF16 multiply-adds with FP32 sums per SM and clock on the tensor cores (dense)
+    hmma_per_clk: float = 512.0
 
     def tflops(self, per_clk: float, sm_count: int) -> float:
         """Whole-device rate of a unit doing ``per_clk`` multiply-adds per SM and clock."""
@@ -57,13 +59,15 @@ class ArchFigures:
 # 2.0 TB/s); GA10x sm_86 (RTX A6000: 84 SMs; FP64, DMMA included, at 1/64 of FP32); AD10x sm_89
 # (L40S: 142 SMs, 0.86 TB/s, FP64 at 1/64); H100 SXM (132 SMs, 1.98 GHz, FP64 tensor 66.9
 # TFLOP/s = FP32 FMA, 3.35 TB/s; the lent H100 measured 63.7 FFMA); GB20x sm_120 (RTX 5090:
-# 170 SMs, 1.79 TB/s, FP64 at 1/64).
+# 170 SMs, 1.79 TB/s, FP64 at 1/64). FP16/BF16 tensor cores with FP32 sums, dense: A100 312
+# TFLOP/s (1024 a clock per SM), H100 SXM 989 TFLOP/s at 1.83 GHz (2048), RTX A6000 155 and L40S
+# 362 (512), RTX 5090 210 (256).
 ARCH_FIGURES: dict[str, ArchFigures] = {
-    "sm_80": ArchFigures(1.41, 64, 64.0, 2.0 / 108),
+    "sm_80": ArchFigures(1.41, 64, 64.0, 2.0 / 108, hmma_per_clk=1024.0),
     "sm_86": ArchFigures(1.80, 128, 2.0, 0.77 / 84),
     "sm_89": ArchFigures(2.52, 128, 2.0, 0.86 / 142),
-    "sm_90": ArchFigures(1.98, 128, 128.0, 3.35 / 132),
-    "sm_120": ArchFigures(2.41, 128, 2.0, 1.79 / 170),
+    "sm_90": ArchFigures(1.98, 128, 128.0, 3.35 / 132, hmma_per_clk=2048.0),
+    "sm_120": ArchFigures(2.41, 128, 2.0, 1.79 / 170, hmma_per_clk=256.0),
 }
 TABLE_LAUNCH_US = 3.0
 

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 # faster than dmma on every shape of its sweeps). skinny has candidates only for small M;
 # elsewhere its proposals are invalid points, which cost nothing.
 DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_pipelined")
+# What a study of float16 or bfloat16 inputs searches without --family.
+DEFAULT_HALF_FAMILIES = ("hmma",)
 WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
 # Evaluated candidates of a study by default: the cold search reaches 5 % of the best known
 # config within this many on held-out shapes (benchmarks/search.md).
@@ -85,9 +87,13 @@ def make_evaluator(name: str, replay_tables: Sequence[Path] | None = None) -> Ev
 def check_answerable(
     evaluator: Evaluator, shapes: Sequence[Shape], families: Sequence[str] = ()
 ) -> None:
-    """Refuse shapes (or named families) a replay has no measurements of, before any study
-    runs; a GPU evaluator answers any."""
+    """Refuse shapes that none of the named families computes (:func:`check_families_compute`),
+    and shapes (or named families) a replay has no measurements of, before any study runs; a GPU
+    evaluator answers any."""
     from tuner.replay import ReplayEvaluator
+
+    for shape in shapes if families else ():
+        check_families_compute(shape, families)
 
     if isinstance(evaluator, ReplayEvaluator):
         for shape in shapes:
@@ -116,10 +122,31 @@ def start_gpu(purpose: str, budget_ms: float = 100.0) -> GpuEvaluator:
         raise InputError(f"{need}: {exc}") from None
 
 
-def default_families(evaluator: Evaluator) -> tuple[str, ...]:
+def families_for(shape: Shape) -> tuple[str, ...]:
+    """The default families that compute ``shape``'s dtype and layout: ``DEFAULT_FAMILIES``
+    for float32 NN, ``DEFAULT_HALF_FAMILIES`` for half inputs."""
+    every = (*DEFAULT_FAMILIES, *DEFAULT_HALF_FAMILIES)
+    return tuple(f for f in every if FAMILIES[f].unsupported(shape) is None)
+
+
+def default_families(evaluator: Evaluator, shape: Shape | None = None) -> tuple[str, ...]:
     """The families searched when none are named: a replay's own (it has no answer for any
-    other), else ``DEFAULT_FAMILIES``."""
-    return evaluator.families or DEFAULT_FAMILIES
+    other), else those of :func:`families_for` (``DEFAULT_FAMILIES`` without a shape)."""
+    if evaluator.families:
+        return evaluator.families
+    return DEFAULT_FAMILIES if shape is None else families_for(shape)
+
+
+def check_families_compute(shape: Shape, families: Sequence[str]) -> None:
+    """Raise naming the dtype and layout when none of ``families`` computes ``shape`` (its
+    study would have no candidate at all)."""
+    if any(FAMILIES[f].unsupported(shape) is None for f in families):
+        return
+    able = [name for name, family in FAMILIES.items() if family.unsupported(shape) is None]
+    raise InputError(
+        f"no family of {', '.join(families)} computes {shape.dtype} inputs in layout "
+        f"{shape.layout}; " + (f"use {', '.join(able)}" if able else "no family does yet")
+    )
 
 
 def untuned_answer(sessions: sessionmaker[Session], device: DeviceLimits, shape: Shape) -> Config:
@@ -133,7 +160,7 @@ def untuned_answer(sessions: sessionmaker[Session], device: DeviceLimits, shape:
     try:
         return checked_config(answer.name)
     except InputError:  # a stored name this version of the tuner cannot read
-        return default_config(shape.m, shape.n)
+        return default_config(shape.m, shape.n, shape.dtype, shape.layout)
 
 
 def warm_starts(
@@ -206,6 +233,7 @@ def run_study(
 ) -> Progress:
     """Run (or resume) the study of ``shape`` over ``families`` on ``evaluator``, storing every
     candidate in the database behind ``sessions`` (Optuna's tables in the same database)."""
+    check_families_compute(shape, families)
     recorder = SqlRecorder(sessions)
     notes: list[str] = []
     rates = device_rates(recorder, evaluator, notes)

@@ -133,10 +133,16 @@ class SpaceCounts:
         return f"raw {self.raw} -> valid {self.valid} -> useful {self.useful} -> fits {self.fits}"
 
 
-def all_configs(family: Family) -> Iterator[Config]:
-    """Every combination of ``family``'s parameter values, valid or not, in declared order."""
+Pinned = tuple[tuple[str, int], ...]
+
+
+def all_configs(family: Family, pinned: Pinned = ()) -> Iterator[Config]:
+    """Every combination of ``family``'s parameter values, valid or not, in declared order;
+    a ``pinned`` parameter takes only its one value (``Family.pinned``)."""
+    fixed = dict(pinned)
     names = [p.name for p in family.params]
-    for values in itertools.product(*(p.values for p in family.params)):
+    choices = [(fixed[p.name],) if p.name in fixed else p.values for p in family.params]
+    for values in itertools.product(*choices):
         yield family.config(dict(zip(names, values, strict=True)))
 
 
@@ -156,14 +162,14 @@ class RuleVerdicts:
 
 
 @cache
-def rule_verdicts(family: Family) -> RuleVerdicts:
-    """The rule step of ``family``'s space, computed on first use and kept for the process
-    (rules and parameter values are fixed once a family is defined)."""
+def rule_verdicts(family: Family, pinned: Pinned = ()) -> RuleVerdicts:
+    """The rule step of ``family``'s space (with ``pinned`` parameters), computed on first use
+    and kept for the process (rules and parameter values are fixed once a family is defined)."""
     valid: list[tuple[int, Config]] = []
     first: dict[str, int] = {}
     rejected: dict[str, int] = {}
     raw = 0
-    for position, config in enumerate(all_configs(family)):
+    for position, config in enumerate(all_configs(family, pinned)):
         raw += 1
         broken = family.broken_rules(config)
         if broken:
@@ -182,14 +188,19 @@ class Space:
         self.family = get_family(family) if isinstance(family, str) else family
         self.shape = shape
         self.device = device
+        self.pinned: Pinned = tuple(sorted(self.family.pinned(shape).items()))
 
     def all_configs(self) -> Iterator[Config]:
         """Every combination of parameter values, valid or not, in deterministic order."""
-        return all_configs(self.family)
+        return all_configs(self.family, self.pinned)
 
     def evaluate(self) -> tuple[list[ResourceCheck], SpaceCounts]:
-        """Walk the whole space once: the configs that fit, and the counts of each step."""
-        rules = rule_verdicts(self.family)
+        """Walk the whole space once: the configs that fit, and the counts of each step. A
+        family that does not compute the shape's input type or layout has none."""
+        unsupported = self.family.unsupported(self.shape)
+        if unsupported is not None:
+            return [], SpaceCounts(pruned={unsupported: 1})
+        rules = rule_verdicts(self.family, self.pinned)
         counts = SpaceCounts(raw=rules.raw, valid=len(rules.valid))
         first_seen = {reason: position for reason, position, _ in rules.broken}
         pruned = {reason: configs for reason, _, configs in rules.broken}

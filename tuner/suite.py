@@ -27,8 +27,8 @@ class SuiteEntry:
     shape: Shape
 
 
-def read_suite(path: Path) -> list[SuiteEntry]:
-    """Every row of a shape CSV, in file order."""
+def read_suite(path: Path, dtype: str = "float32", layout: str = "NN") -> list[SuiteEntry]:
+    """Every row of a shape CSV, in file order, as shapes of ``dtype`` and ``layout``."""
     text = read_text(path, "shape file")
     rows: list[SuiteEntry] = []
     seen_data = False
@@ -39,22 +39,22 @@ def read_suite(path: Path) -> list[SuiteEntry]:
         first, seen_data = not seen_data, True
         if first and [c.lower() for c in cells] in _HEADERS:
             continue
-        rows.append(_entry(cells, f"{path.name} line {number}"))
+        rows.append(_entry(cells, f"{path.name} line {number}", dtype, layout))
     if not rows:
         raise InputError(f"{path.name} holds no shapes")
     return rows
 
 
-def _entry(cells: list[str], where: str) -> SuiteEntry:
+def _entry(cells: list[str], where: str, dtype: str, layout: str) -> SuiteEntry:
     if len(cells) not in (3, 4):
         raise InputError(f"{where}: expected M,N,K or class,M,N,K, got {','.join(cells)!r}")
     try:
-        shape = parse_shape("x".join(cells[-3:]))
+        shape = parse_shape("x".join(cells[-3:]), dtype, layout)
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     return SuiteEntry((cells[0] or None) if len(cells) == 4 else None, shape)
 
 
-def read_shapes(path: Path) -> list[Shape]:
-    """The shapes of a shape CSV, in file order."""
-    return [entry.shape for entry in read_suite(path)]
+def read_shapes(path: Path, dtype: str = "float32", layout: str = "NN") -> list[Shape]:
+    """The shapes of a shape CSV, in file order, as shapes of ``dtype`` and ``layout``."""
+    return [entry.shape for entry in read_suite(path, dtype, layout)]

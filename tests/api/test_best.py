@@ -219,8 +219,8 @@ BAD = [
     ({"m": 1.5, "n": 1, "k": 1}, "m", "integer"),
     ({"n": 1, "k": 1}, "m", "required"),
     ({"m": 1, "n": 1}, "k", "required"),
-    ({"m": 1, "n": 1, "k": 1, "dtype": "float16"}, "dtype", "'float32'"),
-    ({"m": 1, "n": 1, "k": 1, "layout": "column-major"}, "layout", "'row-major'"),
+    ({"m": 1, "n": 1, "k": 1, "dtype": "float64"}, "dtype", "'bfloat16'"),
+    ({"m": 1, "n": 1, "k": 1, "layout": "column-major"}, "layout", "'NT'"),
     ({"m": 1, "n": 1, "k": 1, "devcie": "x"}, "devcie", "not a known field"),
     ({"m": 1, "n": 1, "k": 1, "device": ""}, "device", "at least 1 character"),
     ({"m": 1, "n": 1, "k": 1, "device": "X", "device_arch": "9.0"}, "device_arch", "sm_"),
@@ -271,3 +271,31 @@ def test_a_body_that_is_not_a_json_object_gets_one_readable_line(
     (error,) = response.json()["detail"]
     assert error["field"] == "body" and error["msg"].startswith("`body` must be a JSON object")
     assert needle in error["msg"]
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_inputs_get_a_tensor_core_default_for_their_layout(
+    client: TestClient, dtype: str, layout: str
+) -> None:
+    """Nothing is tuned for half inputs in the fixture: the default is hmma's, and the config's
+    pinned DTYPE and LAYOUT are the ones asked about (not the FP32 warptile of float32)."""
+    data = post(client, m=4096, n=4096, k=4096, dtype=dtype, layout=layout)
+    assert (data["source"], data["family"]) == ("default", "hmma")
+    assert (data["dtype"], data["layout"]) == (dtype, layout)
+    params = data["params"]
+    assert isinstance(params, dict)
+    assert params["DTYPE"] == ["float16", "bfloat16"].index(dtype)
+    assert params["LAYOUT"] == ["NN", "NT", "TN", "TT"].index(layout)
+
+
+def test_row_major_is_answered_as_nn(client: TestClient) -> None:
+    old = post(client, m=1024, n=1024, k=1024, layout="row-major")
+    assert old["layout"] == "NN"
+    assert old["name"] == post(client, m=1024, n=1024, k=1024, layout="NN")["name"] == FAST
+
+
+def test_openapi_lists_the_dtypes_and_layouts(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["BestRequest"]
+    assert schema["properties"]["dtype"]["enum"] == ["float32", "float16", "bfloat16"]
+    assert schema["properties"]["layout"]["enum"] == ["NN", "NT", "TN", "TT", "row-major"]

@@ -8,6 +8,7 @@ import pytest
 
 import storage
 from api.preload import preload
+from tuner.shape import Shape
 
 SHAPES = [
     (1000, 1000, 1000),
@@ -74,8 +75,43 @@ def test_matmul_rejects_wrong_inputs(db: str) -> None:
     a = cupy.ones((4, 5), dtype=cupy.float32)
     with pytest.raises(InputError, match="inner dimensions"):
         tuner.matmul(a, a, db=db)
-    with pytest.raises(InputError, match="`a` must be a 2-D cupy float32"):
+    with pytest.raises(InputError, match="`a` must be a 2-D cupy array of float32, float16"):
         tuner.matmul(a.astype(cupy.float64), a.T, db=db)
+    with pytest.raises(InputError, match="`b` must be a 2-D cupy array"):
+        tuner.matmul(a, cupy.ones((5, 4, 1), dtype=cupy.float32), db=db)
+    with pytest.raises(InputError, match="`b` is float16 and `a` is float32"):
+        tuner.matmul(a, a.T.astype(cupy.float16), db=db)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 1, 1), (257, 129, 1031), (1000, 1000, 1000)])
+def test_matmul_takes_half_inputs_and_transposed_views_in_place(
+    db: str, m: int, n: int, k: int, layout: str
+) -> None:
+    """float16 A and B, either one a transposed view (``w.T``), against FP32 on the same
+    rounded values; the transposed views are read where they are (layout ``T``)."""
+    import cupy
+
+    import tuner
+    import tuner.client as impl
+    from tuner.measure import reference_tolerance, relative_error
+
+    rng = cupy.random.default_rng(m + 3 * n + 5 * k)
+    a32 = rng.standard_normal((k, m) if layout[0] == "T" else (m, k), dtype=cupy.float32)
+    b32 = rng.standard_normal((n, k) if layout[1] == "T" else (k, n), dtype=cupy.float32)
+    a16, b16 = a32.astype(cupy.float16), b32.astype(cupy.float16)
+    a = a16.T if layout[0] == "T" else a16
+    b = b16.T if layout[1] == "T" else b16
+    out = tuner.matmul(a, b, db=db)
+    assert out.dtype == cupy.float32 and out.shape == (m, n)
+    ref = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+    assert relative_error(out, ref) <= reference_tolerance(k, "float16")
+    # The view is read as stored: layout T for a transposed view, except where the array is
+    # C-contiguous either way round (one row or column: its transpose is the same memory).
+    read_as = "".join("N" if x.flags.c_contiguous else "T" for x in (a, b))
+    assert read_as == layout or m * n * k == 1
+    assert Shape(m, n, k, "float16", read_as) in {key[0] for key in impl._configs}
 
 
 @pytest.mark.gpu

@@ -44,7 +44,7 @@ def test_ok_measurement_is_stored_and_becomes_best(session: Session) -> None:
     row = session.get(Measurement, stored.id)
     assert row is not None
     assert (row.device.name, row.device.arch, row.device.sm_count) == (H100.name, "sm_90", 132)
-    assert (row.shape.m, row.shape.dtype, row.shape.layout) == (4096, "float32", "row-major")
+    assert (row.shape.m, row.shape.dtype, row.shape.layout) == (4096, "float32", "NN")
     assert row.params["BM"] == 128
     assert row.status == "ok" and row.reason is None
     assert row.ratio == pytest.approx(1.6)  # derived: cuBLAS's 2.0 ms over our 1.25 ms

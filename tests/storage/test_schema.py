@@ -145,3 +145,41 @@ def test_optuna_storage_shares_the_database(engine: Engine) -> None:
     check_schema(engine)
     upgrade(engine)  # a no-op that must not touch Optuna's tables
     assert len(optuna.load_study(study_name="shared", storage=url).trials) == 2
+
+
+def test_upgrade_from_0005_renames_row_major_to_nn(engine: Engine) -> None:
+    """A shape stored as ``row-major`` (every shape before layouts) is ``NN`` after the upgrade,
+    with its measurements, and the default for new rows is ``NN``; downgrading renames back."""
+    downgrade(engine, "0005")
+    _write_device(engine)
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO shape (m, n, k) VALUES (7, 8, 9)"))
+        connection.execute(
+            text(
+                "INSERT INTO shape (m, n, k, dtype, layout) "
+                "VALUES (1, 2, 3, 'float32', 'row-major')"
+            )
+        )
+    upgrade(engine)
+    check_schema(engine)
+    with engine.begin() as connection:
+        rows = connection.execute(text("SELECT m, layout FROM shape ORDER BY m")).all()
+        assert [tuple(row) for row in rows] == [(1, "NN"), (7, "NN")]
+        connection.execute(text("INSERT INTO shape (m, n, k) VALUES (5, 5, 5)"))
+        fresh = connection.execute(text("SELECT layout FROM shape WHERE m = 5")).scalar()
+        assert fresh == "NN"
+    with storage.make_session_factory(engine)() as session:
+        assert storage.find_shape(session, storage.ShapeIn(1, 2, 3, "float32", "row-major"))
+    downgrade(engine, "0005")
+    with engine.connect() as connection:
+        layouts = connection.execute(text("SELECT DISTINCT layout FROM shape")).scalars().all()
+        assert layouts == ["row-major"]
+
+
+def test_downgrade_below_0006_refuses_other_layouts(engine: Engine) -> None:
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO shape (m, n, k, dtype, layout) VALUES (1, 2, 3, 'bfloat16', 'NT')")
+        )
+    with pytest.raises(RuntimeError, match="layouts NT, TN or TT"):
+        downgrade(engine, "0005")

@@ -93,6 +93,37 @@ def test_import_into_same_database_adds_nothing(session: Session) -> None:
     assert _summary(session) == before
 
 
+def test_half_shapes_of_every_layout_round_trip_and_old_exports_read_as_nn(
+    session: Session, new_database: Callable[[], str]
+) -> None:
+    """dtype and layout are part of a shape's key through export and import; an export written
+    before layouts (``row-major``) lands on NN, the same row as an NN shape."""
+    for index, layout in enumerate(("NN", "NT", "TN", "TT")):
+        shape = ShapeIn(64, 64, 64, "bfloat16", layout)
+        record_measurement(session, H100, shape, measurement(ms=1.0 + index))
+    record_measurement(session, H100, ShapeIn(64, 64, 64), measurement(ms=9.0))
+    session.commit()
+    data = json.loads(json.dumps(export_json(session)))
+    old = json.loads(json.dumps(data))
+    for item in old["measurements"]:
+        if item["shape"]["dtype"] == "float32":
+            item["shape"]["layout"] = "row-major"
+    target = make_engine(new_database())
+    try:
+        upgrade(target)
+        factory = make_session_factory(target)
+        with factory.begin() as other:
+            assert import_json(other, old) == 5
+        with factory() as other:
+            assert _summary(other) == _summary(session)
+            keys = {(b.shape.dtype, b.shape.layout) for b in best_configs(other)}
+            assert keys == {("float32", "NN")} | {("bfloat16", x) for x in ("NN", "NT", "TN", "TT")}
+        with factory.begin() as other:
+            assert import_json(other, data) == 0  # the NN row is the row-major one
+    finally:
+        target.dispose()
+
+
 @pytest.fixture
 def sqlite_session(tmp_path: Path) -> Iterator[Session]:
     """Input validation does not depend on the backend: one cheap SQLite file is enough."""

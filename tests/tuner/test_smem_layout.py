@@ -150,12 +150,40 @@ def dmma_buffers(code: str, p: dict[str, int]) -> Layout:
     )
 
 
+def hmma_ring(code: str, p: dict[str, int]) -> Layout:
+    """hmma: STAGES stages of A's tile then B's, 16-bit values, each stored as the operand is in
+    global memory: rows along k for A stored K x M (TN, TT) and B stored K x N (NN, TN), else
+    along m or n. Strides and offsets are in bytes in the code."""
+    stride = number(
+        code,
+        r"static_cast<unsigned>\(stage\) \* (\d+)u;",
+        r"static_cast<unsigned>\(read_stage\) \* (\d+)u;",
+    )
+    a_krows, b_krows = p["LAYOUT"] >= 2, p["LAYOUT"] % 2 == 0
+    a_rows, a_cols = (p["BK"], p["BM"]) if a_krows else (p["BM"], p["BK"])
+    b_rows, b_cols = (p["BK"], p["BN"]) if b_krows else (p["BN"], p["BK"])
+    return Layout(
+        number(code, r"read_stage == (\d+) \?") + 1,
+        stride // 2,
+        a_rows,
+        a_cols,
+        number(code, r"\(r \* (\d+) \+ \(\(a_chunk", r"\(row \* (\d+) \+ \(\(chunk \^ a_lswz\)"),
+        number(code, r"const unsigned tile = st \+ ([1-9]\d*)u;", r"b_tile = a_tile \+ (\d+)u;")
+        // 2,
+        b_rows,
+        b_cols,
+        number(code, r"\(r \* (\d+) \+ \(\(b_chunk", r"\(row \* (\d+) \+ \(\(chunk \^ b_lswz\)"),
+        2,
+    )
+
+
 LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "doublebuf": warptile_buffers,
     "pipelined": PIPELINED_RING.layout,
     "splitk": PIPELINED_RING.layout,
     "dmma": dmma_buffers,
     "dmma_pipelined": DMMA_RING.layout,
+    "hmma": hmma_ring,
 }
 DYNAMIC = [
     name
@@ -168,6 +196,8 @@ MORE = [
     "dmma_bm32_bn32_bk8_wm16_wn32_mk4_sk1_mb1_wd1",
     "dmma_pipelined_bm64_bn64_bk32_wm32_wn64_mk4_s4_sk1_mb1",
     "dmma_pipelined_bm32_bn32_bk8_wm16_wn32_mk4_s2_sk1_mb1",
+    "hmma_bm256_bn64_bk64_wpm4_wpn1_s5_sw1_dt1_ly2",
+    "hmma_bm64_bn256_bk32_wpm1_wpn4_s2_sw4_dt0_ly0",
 ]
 
 

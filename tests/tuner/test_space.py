@@ -15,13 +15,16 @@ H100 = DEVICE_TABLE["sm_90"]
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_enumeration_is_deterministic_and_counts_add_up(family: str) -> None:
     # The streaming family is only for small M: it has no candidate for 4096 rows.
-    shape = Shape(16, 4096, 4096) if family == "skinny" else Shape(4096, 4096, 4096)
+    fam = get_family(family)
+    m = 16 if family == "skinny" else 4096
+    shape = Shape(m, 4096, 4096, fam.dtypes[0], fam.layouts[-1])
     space = Space(family, shape, H100)
     checks, counts = space.evaluate()
     again = space.candidates()
     assert [c.config for c in checks] == again
-    fam = get_family(family)
-    assert counts.raw == math.prod(len(p.values) for p in fam.params)
+    pinned = fam.pinned(shape)  # one value each: the shape's
+    assert counts.raw == math.prod(1 if p.name in pinned else len(p.values) for p in fam.params)
+    assert all(c[name] == value for c in again for name, value in pinned.items())
     assert counts.raw >= counts.valid >= counts.useful >= counts.fits == len(again) > 0
     assert counts.raw - counts.fits == sum(counts.pruned.values())
     assert all(not fam.broken_rules(c) for c in again)
@@ -29,9 +32,9 @@ def test_enumeration_is_deterministic_and_counts_add_up(family: str) -> None:
 
 def test_tiny_shapes_keep_only_small_tiles_but_never_nothing() -> None:
     for family in FAMILIES:
-        small = Space(family, Shape(1, 1, 1), H100).candidates()
-        assert small, family
         fam = get_family(family)
+        small = Space(family, Shape(1, 1, 1, fam.dtypes[0], fam.layouts[0]), H100).candidates()
+        assert small, family
         smallest = {p.name: p.values[0] for p in fam.params}
         assert all(c["BM"] == smallest["BM"] and c["BN"] == smallest["BN"] for c in small)
 

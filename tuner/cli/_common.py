@@ -9,8 +9,9 @@ import typer
 from rich.console import Console
 
 from tuner.families import FAMILIES
-from tuner.runner import DEFAULT_FAMILIES
+from tuner.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES
 from tuner.samplers import SAMPLERS
+from tuner.shape import SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -26,8 +27,9 @@ FamiliesOpt = Annotated[
     typer.Option(
         "--family",
         "-f",
-        help=f"repeatable; default {', '.join(DEFAULT_FAMILIES)} (a replay table: its own) "
-        f"({', '.join(FAMILIES)})",
+        help=f"repeatable; default {', '.join(DEFAULT_FAMILIES)} for float32, "
+        f"{', '.join(DEFAULT_HALF_FAMILIES)} for float16 and bfloat16 (a replay table: its "
+        f"own) ({', '.join(FAMILIES)})",
     ),
 ]
 ReplayTablesOpt = Annotated[
@@ -48,4 +50,19 @@ WarmStartOpt = Annotated[
     ),
 ]
 SamplerOpt = Annotated[str, typer.Option(help=", ".join(SAMPLERS))]
+DtypeOpt = Annotated[
+    str,
+    typer.Option(
+        "--dtype",
+        help=f"type of A and B: {', '.join(SUPPORTED_DTYPES)} (half inputs: FP32 sums, float32 C)",
+    ),
+]
+LayoutOpt = Annotated[
+    str,
+    typer.Option(
+        "--layout",
+        help=f"{', '.join(SUPPORTED_LAYOUTS)}: A then B, N as used, T stored transposed "
+        "(NT is x @ W.T, nn.Linear); row-major means NN",
+    ),
+]
 SeedOpt = Annotated[int | None, typer.Option(help="sampler seed")]

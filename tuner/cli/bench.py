@@ -15,17 +15,26 @@ import typer
 from storage import open_database
 from tuner import bench as logic
 from tuner.bench_report import chart_title, markdown, ratio_chart
-from tuner.cli._common import DbOpt, FamiliesOpt, SamplerOpt, SeedOpt, WarmStartOpt, err
+from tuner.cli._common import (
+    DbOpt,
+    DtypeOpt,
+    FamiliesOpt,
+    LayoutOpt,
+    SamplerOpt,
+    SeedOpt,
+    WarmStartOpt,
+    err,
+)
 from tuner.cli._progress import StepBar
 from tuner.results import default_suite, output_dir, write_suite_file
 from tuner.results.location import DEFAULT_SUITE_NAME
 from tuner.roofline import ceilings_for
 from tuner.runner import (
-    DEFAULT_FAMILIES,
     DEFAULT_TRIALS,
     WARM_START,
     check_families,
     check_sampler,
+    families_for,
     start_gpu,
 )
 from tuner.samplers import DEFAULT_SAMPLER
@@ -66,6 +75,8 @@ def bench(
             "benchmarks/shapes.csv of the checkout, or its copy in the installed package",
         ),
     ] = None,
+    dtype: DtypeOpt = "float32",
+    layout: LayoutOpt = "NN",
     db: DbOpt = None,
     family: FamiliesOpt = None,
     trials: Annotated[
@@ -91,8 +102,9 @@ def bench(
         Path | None,
         typer.Option(
             "--out",
-            help="default <device>-suite.json in the results folder ($GEMMTUNE_RESULTS_DIR or "
-            "the checkout's benchmarks/results; an installed copy: the working directory)",
+            help="default <device>-suite.json (float32 NN) or <device>-suite-<dtype>-<layout>.json "
+            "in the results folder ($GEMMTUNE_RESULTS_DIR or the checkout's benchmarks/results; "
+            "an installed copy: the working directory)",
         ),
     ] = None,
     markdown_file: Annotated[
@@ -102,8 +114,8 @@ def bench(
 ) -> None:
     """Tune or reuse every suite shape, re-measure it side by side with cuBLAS, write JSON,
     a Markdown table (also printed) and an SVG chart."""
-    entries = read_suite(suite if suite is not None else default_suite())
-    families = check_families(family) or DEFAULT_FAMILIES
+    entries = read_suite(suite if suite is not None else default_suite(), dtype, layout)
+    families = check_families(family) or families_for(entries[0].shape)
     check_sampler(sampler)
     options = logic.Options(families, sampler, trials, retune, seed, rounds, warm_start)
     gpu = start_gpu("gemmtune bench", budget_ms)
@@ -115,7 +127,7 @@ def bench(
         elif bandwidth is not None:
             ceilings = ceilings.with_bandwidth(bandwidth, "measured, given with --bandwidth")
         slug = logic.device_slug(gpu.device.name)
-        json_path = out_json or output_dir() / f"{slug}-suite.json"
+        json_path = out_json or output_dir() / logic.suite_file_name(slug, entries[0].shape)
 
         with StepBar("suite shapes", len(entries)) as bar:
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from tuner.candidates import compile_candidates
-from tuner.cli._common import out
+from tuner.cli._common import DtypeOpt, LayoutOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
 from tuner.compile import COMPILERS, CompiledKernel, CompileError, choose_compiler
@@ -51,6 +51,8 @@ SPACE_COLUMNS = (
 def space(
     family: FamilyOpt,
     shape: ShapeOpt,
+    dtype: DtypeOpt = "float32",
+    layout: LayoutOpt = "NN",
     device: DeviceOpt = None,
     limit: Annotated[int, typer.Option(help="how many configs to list")] = 10,
     compile: Annotated[
@@ -60,10 +62,11 @@ def space(
     jobs: Annotated[int | None, typer.Option(help="parallel compiles (default: all cores)")] = None,
 ) -> None:
     """Count the configs of a family for a shape (raw -> valid -> useful -> fits) and list some."""
-    fam, problem, dev = get_family(family), parse_shape(shape), resolve_device(device)
+    fam, dev = get_family(family), resolve_device(device)
+    problem = parse_shape(shape, dtype, layout)
     sp = Space(fam, problem, dev)
     checks, counts = sp.evaluate()
-    out.print(f"{fam.name} on {dev.name} for {problem}: {counts}")
+    out.print(f"{fam.name} on {dev.name} for {problem.label()}: {counts}")
     for reason, n in sorted(counts.pruned.items(), key=lambda kv: -kv[1]):
         out.print(f"  dropped {n:6d}: {reason}")
     if compile:

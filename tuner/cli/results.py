@@ -13,13 +13,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from tuner.answer_index import load_snapshot
-from tuner.cli._common import DbOpt, out
+from tuner.cli._common import DbOpt, DtypeOpt, LayoutOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
 from tuner.device_kind import DeviceSpec
 from tuner.errors import InputError
 from tuner.intake import check_record
-from tuner.shape import parse_shape
+from tuner.shape import Shape, parse_shape
 from tuner.user_files import check_writable, read_json, write_text
 
 RESULT_COLUMNS = (
@@ -33,6 +33,8 @@ RESULT_COLUMNS = (
 
 def best(
     shape: Annotated[str, typer.Option("--shape", "-s", help="MxNxK, e.g. 4096x4096x4096")],
+    dtype: DtypeOpt = "float32",
+    layout: LayoutOpt = "NN",
     device: Annotated[
         str | None, typer.Option(help="GPU name as stored; default: the fastest of any device")
     ] = None,
@@ -46,12 +48,14 @@ def best(
     db: DbOpt = None,
 ) -> None:
     """The config the API would answer for a shape: exact, nearest or default, and whose data."""
-    problem = parse_shape(shape)
+    problem = parse_shape(shape, dtype, layout)
     if device is None and (arch is not None or sm_count is not None):
         raise InputError("--arch and --sm-count describe a GPU: give its name with --device too")
     asked = None if device is None else DeviceSpec(device, arch, sm_count)
     with storage.open_existing_database(db)() as session:
-        answer = load_snapshot(session).answer(problem.m, problem.n, problem.k, device=asked)
+        answer = load_snapshot(session).answer(
+            problem.m, problem.n, problem.k, problem.dtype, problem.layout, device=asked
+        )
     lines = [answer.name]
     where, shape_ = answer.measured_on_device, answer.measured_on
     if where is not None and shape_ is not None:  # measured, not the default rule
@@ -80,6 +84,8 @@ def _best_rows(sessions: sessionmaker[Session], device: str | None) -> list[dict
             "m": r.shape.m,
             "n": r.shape.n,
             "k": r.shape.k,
+            "dtype": r.shape.dtype,
+            "layout": r.shape.layout,
             "config": r.measurement.config_name,
             "ms": r.measurement.ms,
             "tflops": r.measurement.tflops,
@@ -117,7 +123,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         mine = [r for r in rows if r["device"] == device]
         cells = [
             [
-                f"{r['m']}x{r['n']}x{r['k']}",
+                Shape(r["m"], r["n"], r["k"], r["dtype"], r["layout"]).label(),
                 f"{r['ms']:.4f}",
                 f"{r['tflops'] or 0:.1f}",
                 f"{r['cublas_tflops'] or 0:.1f}",

@@ -10,7 +10,9 @@ import typer
 from storage import open_database
 from tuner.cli._common import (
     DbOpt,
+    DtypeOpt,
     FamiliesOpt,
+    LayoutOpt,
     ReplayTablesOpt,
     SamplerOpt,
     SeedOpt,
@@ -42,6 +44,8 @@ EvaluatorOpt = Annotated[
 
 def tune(
     shape: Annotated[str, typer.Option("--shape", "-s", help="MxNxK")],
+    dtype: DtypeOpt = "float32",
+    layout: LayoutOpt = "NN",
     family: FamiliesOpt = None,
     trials: TrialsOpt = DEFAULT_TRIALS,
     timeout: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
@@ -54,7 +58,7 @@ def tune(
 ) -> None:
     """Tune one shape; re-running the same command resumes the study."""
     _tune_shapes(
-        [parse_shape(shape)],
+        [parse_shape(shape, dtype, layout)],
         family,
         trials,
         timeout,
@@ -75,6 +79,8 @@ def tune_batch(
             "e.g. benchmarks/shapes.csv"
         ),
     ],
+    dtype: DtypeOpt = "float32",
+    layout: LayoutOpt = "NN",
     family: FamiliesOpt = None,
     trials: TrialsOpt = DEFAULT_TRIALS,
     timeout: Annotated[float | None, typer.Option(help="seconds per shape")] = None,
@@ -87,7 +93,7 @@ def tune_batch(
 ) -> None:
     """Tune every shape of a CSV file, one study each (resumable like ``tune``)."""
     _tune_shapes(
-        read_shapes(file),
+        read_shapes(file, dtype, layout),
         family,
         trials,
         timeout,
@@ -118,12 +124,11 @@ def _tune_shapes(
     try:
         check_answerable(ev, shapes, families)  # before the database is touched
         sessions = open_database(db, optuna_tables=True)
-        families = families or default_families(ev)
         for shape in shapes:
             with StudyBar() as bar:
                 progress = run_study(
                     shape,
-                    families,
+                    families or default_families(ev, shape),
                     ev,
                     sessions,
                     db,

@@ -2,9 +2,10 @@
 
 Each family matches one template, ``templates/<name>.cu.j2``, and lives in the module of its
 group: ``ladder`` (the first SGEMM rungs), ``warptile`` (warp-tiled, one block per output tile),
-``split`` (K split across blocks: split-K and stream-K), ``skinny`` (B streamed for small M) and
-``dmma`` (FP32 on the FP64 tensor cores). The building blocks are in ``_base``; the registry of
-names and the config-name parser in ``registry``.
+``split`` (K split across blocks: split-K and stream-K), ``skinny`` (B streamed for small M),
+``dmma`` (FP32 on the FP64 tensor cores) and ``hmma`` (FP16/BF16 inputs on the tensor cores).
+The building blocks are in ``_base``; the registry of names and the config-name parser in
+``registry``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tuner.families._base import (
     Rule,
 )
 from tuner.families.dmma import DMMA, DMMA_PIPELINED, DMMA_PIPELINED_A_PADS, DMMA_ROW_PADS
+from tuner.families.hmma import HMMA
 from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
 from tuner.families.registry import FAMILIES, checked_config, get_family, parse_config
 from tuner.families.skinny import SKINNY, SKINNY_MAX_ROW_BLOCKS
@@ -50,6 +52,7 @@ __all__ = [
     "DOUBLEBUF",
     "FAMILIES",
     "FLOAT_BYTES",
+    "HMMA",
     "PIPELINED",
     "SKINNY",
     "SKINNY_MAX_ROW_BLOCKS",

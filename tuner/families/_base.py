@@ -54,7 +54,7 @@ class Footprint:
 
 
 Schedule = Literal["grid", "persistent", "stream"]
-MathUnit = Literal["ffma", "fp64_tensor"]
+MathUnit = Literal["ffma", "fp64_tensor", "half_tensor"]
 
 
 def _no_loads_ahead(p: Params) -> int:
@@ -68,7 +68,8 @@ class CostTraits:
     ``schedule``: ``grid`` launches one block per output tile (times SPLITK along grid z);
     ``persistent`` launches SMBLOCKS blocks per SM that walk the tiles (stream-K); ``stream``
     keeps no shared-memory tiles and streams B from memory (``skinny``).
-    ``math``: the unit that does the products, FP32 FMA pipes or the FP64 tensor cores.
+    ``math``: the unit that does the products, FP32 FMA pipes, the FP64 tensor cores or the
+    FP16/BF16 tensor cores.
     ``loads_ahead``: how many k tiles a block requests before it needs them (0: each tile's
     load latency is exposed).
     ``warp_tile``: rows and columns of C one warp computes, for families whose parameters do not
@@ -109,10 +110,27 @@ class Family:
     # The oldest architecture the template compiles for (compute capability x 10): cp.async
     # needs sm_80; the FP64 mma shapes m16n8k{4,8,16} need sm_90.
     min_arch: int = 80
+    # The input types and layouts (``tuner.shape``) the template computes: a shape of any other
+    # has no configs of this family.
+    dtypes: tuple[str, ...] = ("float32",)
+    layouts: tuple[str, ...] = ("NN",)
+    # Parameters whose one value the shape decides (a template compiled per input type or
+    # layout names them, so that a config's name says what it computes), by name; every other
+    # value of them is left out of the shape's space.
+    pinned: Callable[[Shape], dict[str, int]] = lambda shape: {}
 
     @property
     def template(self) -> str:
         return f"{self.name}.cu.j2"
+
+    def unsupported(self, shape: Shape) -> str | None:
+        """Why this family computes nothing for ``shape`` (its input type or layout), or None."""
+        if shape.dtype not in self.dtypes or shape.layout not in self.layouts:
+            return (
+                f"{self.name} computes {'/'.join(self.dtypes)} inputs in layouts "
+                f"{'/'.join(self.layouts)}, not {shape.dtype} {shape.layout}"
+            )
+        return None
 
     def config(self, params: Params) -> Config:
         """Build a config in canonical order; unknown or missing names and bad values raise."""

@@ -8,6 +8,7 @@ from tuner.config import ABBR_PARAM, Config
 from tuner.errors import InputError
 from tuner.families._base import Family
 from tuner.families.dmma import DMMA, DMMA_PIPELINED
+from tuner.families.hmma import HMMA
 from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
 from tuner.families.skinny import SKINNY
 from tuner.families.split import SPLITK, STREAMK, WARPTILE_SPLITK
@@ -29,6 +30,7 @@ FAMILIES: dict[str, Family] = {
         SKINNY,
         DMMA,
         DMMA_PIPELINED,
+        HMMA,
     )
 }
 

@@ -7,7 +7,8 @@ priors, the server's preload and ``benchmarks/report.py`` read them with
 
 * ``device`` (the GPU's name) and ``provenance`` (with ``sm_count`` and ``compute_capability``,
   and the driver, CUDA, NVRTC and CuPy versions);
-* ``shapes``: one row per suite shape, ``{"class", "m", "n", "k", "status", "config", "ms",
+* ``shapes``: one row per suite shape, ``{"class", "m", "n", "k", "dtype", "layout", "status",
+  "config", "ms",
   "tflops", "cublas_ms", "cublas_tflops", "ratio", "rel_error", ...}``: ``config`` is null when
   the shape got none (``status`` ``no_config``), the figures are numbers or null, and an ``ok``
   row has its config and ``ms``;
@@ -44,9 +45,10 @@ from tuner.shape import Shape
 
 ROW_STATUSES = (*STATUSES, "no_config")
 BENCH_WHAT = (
-    "gemmtune bench: the best stored (or freshly tuned) config per suite shape, float32 "
-    "row-major, re-measured side by side with cuBLAS FP32 (CuPy, TF32 off) in one worker "
-    "process; ratio = cuBLAS time / our time"
+    "gemmtune bench: the best stored (or freshly tuned) config per suite shape, in the row's "
+    "dtype and layout (float32 NN when a row names none), re-measured side by side with cuBLAS "
+    "in the same dtype with FP32 sums (TF32 off) in one worker process; ratio = cuBLAS time / "
+    "our time"
 )
 _FIGURES = ("ms", "tflops", "cublas_ms", "cublas_tflops", "ratio", "rel_error")
 
@@ -69,7 +71,13 @@ class SuiteRow:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> SuiteRow:
         try:
-            shape = Shape(integer(obj, "m"), integer(obj, "n"), integer(obj, "k"))
+            shape = Shape(
+                integer(obj, "m"),
+                integer(obj, "n"),
+                integer(obj, "k"),
+                optional_text(obj, "dtype") or "float32",  # files from before dtypes: float32
+                optional_text(obj, "layout") or "NN",
+            )
         except InputError as exc:
             raise BadField(str(exc)) from None
         row = cls(

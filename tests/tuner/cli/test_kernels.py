@@ -22,6 +22,19 @@ def test_space_prints_counts_and_configs() -> None:
     assert "warptile_bm64_bn64" in result.stdout
 
 
+def test_space_takes_a_dtype_and_layout_and_says_which_families_compute_them() -> None:
+    args = ("--shape", "4096x4096x4096", "--dtype", "bfloat16", "--layout", "NT", "-d", "sm_90")
+    half = run("space", "--family", "hmma", *args)
+    assert half.returncode == 0, half.stderr
+    assert "for 4096x4096x4096 bfloat16 NT" in half.stdout and "fits 0" not in half.stdout
+    fp32 = run("space", "--family", "warptile", *args)
+    assert fp32.returncode == 0, fp32.stderr
+    words = " ".join(fp32.stdout.split())  # rich wraps long lines
+    assert "fits 0" in words and "float32 inputs in layouts NN, not bfloat16 NT" in words
+    old = run("space", "--family", "warptile", "-s", "64x64x64", "--layout", "row-major")
+    assert old.returncode == 0 and "fits 0" not in old.stdout, old.stderr
+
+
 def test_render_prints_cuda_source() -> None:
     result = run("render", "--config", "BM=32,BN=32,BK=32", "--family", "smem_tiling")
     assert result.returncode == 0, result.stderr
@@ -65,6 +78,10 @@ def test_compile_prints_resources() -> None:
         (("compile", "-c", "bogus_bm1"), "'bogus_bm1'"),
         (("space", "-f", "warptile"), "--shape"),
         (("space", "-f", "warptile", "-s", "1x1x1", "--limit", "x"), "--limit"),
+        (("space", "-f", "hmma", "-s", "8x8x8", "--dtype", "fp16"), "got 'fp16'"),
+        (("space", "-f", "hmma", "-s", "8x8x8", "--dtype", "fp16"), "float16, bfloat16"),
+        (("space", "-f", "hmma", "-s", "8x8x8", "--layout", "CN"), "NN, NT, TN, TT"),
+        (("space", "-f", "hmma", "-s", "8x8x8", "--layout", "CN"), "got 'CN'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(args: tuple[str, ...], named: str) -> None:

@@ -243,8 +243,38 @@ def test_kill_9_loses_no_completed_trial(tmp_path: Path, replay: ReplayEvaluator
         (("tune", "--shape", "64x64x64", "--trials", "many"), "'--trials'"),
         (("best", "--shape", "12xAx3"), "'A'"),
         (("results", "--format", "xml"), "'xml'"),
+        (("tune", "--shape", "64x64x64", "--dtype", "half"), "got 'half'"),
+        (("tune", "--shape", "64x64x64", "--layout", "NC"), "got 'NC'"),
+        (("best", "--shape", "8x8x8", "--layout", "row"), "NN, NT, TN, TT"),
+        (
+            (
+                "tune",
+                "-s",
+                "64x64x64",
+                "--dtype",
+                "bfloat16",
+                "-f",
+                "warptile",
+                "--evaluator",
+                "replay",
+            ),
+            "no family of warptile computes bfloat16 inputs in layout NN; use hmma",
+        ),
     ],
-    ids=["sampler", "family", "evaluator", "shape", "zero", "trials", "best-shape", "format"],
+    ids=[
+        "sampler",
+        "family",
+        "evaluator",
+        "shape",
+        "zero",
+        "trials",
+        "best-shape",
+        "format",
+        "dtype",
+        "layout",
+        "best-layout",
+        "no-family-computes",
+    ],
 )
 def test_bad_input_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], needle: str
@@ -400,6 +430,14 @@ def test_default_families_are_a_replay_tables_own_or_the_gpu_set(replay: ReplayE
         families: tuple[str, ...] = ()
 
     assert default_families(NoTable()) == DEFAULT_FAMILIES  # type: ignore[arg-type]
+    # Without a replay table, the defaults that compute the shape's dtype and layout.
+    half = Shape(64, 64, 64, "bfloat16", "NT")
+    assert default_families(NoTable(), half) == ("hmma",)  # type: ignore[arg-type]
+    assert default_families(NoTable(), Shape(64, 64, 64)) == DEFAULT_FAMILIES  # type: ignore[arg-type]
+    assert default_families(replay, half) == (
+        "warptile",
+        "pipelined",
+    )  # its own, whatever the shape
 
 
 def test_tune_on_two_merged_replay_tables(

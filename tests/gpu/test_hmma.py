@@ -1,0 +1,78 @@
+"""hmma against cuBLAS in the same dtype (FP32 sums) and against FP32 on the unrounded values,
+for every input type and layout, on edge shapes: M, N and K of every residue the copies care
+about (rows 16-, 8-, 4- and only 2-byte aligned), K = 1, tiny and ragged tiles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tuner.config import PARAM_ABBR
+from tuner.families import HMMA, parse_config
+from tuner.shape import SUPPORTED_LAYOUTS, Shape
+
+pytestmark = pytest.mark.gpu
+
+# Tiles of each kind: 4 warps of 64x64 (128 sums a lane) in 4 stages; 32x32 warps with BK = 64
+# in 3 stages and L2 groups of 4; one warp row of 4 warps (64x32 each) in 2 stages.
+TILES = (
+    "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8",
+    "hmma_bm64_bn64_bk64_wpm2_wpn2_s3_sw4",
+    "hmma_bm64_bn128_bk32_wpm1_wpn4_s2_sw1",
+)
+KINDS = [(dtype, layout) for dtype in ("float16", "bfloat16") for layout in SUPPORTED_LAYOUTS]
+# (M, N, K): 1x1x1; K = 1; tiny ragged; a row count of each residue mod 8 in every dimension
+# (1030: 4-byte rows, 1028: 8-byte rows, 1025 and 1031: odd, 2-byte rows, 1024: 16-byte);
+# several block rows for the L2 grouping with a partial last group.
+EDGE = [
+    (1, 1, 1),
+    (33, 17, 1),
+    (17, 33, 9),
+    (3, 200, 7),
+    (130, 1028, 1030),
+    (1031, 66, 1028),
+    (257, 511, 1025),
+    (1024, 1024, 1024),
+    (1100, 700, 96),
+]
+
+
+def kind_config(base: str, dtype: str, layout: str) -> str:
+    pinned = HMMA.pinned(Shape(1, 1, 1, dtype, layout))
+    return "_".join([base, *(f"{PARAM_ABBR[name]}{value}" for name, value in pinned.items())])
+
+
+@pytest.fixture(scope="module")
+def kernels() -> dict[str, tuple[Any, Any]]:
+    from tuner.compile import NvrtcCompiler, compile_many, load_kernel
+    from tuner.render import render
+    from tuner.resources import live_device
+
+    names = [kind_config(base, *kind) for kind in KINDS for base in TILES]
+    sources = [render(parse_config(n)) for n in names]
+    results = compile_many(NvrtcCompiler(live_device().arch), sources)
+    loaded = {}
+    for name, source, result in zip(names, sources, results, strict=True):
+        assert not isinstance(result, Exception), f"{name}: {result}"
+        loaded[name] = (load_kernel(result), source)
+    return loaded
+
+
+@pytest.mark.parametrize(("dtype", "layout"), KINDS)
+@pytest.mark.parametrize("mnk", EDGE, ids=lambda d: "x".join(map(str, d)))
+def test_hmma_matches_cublas_and_fp32(
+    dtype: str, layout: str, mnk: tuple[int, int, int], kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    from tuner.measure import verify
+
+    shape = Shape(*mnk, dtype, layout)
+    for base in TILES:
+        name = kind_config(base, dtype, layout)
+        kernel, source = kernels[name]
+        result = verify(kernel, source, shape, seed=sum(mnk))
+        print(
+            f"RESULT hmma {shape.label()} {name} rel_error={result.rel_error:.3e} "
+            f"fp32_error={result.reference_error:.3e}"
+        )
+        assert result.ok, f"{name} on {shape.label()}: {result.reason}"
