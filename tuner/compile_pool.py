@@ -18,6 +18,8 @@ import os
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from threadpoolctl import threadpool_limits
+
 from tuner.compile import CompiledKernel, CompileError, Compiler, NvrtcCompiler
 from tuner.config import Config
 from tuner.render import render
@@ -35,6 +37,19 @@ def compile_config(compiler: Compiler, config: Config) -> Outcome:
 
 def _load_compiler(compiler: Compiler) -> str:
     return compiler.version  # NVRTC's version: loads the library in the worker
+
+
+def one_blas_thread() -> threadpool_limits:
+    """Limit this process's BLAS to one thread (the returned object keeps the limit).
+
+    While the compiler processes keep every core but one busy, a multithreaded BLAS in the study
+    process waits for cores they hold: one ridge solve of the study's correction (a few hundred
+    unknowns) took 54 ms on the 16-core H100 machine
+    (``benchmarks/results/h100-search-throughput-profile-2026-11-24.txt``).
+    """
+    import numpy  # noqa: F401  (loads the BLAS to limit)
+
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def default_workers() -> int:
@@ -60,6 +75,7 @@ class CompilePool:
         self._pool: Executor | None = None
         self._pending: dict[str, tuple[Config, Future[Outcome]]] = {}
         self.crashes = 0
+        self._blas_limit: threadpool_limits | None = None
 
     def _executor(self) -> Executor:
         if self._pool is None:
@@ -81,6 +97,7 @@ class CompilePool:
         """Start every worker now (each imports its compiler once), so the first candidates
         do not wait for process start-up."""
         if self.in_processes:
+            self._blas_limit = one_blas_thread()
             executor = self._executor()
             for _ in range(self.workers):
                 executor.submit(_load_compiler, self.compiler)
@@ -133,3 +150,6 @@ class CompilePool:
         self._shutdown(self._pool)
         self._pool = None
         self._pending.clear()
+        if self._blas_limit is not None:  # the cores are free again
+            self._blas_limit.restore_original_limits()
+            self._blas_limit = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from threadpoolctl import threadpool_info, threadpool_limits
+
 from tuner.compile import CompiledKernel, CompileError, ResourceUsage
 from tuner.compile_pool import CompilePool
 from tuner.families import parse_config
@@ -65,3 +67,21 @@ def test_compiles_run_in_other_processes_and_are_not_repeated() -> None:
         assert pool.pending() == 0
     finally:
         pool.close()
+
+
+def _blas_threads() -> set[int]:
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
+def test_a_warm_process_pool_leaves_this_process_one_blas_thread_until_closed() -> None:
+    import numpy  # noqa: F401  (its BLAS is the one limited)
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert _blas_threads() == {2}
+        pool = CompilePool(CrashingCompiler(), workers=1, in_processes=True)
+        try:
+            pool.warm()
+            assert _blas_threads() == {1}  # the compiler processes hold the other cores
+        finally:
+            pool.close()
+        assert _blas_threads() == {2}
