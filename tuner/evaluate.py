@@ -90,6 +90,21 @@ class Ticket:
     result: Result | None = None
 
 
+class EvaluatesAtOnce:
+    """``start`` and ``finish`` for an evaluator with no device to keep busy (a replay, a fake):
+    the ticket carries the result of :meth:`evaluate` from the start."""
+
+    def evaluate(self, config: Config, shape: Shape) -> Result:
+        raise NotImplementedError
+
+    def start(self, config: Config, shape: Shape) -> Ticket:
+        return Ticket(config, shape, self.evaluate(config, shape))
+
+    def finish(self, ticket: Ticket) -> Result:
+        assert ticket.result is not None
+        return ticket.result
+
+
 class Evaluator(Protocol):
     """Measures configs on one device. Implementations: the GPU worker, a replay of tables.
 

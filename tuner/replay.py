@@ -14,7 +14,7 @@ from typing import Any
 
 from tuner.config import Config
 from tuner.errors import InputError
-from tuner.evaluate import Comparison, Result, Ticket
+from tuner.evaluate import Comparison, EvaluatesAtOnce, Result
 from tuner.families import FAMILIES, parse_config
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits, table_device
@@ -36,7 +36,7 @@ def default_table() -> Path:
     return table
 
 
-class ReplayEvaluator:
+class ReplayEvaluator(EvaluatesAtOnce):
     """Looks results up by (shape, config name); counts how many it answered.
 
     Several tables of one device may be given (sweeps of different families or shapes); where
@@ -123,13 +123,6 @@ class ReplayEvaluator:
 
     def prepare(self, config: Config) -> None:
         return None  # nothing to compile
-
-    def start(self, config: Config, shape: Shape) -> Ticket:
-        return Ticket(config, shape, self.evaluate(config, shape))
-
-    def finish(self, ticket: Ticket) -> Result:
-        assert ticket.result is not None
-        return ticket.result
 
     def compare(
         self,

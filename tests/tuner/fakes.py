@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from tuner.config import Config
-from tuner.evaluate import Comparison, Evaluator, Result, Ticket
+from tuner.evaluate import Comparison, EvaluatesAtOnce, Evaluator, Result
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits
 from tuner.shape import Shape
 
 
-class Forwarding:
+class Forwarding(EvaluatesAtOnce):
     """Every part of the evaluator protocol forwarded to ``inner``; subclasses override what
     they change (usually :meth:`evaluate`)."""
 
@@ -32,13 +32,6 @@ class Forwarding:
 
     def evaluate(self, config: Config, shape: Shape) -> Result:
         return self.inner.evaluate(config, shape)
-
-    def start(self, config: Config, shape: Shape) -> Ticket:
-        return Ticket(config, shape, self.evaluate(config, shape))
-
-    def finish(self, ticket: Ticket) -> Result:
-        assert ticket.result is not None
-        return ticket.result
 
     def compare(
         self,
@@ -61,7 +54,7 @@ def rule_ms(name: str) -> float:
     return 1 + (sum(ord(ch) * (i + 1) for i, ch in enumerate(name)) % 1000) / 1000
 
 
-class RuleEvaluator:
+class RuleEvaluator(EvaluatesAtOnce):
     """Times every candidate by :func:`rule_ms`; cuBLAS takes 1.5 ms; records what was asked."""
 
     families: tuple[str, ...] = ()
@@ -92,13 +85,6 @@ class RuleEvaluator:
             cublas_ms=1.5,
             ratio=1.5 / ms,
         )
-
-    def start(self, config: Config, shape: Shape) -> Ticket:
-        return Ticket(config, shape, self.evaluate(config, shape))
-
-    def finish(self, ticket: Ticket) -> Result:
-        assert ticket.result is not None
-        return ticket.result
 
     def compare(
         self,
