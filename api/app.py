@@ -25,8 +25,10 @@ from api.errors import (
     validation_handler,
 )
 from api.guards import RequestGuard
+from api.index_refresher import refreshing
 from api.routes import configs, dashboard, docs, health, results, studies
 from api.settings import Settings
+from api.study_cache import StudyCache
 from tuner.answer_index import BestIndex
 from tuner.answers import UnknownDeviceError
 from tuner.intake import RejectedRecords
@@ -46,12 +48,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Best GEMM kernel configs per shape and device, tuned on real GPUs.",
         docs_url=None,  # api.routes.docs serves both on the package's own assets
         redoc_url=None,
+        lifespan=refreshing,
     )
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessions = sessions
     app.state.index = BestIndex(sessions, ttl_s=settings.cache_ttl_s)
     app.state.database_file = storage.SqliteFile.of(engine)
+    app.state.study_cache = StudyCache()
     app.add_exception_handler(RequestValidationError, validation_handler)
     app.add_exception_handler(UnknownDeviceError, unknown_device_handler)
     app.add_exception_handler(RejectedRecords, rejected_records_handler)

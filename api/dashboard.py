@@ -17,6 +17,14 @@ def _pct(entry: Tuned) -> float | None:
     return None if entry.ratio is None else 100.0 * entry.ratio
 
 
+def _label(entry: Tuned) -> str:
+    """A chart bar's label: the shape, then dtype and layout unless float32 NN."""
+    shape = f"{entry.m}x{entry.n}x{entry.k}"
+    if (entry.dtype, entry.layout) == ("float32", "NN"):
+        return shape
+    return f"{shape} {entry.dtype} {entry.layout}"
+
+
 def overview(session: Session) -> dict[str, Any]:
     """Template context of /dashboard: best configs grouped by device, one chart per device."""
     entries = sorted(
@@ -30,10 +38,9 @@ def overview(session: Session) -> dict[str, Any]:
     for name, rows in devices.items():
         bars = [
             Bar(
-                f"{e.m}x{e.n}x{e.k}",
+                _label(e),
                 pct,
-                f"{e.m}x{e.n}x{e.k}: {e.config_name}, {e.tflops or 0:.1f} TFLOP/s, "
-                f"{pct:.1f}% of cuBLAS",
+                f"{_label(e)}: {e.config_name}, {e.tflops or 0:.1f} TFLOP/s, {pct:.1f}% of cuBLAS",
             )
             for e in rows
             if (pct := _pct(e)) is not None

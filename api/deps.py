@@ -1,4 +1,5 @@
-"""Dependencies of the routes: settings, database sessions, the best-config index, the token.
+"""Dependencies of the routes: settings, database sessions, the best-config index, the study
+cache, the token.
 
 State lives on ``app.state`` (set by :func:`api.app.create_app`), so every test builds its own app
 on its own database without globals.
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from api.settings import Settings
+from api.study_cache import StudyCache
 from tuner.answer_index import BestIndex
 
 
@@ -43,10 +45,16 @@ async def get_index(request: Request) -> BestIndex:
     return index
 
 
+async def get_study_cache(request: Request) -> StudyCache:
+    cache: StudyCache = request.app.state.study_cache
+    return cache
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 SessionDep = Annotated[Session, Depends(get_session)]
 SessionsDep = Annotated[sessionmaker[Session], Depends(get_sessions)]
 IndexDep = Annotated[BestIndex, Depends(get_index)]
+StudyCacheDep = Annotated[StudyCache, Depends(get_study_cache)]
 
 _bearer = HTTPBearer(
     auto_error=False, description="GEMMTUNE_TRUSTED_TOKEN or GEMMTUNE_API_TOKEN of the server"

@@ -5,15 +5,13 @@ by TFLOP/s) than among all of them: a parameter whose good values are few matter
 fitted model (fANOVA's random forest needs scikit-learn and seconds on thousands of trials), and
 it runs on the stored measurements, so sweeps preloaded without an Optuna study get importances
 too. ``family`` is a parameter like the tile sizes: in a study over several families it is often
-the one that mattered most. The result is cached per study state.
+the one that mattered most.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
@@ -31,32 +29,18 @@ def parameter_names(trials: Sequence[StudyTrial]) -> list[str]:
     ok = [t for t in trials if t.ok]
     if not ok:
         return []
-    shared = [p for p in ok[0].params if all(p in t.params for t in ok)]
+    common = set(ok[0].params).intersection(*(t.params.keys() for t in ok[1:]))
+    shared = [p for p in ok[0].params if p in common]
     return (["family"] if len({t.family for t in ok}) > 1 else []) + shared
 
 
-_cache: OrderedDict[Hashable, dict[str, float]] = OrderedDict()
-_CACHED = 32
-_lock = threading.Lock()  # pages are rendered on several worker threads
-
-
-def importances(trials: Sequence[StudyTrial], key: Hashable = None) -> dict[str, float]:
+def importances(trials: Sequence[StudyTrial]) -> dict[str, float]:
     """Importance of each shared parameter (they sum to 1), most important first; empty when
-    fewer than two ok trials or no parameter varies. ``key``, when given, names this state of
-    the trials (the study, its trial count, the scope): the result is kept for it."""
-    with _lock:
-        if key is not None and key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
+    fewer than two ok trials or no parameter varies. A study page keeps the result per study
+    state (:class:`api.study_cache.CachedStudy`)."""
     ok = [t for t in trials if t.ok]
     step = max(1, -(-len(ok) // MAX_TRIALS))
-    found = _importances(ok[::step])
-    if key is not None:
-        with _lock:
-            _cache[key] = found
-            while len(_cache) > _CACHED:
-                _cache.popitem(last=False)
-    return found
+    return _importances(ok[::step])
 
 
 def _importances(trials: Sequence[StudyTrial]) -> dict[str, float]:

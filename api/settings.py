@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     cache_ttl_s: float = Field(
         default=2.0,
         ge=0,
-        description="how long the in-memory best-config snapshot is trusted; writes by other "
-        "processes (tuning workers) show up after at most this long, the API's own at once",
+        description="seconds between background refreshes of the in-memory best-config index; "
+        "writes by other processes (tuning workers) show up after about this long, the API's "
+        "own uploads at once",
     )

@@ -1,7 +1,8 @@
 """One study as the dashboard reads it: its trials as plain values, in trial order.
 
-The stored rows are read once per page (:func:`load_study`); every chart and the trial table
-work on these values, so none of them touches the database or an ORM object again.
+The stored rows are read once per study state (:func:`load_study`, kept by
+:mod:`api.study_cache`); every chart and the trial table work on these values, so none of them
+touches the database or an ORM object again. The values are never changed once read.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -35,6 +38,7 @@ class StudyTrial:
     occupancy: float | None
     created_at: datetime
     best_so_far: float | None  # the highest ok TFLOP/s up to this trial
+    cublas_tflops: float | None = None  # what cuBLAS ran beside it (ok trials)
 
     @property
     def ok(self) -> bool:
@@ -49,11 +53,11 @@ class Study:
     trials: Sequence[StudyTrial]
     cublas_tflops: float | None  # the median of what cuBLAS ran beside the ok trials
 
-    @property
+    @cached_property
     def ok(self) -> list[StudyTrial]:
         return [t for t in self.trials if t.ok]
 
-    @property
+    @cached_property
     def best(self) -> StudyTrial | None:
         return max(self.ok, key=lambda t: t.tflops or 0.0, default=None)
 
@@ -65,7 +69,7 @@ class Study:
             return None
         return best.tflops / self.cublas_tflops
 
-    @property
+    @cached_property
     def last_at(self) -> datetime | None:
         return max((t.created_at for t in self.trials), default=None)
 
@@ -73,7 +77,7 @@ class Study:
         last = self.last_at
         return last is not None and (now or datetime.now(UTC)) - last < RUNNING_WINDOW
 
-    @property
+    @cached_property
     def families(self) -> list[str]:
         return sorted({t.family for t in self.trials})
 
@@ -83,15 +87,46 @@ def load_study(session: Session, name: str) -> Study | None:
     rows = storage.study_table(session, name)
     if not rows:
         return None
-    m, n, k = rows[0].m, rows[0].n, rows[0].k
-    trials, best, cublas = [], None, []
-    for index, row in enumerate(rows):
+    trials = _trials(rows, (rows[0].m, rows[0].n, rows[0].k), 0, None)
+    return Study(name, rows[0].device, (rows[0].m, rows[0].n, rows[0].k), trials, _cublas(trials))
+
+
+def extend_study(session: Session, study: Study, after_id: int, added: int) -> Study | None:
+    """``study`` with the ``added`` trials stored after measurement ``after_id`` appended: what
+    a running study's page reads instead of the whole study. None when they are not simply
+    appended (another count, or a trial number below the study's last): read it whole then.
+    Every trial of ``study`` must have its stored trial number."""
+    rows = storage.study_table(session, study.name, after_id=after_id)
+    last = study.trials[-1] if study.trials else None
+    if (
+        len(rows) != added
+        or last is None
+        or any(row.trial_number is None or row.trial_number < last.number for row in rows)
+    ):
+        return None
+    trials = [*study.trials, *_trials(rows, study.shape, len(study.trials), last.best_so_far)]
+    return Study(study.name, study.device, study.shape, trials, _cublas(trials))
+
+
+def _cublas(trials: Sequence[StudyTrial]) -> float | None:
+    """The median of what cuBLAS ran beside the ok trials."""
+    found = [t.cublas_tflops for t in trials if t.ok and t.cublas_tflops is not None]
+    return statistics.median(found) if found else None
+
+
+def _trials(
+    rows: Sequence[Any], shape: tuple[int, int, int], first: int, best: float | None
+) -> list[StudyTrial]:
+    """The trials of ``rows`` (:func:`storage.study_table`'s) that follow ``first`` trials,
+    the best of which ran at ``best`` TFLOP/s."""
+    m, n, k = shape
+    trials = []
+    for index, row in enumerate(rows, start=first):
         tflops = row.tflops if row.tflops is not None else storage.tflops(m, n, k, row.ms)
+        theirs = None
         if row.status == "ok" and tflops is not None:
             best = tflops if best is None else max(best, tflops)
             theirs = row.cublas_tflops or storage.tflops(m, n, k, row.cublas_ms)
-            if theirs is not None:
-                cublas.append(theirs)
         trials.append(
             StudyTrial(
                 number=row.trial_number if row.trial_number is not None else index,
@@ -108,12 +143,7 @@ def load_study(session: Session, name: str) -> Study | None:
                 occupancy=row.occupancy,
                 created_at=row.created_at,
                 best_so_far=best,
+                cublas_tflops=theirs,
             )
         )
-    return Study(
-        name=name,
-        device=rows[0].device,
-        shape=(m, n, k),
-        trials=trials,
-        cublas_tflops=statistics.median(cublas) if cublas else None,
-    )
+    return trials

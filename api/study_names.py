@@ -20,11 +20,14 @@ _SWEEP = re.compile(r"(?P<table>.+)-(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)")
 
 def study_title(key: str) -> str:
     """``4096x4096x4096 on NVIDIA H100 80GB HBM3 · warptile, pipelined`` (with multiplication
-    signs) for a tuning study, ``4096x4096x4096 · sweep table h100-sweep`` for a preloaded
-    one; other keys as they are."""
+    signs) for a tuning study (``4096x4096x4096 bfloat16 NT on ...`` for inputs other than
+    float32 NN), ``4096x4096x4096 · sweep table h100-sweep`` for a preloaded one; other keys
+    as they are."""
     tuned = _TUNED.fullmatch(key)
     if tuned:
         shape = TIMES.join(tuned[d] for d in "mnk")
+        if (tuned["dtype"], tuned["layout"]) not in (("float32", "NN"), ("float32", "row-major")):
+            shape += f" {tuned['dtype']} {tuned['layout']}"
         families = ", ".join(tuned["families"].split("+"))
         what = "finalists re-measured" if tuned["finalists"] else families
         return f"{shape} on {tuned['device']} · {what}"

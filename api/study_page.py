@@ -1,35 +1,35 @@
-"""What a study page shows, and why: the best so far against cuBLAS, what mattered (parameter
-importances, parallel coordinates, one slice per parameter), TFLOP/s against a chosen axis
-coloured by a chosen parameter, the failures and the trial table.
+"""What a study page shows, and why: the best so far against cuBLAS, what mattered (parallel
+coordinates, one slice per parameter; the parameter importances are a panel the page loads on its
+own, :mod:`api.importance_panel`), TFLOP/s against a chosen axis coloured by a chosen parameter,
+the failures and the trial table.
 
 Every chart is bounded however long the study: points that would land on one another are drawn
-once (:func:`tuner.svg_charts.thin_points`), parallel coordinates show the fastest trials and an
+once (:func:`tuner.svg_charts.thinned`), parallel coordinates show the fastest trials and an
 even sample of the rest, the table is one page.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
 from markupsafe import Markup
 
-from api.importance import importances, parameter_names
+from api.importance import parameter_names
+from api.study_cache import CachedStudy
 from api.study_data import Study, StudyTrial
 from api.study_names import study_title
 from api.trial_table import STATUS_MEANING, TableQuery, failures, table_page
 from tuner.errors import InputError
 from tuner.svg_charts import (
-    Bar,
-    BarLayout,
     Point,
     Reference,
-    bar_chart,
     best_so_far_chart,
+    more_here,
     scatter_chart,
-    thin_points,
+    thinned,
 )
 from tuner.svg_parallel import Line, parallel_coordinates_chart
 
@@ -91,26 +91,67 @@ def _label(trial: StudyTrial) -> str:
     return f"#{trial.number} {trial.config_name}: {trial.tflops or 0:.2f} TFLOP/s"
 
 
-def _choices(study: Study, view: StudyView) -> tuple[list[StudyTrial], list[str]]:
-    """The ok trials in scope and their shared parameters; checks the view against them."""
-    if view.family is not None and view.family not in study.families:
-        raise InputError(f"`family` must be one of {study.families}, got {view.family!r}")
-    scoped = [t for t in study.ok if view.family in (None, t.family)]
-    params = [p for p in parameter_names(scoped) if p != "family"]
+def scope(cached: CachedStudy, family: str | None) -> tuple[list[StudyTrial], list[str]]:
+    """The ok trials within ``family`` (None: every family) and the parameters they share,
+    once per study state.
+
+    Raises:
+        InputError: a family the study does not have (naming it and those it has).
+    """
+    study = cached.study
+    if family is not None and family not in study.families:
+        raise InputError(f"`family` must be one of {study.families}, got {family!r}")
+
+    def choose() -> tuple[list[StudyTrial], list[str]]:
+        scoped = [t for t in study.ok if family in (None, t.family)]
+        return scoped, [p for p in parameter_names(scoped) if p != "family"]
+
+    return cached.memo(("scope", family), choose)
+
+
+def _check_view(view: StudyView, params: Sequence[str]) -> None:
     if view.x not in (*RESOURCES, *params):
         raise InputError(f"`x` must be one of {[*RESOURCES, *params]}, got {view.x!r}")
     if view.colour not in ("family", *params):
         raise InputError(f"`colour` must be one of {['family', *params]}, got {view.colour!r}")
-    return scoped, params
+
+
+def _dots(
+    trials: Sequence[StudyTrial],
+    xs: Sequence[float],
+    groups: Sequence[str],
+    limit: int,
+    tooltip: Callable[[StudyTrial], str] = _label,
+) -> list[Point]:
+    """The points of ``trials`` (TFLOP/s against ``xs``) a chart draws: at most ``limit``,
+    those that would hide one another drawn once (:func:`tuner.svg_charts.thinned`)."""
+    ys = [t.tflops or 0.0 for t in trials]
+    return [
+        Point(xs[i], ys[i], groups[i], tooltip(trials[i]) + more_here(n))
+        for i, n in thinned(xs, ys, groups, limit)
+    ]
+
+
+def _steps(trials: Sequence[StudyTrial]) -> list[Point]:
+    """The best-so-far line's corners: where it rose, and the last trial (the same line as
+    one point per trial, in far fewer bytes)."""
+    steps: list[Point] = []
+    for t in trials:
+        if t.best_so_far is not None and (not steps or t.best_so_far > steps[-1].y):
+            steps.append(Point(float(t.number), t.best_so_far))
+    last = trials[-1] if trials else None
+    if steps and last is not None and last.best_so_far is not None:
+        steps.append(Point(float(last.number), last.best_so_far))
+    return steps
 
 
 def _curve(study: Study) -> Markup:
-    dots = [Point(float(t.number), t.tflops or 0.0, tooltip=_label(t)) for t in study.ok]
-    steps = [Point(float(t.number), t.best_so_far) for t in study.trials if t.best_so_far]
+    ok = study.ok
+    dots = _dots(ok, [float(t.number) for t in ok], [""] * len(ok), MAX_POINTS)
     cublas = study.cublas_tflops
     return best_so_far_chart(
-        thin_points(dots, MAX_POINTS),
-        steps,
+        dots,
+        _steps(study.trials),
         title="Best so far (line) and every ok trial (dots)",
         y_label="TFLOP/s",
         reference=None if cublas is None else Reference(cublas, f"cuBLAS {cublas:.1f}"),
@@ -118,15 +159,18 @@ def _curve(study: Study) -> Markup:
 
 
 def _chosen(scoped: Sequence[StudyTrial], view: StudyView, cublas: float | None) -> Markup:
-    points = []
+    shown, xs, groups = [], [], []
     for t in scoped:
         x = _axis_value(t, view.x)
         if x is not None:
-            group = t.family if view.colour == "family" else str(t.params.get(view.colour, "-"))
-            points.append(Point(x, t.tflops or 0.0, group, _label(t)))
+            shown.append(t)
+            xs.append(x)
+            groups.append(
+                t.family if view.colour == "family" else str(t.params.get(view.colour, "-"))
+            )
     x_label = RESOURCES.get(view.x, view.x)
     return scatter_chart(
-        thin_points(points, MAX_POINTS),
+        _dots(shown, xs, groups, MAX_POINTS),
         title=f"TFLOP/s against {x_label}, coloured by {view.colour}",
         x_label=x_label,
         y_label="TFLOP/s",
@@ -134,24 +178,29 @@ def _chosen(scoped: Sequence[StudyTrial], view: StudyView, cublas: float | None)
     )
 
 
+def _slice_label(trial: StudyTrial) -> str:
+    return f"#{trial.number}: {trial.tflops or 0:.2f}"
+
+
 def _slices(scoped: Sequence[StudyTrial], params: Sequence[str]) -> list[Markup]:
-    charts = []
-    for name in params:
-        points = [
-            Point(float(t.params[name]), t.tflops or 0.0, tooltip=f"#{t.number}: {t.tflops:.2f}")
-            for t in scoped
-        ]
-        charts.append(
-            scatter_chart(
-                thin_points(points, SLICE_POINTS),
-                title=f"TFLOP/s by {name}",
-                x_label=name,
-                y_label="TFLOP/s",
-                size=(380, 260),
-                legend=False,
-            )
+    no_groups = [""] * len(scoped)
+    return [
+        scatter_chart(
+            _dots(
+                scoped,
+                [float(t.params[name]) for t in scoped],
+                no_groups,
+                SLICE_POINTS,
+                _slice_label,
+            ),
+            title=f"TFLOP/s by {name}",
+            x_label=name,
+            y_label="TFLOP/s",
+            size=(380, 260),
+            legend=False,
         )
-    return charts
+        for name in params
+    ]
 
 
 def _parallel(scoped: Sequence[StudyTrial], params: Sequence[str], family: bool) -> Markup:
@@ -171,44 +220,58 @@ def _parallel(scoped: Sequence[StudyTrial], params: Sequence[str], family: bool)
     )
 
 
-def _importance_chart(found: dict[str, float]) -> Markup | None:
-    if not found:
-        return None
-    bars = [Bar(name, 100 * value, text=f"{value:.0%}") for name, value in found.items()]
-    return bar_chart(
-        bars,
-        unit="%",
-        title="What mattered: parameter importance (Optuna PED-ANOVA, top 10 % vs all)",
-        layout=BarLayout(label_width=110),
-    )
+def _charts(cached: CachedStudy, view: StudyView) -> dict[str, Any]:
+    """Everything on the page but the table, computed once per study state and view."""
+    study = cached.study
+    scoped, params = scope(cached, view.family)
+    _check_view(view, params)
+    several = view.family is None and len({t.family for t in scoped}) > 1
+    drawn = scoped and (params or several)
+    return {
+        "axes": [*RESOURCES, *params],
+        "colours": ["family", *params],
+        "curve": cached.memo("curve", lambda: _curve(study)),
+        # Loaded by the page's script: computing them is most of a large study's first view.
+        "importances_url": importances_url(study.name, view.family) if scoped else None,
+        "parallel": cached.memo(
+            ("parallel", view.family), lambda: _parallel(scoped, params, several)
+        )
+        if drawn
+        else None,
+        "chosen": cached.memo(
+            ("chosen", view.family, view.x, view.colour),
+            lambda: _chosen(scoped, view, study.cublas_tflops),
+        )
+        if scoped
+        else None,
+        "slices": cached.memo(("slices", view.family), lambda: _slices(scoped, params))
+        if scoped
+        else [],
+        "failures": cached.memo("failures", lambda: failures(study.trials)),
+    }
 
 
-def study_context(study: Study, view: StudyView) -> dict[str, Any]:
-    """The template context of ``/dashboard/studies/{name}``.
+def importances_url(study: str, family: str | None) -> str:
+    """Where the page's script fetches the parameter importances panel of ``study``."""
+    return "/dashboard/importances?" + urlencode({"study": study, "family": family or ""})
+
+
+def study_context(cached: CachedStudy, view: StudyView) -> dict[str, Any]:
+    """The template context of ``/dashboard/studies/{name}``: the charts of this state of the
+    study as kept by ``cached``, and one page of its trial table.
 
     Raises:
         InputError: a family, axis or colour the study does not have (naming it).
     """
-    scoped, params = _choices(study, view)
-    several = view.family is None and len({t.family for t in scoped}) > 1
-    found = importances(scoped, key=(study.name, len(study.trials), view.family))
-    best = study.best
+    study = cached.study
     return {
+        **_charts(cached, view),
         "study": study,
         "title": study_title(study.name),
         "view": view,
-        "best": best,
+        "best": study.best,
         "ratio": study.best_against_cublas,
         "running": study.running(),
-        "importances": found,
-        "axes": [*RESOURCES, *params],
-        "colours": ["family", *params],
-        "curve": _curve(study),
-        "importance_chart": _importance_chart(found),
-        "parallel": _parallel(scoped, params, several) if scoped and (params or several) else None,
-        "chosen": _chosen(scoped, view, study.cublas_tflops) if scoped else None,
-        "slices": _slices(scoped, params) if scoped else [],
-        "failures": failures(study.trials),
         "meaning": STATUS_MEANING,
         "table": table_page(study.trials, view.table),
         "link": lambda changes: view_query(view, changes),

@@ -14,7 +14,8 @@ Builds a SQLite database (500 tuned shapes x 200 configs on one device), starts
    ten pages walked by cursor, each timed from this process (median of 5).
 
 Requests mix exact, nearest and default answers. Usage:
-``python benchmarks/api.py [--rate 1000] [--seconds 10] [--out FILE.json]``.
+``python benchmarks/api.py [--rate 1000] [--seconds 10] [--out FILE.json]`` (``--shapes 20
+--per-shape 5 --seconds 2 --rate 100``: a smoke run of every step in a few seconds).
 """
 
 from __future__ import annotations
@@ -22,11 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,10 @@ from pathlib import Path
 import httpx
 from sqlalchemy import insert
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import storage
+from benchmarks.serving import result_header, run_steps, served
 from tuner.families import parse_config
 
 DEVICE = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
@@ -93,9 +95,9 @@ def build(url: str, n_shapes: int = 500, per_shape: int = 200) -> None:
     engine.dispose()
 
 
-def bodies(n: int) -> list[dict[str, int]]:
+def bodies(n: int, n_shapes: int) -> list[dict[str, int]]:
     rng = random.Random(1)
-    tuned = shapes(500)
+    tuned = shapes(n_shapes)
     out = []
     for i in range(n):
         if i % 3 == 0:
@@ -106,17 +108,13 @@ def bodies(n: int) -> list[dict[str, int]]:
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def run_wrk(base: str, seconds: int, rate: int | None = None, connections: int = 8) -> str:
+def run_wrk(
+    base: str, seconds: int, n_shapes: int, rate: int | None = None, connections: int = 8
+) -> str:
     """wrk against the endpoint; with ``rate``, each connection waits connections/rate
     seconds before each request (wrk's ``delay()``), which holds the total near ``rate``."""
     script = Path(tempfile.mkdtemp()) / "post.lua"
-    lines = ", ".join(f"'{json.dumps(b)}'" for b in bodies(300))
+    lines = ", ".join(f"'{json.dumps(b)}'" for b in bodies(300, n_shapes))
     script.write_text(
         "wrk.method = 'POST'\nwrk.headers['Content-Type'] = 'application/json'\n"
         f"local bodies = {{{lines}}}\nlocal i = 0\n"
@@ -166,10 +164,10 @@ def parse_wrk(text: str) -> dict[str, float]:
     return found
 
 
-def uploads(base: str, stop: threading.Event, sent: list[int]) -> None:
+def uploads(base: str, n_shapes: int, stop: threading.Event, sent: list[int]) -> None:
     """One upload a second: a faster measurement for a tuned shape (a new best each time)."""
     rng = random.Random(2)
-    tuned = shapes(500)
+    tuned = shapes(n_shapes)
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
         while not stop.wait(1.0):
             m, n, k = rng.choice(tuned)
@@ -191,10 +189,12 @@ def uploads(base: str, stop: threading.Event, sent: list[int]) -> None:
             sent.append(client.post("/v1/results", json=body, timeout=30).status_code)
 
 
-def paging(base: str) -> dict[str, float]:
-    """Milliseconds per GET /v1/results page (median of 5)."""
+def paging(base: str, rows: int) -> dict[str, float]:
+    """Milliseconds per GET /v1/results page (median of 5); the "50000" pages are half-way
+    through smaller databases (``--shapes``, ``--per-shape``)."""
+    middle = min(50000, rows // 2)
 
-    def timed(params: dict[str, int]) -> float:
+    def timed(params: dict[str, int | str]) -> float:
         times = []
         for _ in range(5):
             began = time.perf_counter()
@@ -213,41 +213,23 @@ def paging(base: str) -> dict[str, float]:
         walk.append((time.perf_counter() - began) * 1e3)
     return {
         "first_page_ms": timed({"limit": 100}),
-        "offset_50000_ms": timed({"limit": 100, "offset": 50000}),
-        "cursor_50000_ms": timed({"limit": 100, "cursor": top - 50000}),
+        "offset_50000_ms": timed({"limit": 100, "offset": middle}),
+        "cursor_50000_ms": timed({"limit": 100, "cursor": top - middle}),
         "cursor_walk_median_ms": round(statistics.median(walk), 2),
         "filtered_family_ms": timed({"limit": 100, "family": "warptile"}),
     }
 
 
-def start_server(url: str, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "GEMMTUNE_CACHE_TTL_S": "2", "GEMMTUNE_API_TOKEN": TOKEN}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from tuner.cli import main; main()",
-            "serve",
-            "--db",
-            url,
-            "--port",
-            str(port),
-            "--no-preload",
-        ],
-        stdout=subprocess.DEVNULL,
-        env=env,
-    )
-
-
-def under_writes(base: str, url: str, seconds: int, rate: int) -> dict[str, object]:
+def under_writes(base: str, url: str, seconds: int, rate: int, n_shapes: int) -> dict[str, object]:
     """The paced load while a study writes and one upload a second arrives."""
     writer = subprocess.Popen(["bash", "-c", WRITER, sys.executable, url], start_new_session=True)
-    stop, sent = threading.Event(), []
-    uploader = threading.Thread(target=uploads, args=(base, stop, sent))
+    stop = threading.Event()
+    sent: list[int] = []
+    uploader = threading.Thread(target=uploads, args=(base, n_shapes, stop, sent))
     try:
         time.sleep(5)  # the study is under way
         uploader.start()
-        paced = parse_wrk(run_wrk(base, seconds, rate=rate, connections=50))
+        paced = parse_wrk(run_wrk(base, seconds, n_shapes, rate=rate, connections=50))
     finally:
         stop.set()
         if uploader.is_alive():
@@ -264,47 +246,39 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--shapes", type=int, default=500, help="tuned shapes (500)")
+    parser.add_argument(
+        "--per-shape", type=int, default=200, help="measurements per shape (200); small for a smoke"
+    )
     args = parser.parse_args()
+    rows = args.shapes * args.per_shape
     if not shutil.which("wrk"):
         raise SystemExit("needs wrk: apt-get install wrk")
     folder = Path(tempfile.mkdtemp(prefix="gemmtune-bench-"))
     url = f"sqlite:///{folder}/bench.db"
     t0 = time.perf_counter()
-    build(url)
-    print(f"built 100000 measurements in {time.perf_counter() - t0:.1f} s", flush=True)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = start_server(url, port)
-    result: dict[str, object] = {
-        "benchmark": "api latency",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": f"{platform.node()}, {os.cpu_count()} cores shared with other agents",
-        "versions": {"python": platform.python_version()},
-        "rows": 100000,
-    }
+    build(url, args.shapes, args.per_shape)
+    print(f"built {rows} measurements in {time.perf_counter() - t0:.1f} s", flush=True)
+    env = {"GEMMTUNE_CACHE_TTL_S": "2", "GEMMTUNE_API_TOKEN": TOKEN}
+    result: dict[str, object] = {**result_header("api latency"), "rows": rows}
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        steps = (
-            ("closed_loop_8", lambda: parse_wrk(run_wrk(base, args.seconds))),
-            (
-                "paced_no_writer",
-                lambda: parse_wrk(run_wrk(base, args.seconds, rate=args.rate, connections=50)),
-            ),
-            ("paced_study_and_uploads", lambda: under_writes(base, url, args.seconds, args.rate)),
-            ("results_paging", lambda: paging(base)),
-        )
-        for name, step in steps:
-            load = os.getloadavg()[0]
-            result[name] = {**step(), "loadavg_1min_before": round(load, 2)}
-            print(name, result[name], flush=True)
+        with served(url, env) as base:
+            steps = (
+                ("closed_loop_8", lambda: parse_wrk(run_wrk(base, args.seconds, args.shapes))),
+                (
+                    "paced_no_writer",
+                    lambda: parse_wrk(
+                        run_wrk(base, args.seconds, args.shapes, rate=args.rate, connections=50)
+                    ),
+                ),
+                (
+                    "paced_study_and_uploads",
+                    lambda: under_writes(base, url, args.seconds, args.rate, args.shapes),
+                ),
+                ("results_paging", lambda: paging(base, rows)),
+            )
+            result.update(run_steps(steps))
     finally:
-        server.terminate()
-        server.wait(timeout=10)
         shutil.rmtree(folder, ignore_errors=True)
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -3,7 +3,9 @@ databases (the path ``gemmtune import`` takes), in rows per second.
 
 The export holds ``--rows`` measurements (one device, 200 shapes, ok and failed rows with
 provenance, as ``gemmtune export`` writes them). Each backend imports it twice: into an empty
-database (every row written) and again (every row skipped as already stored).
+database (every row written) and again (every row skipped as already stored). ``merge_seconds``
+is the part after the last row was staged: the one transaction that writes the real tables (on
+SQLite, the most other writers wait), then dropping the staging tables.
 
 Usage: ``python benchmarks/imports.py [--rows 20000] [--postgres URL] [--out FILE]``.
 """
@@ -15,6 +17,7 @@ import json
 import os
 import platform
 import random
+import subprocess
 import tempfile
 import time
 import uuid
@@ -67,14 +70,21 @@ def export(rows: int) -> dict[str, Any]:
     }
 
 
-def timed_import(url: str, data: dict[str, Any]) -> tuple[int, float]:
+def timed_import(url: str, data: dict[str, Any]) -> tuple[int, float, float | None]:
+    """Rows added, seconds in all, and seconds from the last row staged to the end (the
+    merge: the only part that holds SQLite's write lock), None when nothing was staged."""
     sessions = storage.open_database(url)
+    staged: list[float] = []
+
+    def progress(done: int, total: int) -> None:
+        if done == total:
+            staged.append(time.perf_counter())
+
     began = time.perf_counter()
-    with sessions.begin() as session:
-        count = storage.import_json(session, data)
-    seconds = time.perf_counter() - began
+    count = storage.import_json(sessions, data, progress)
+    ended = time.perf_counter()
     sessions.kw["bind"].dispose()
-    return count, seconds
+    return count, ended - began, (ended - staged[-1]) if staged else None
 
 
 def postgres_url(admin: str) -> tuple[str, Any]:
@@ -91,6 +101,21 @@ def postgres_url(admin: str) -> tuple[str, Any]:
     return engine.url.set(database=name).render_as_string(hide_password=False), drop
 
 
+def source_version() -> str:
+    """The commit of the storage code measured (``git describe``), or why it is unknown."""
+    folder = Path(storage.__file__).resolve().parent
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return f"unknown ({exc})"
+    return done.stdout.strip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=20000)
@@ -104,8 +129,8 @@ def main() -> None:
         targets.append(("postgresql", *postgres_url(args.postgres)))
         for backend, url, drop in targets:
             try:
-                added, first = timed_import(url, data)
-                skipped, again = timed_import(url, data)
+                added, first, merge = timed_import(url, data)
+                skipped, again, _ = timed_import(url, data)
             finally:
                 drop()
             runs[backend] = {
@@ -113,6 +138,7 @@ def main() -> None:
                 "added": added,
                 "seconds": round(first, 3),
                 "rows_per_s": round(added / first),
+                "merge_seconds": None if merge is None else round(merge, 3),
                 "reimport_added": skipped,
                 "reimport_seconds": round(again, 3),
             }
@@ -123,6 +149,7 @@ def main() -> None:
         "machine": f"{platform.node()} ({os.cpu_count()} cores, shared), loadavg "
         + " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "versions": {"python": platform.python_version(), "sqlalchemy": sqlalchemy.__version__},
+        "code": source_version(),
         "runs": runs,
     }
     if args.out:

@@ -38,6 +38,14 @@ RAW_METRICS = (
     "smsp__issue_active.avg.per_cycle_active",
     "smsp__inst_executed.sum",
     "launch__registers_per_thread",
+    # Where a profile collected them (the odd-shape runs: ComputeWorkloadAnalysis and --metrics):
+    # the DMMA pipe's and the LSU's share of peak, and how operands reach shared memory.
+    "sm__pipe_tensor_op_dmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed_op_ldgsts.sum",
+    "smsp__inst_executed_op_global_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
 )
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"

@@ -23,11 +23,19 @@ PAGES = {
     "dashboard-shapes.png": ("/dashboard/shapes?shape=3x5x7&device=#answer", 1500),
 }
 
+PANELS_LOADED = "[...document.querySelectorAll('[data-fragment]')].every(p => p.dataset.loaded)"
+
 
 def main(server: str) -> None:
-    with tempfile.TemporaryDirectory() as profile, Browser(Path(profile), width=1280) as browser:
+    # Chromium may still be writing its profile as it exits: leave what it wrote then.
+    with (
+        tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile,
+        Browser(Path(profile), width=1280) as browser,
+    ):
         for name, (page, height) in PAGES.items():
-            log = browser.open(server + page)
+            browser.open(server + page)
+            # Panels the page's script loads on their own request (a study's importances).
+            log = browser.wait_until(PANELS_LOADED, timeout_s=50)
             assert not log.errors, log.errors
             browser.screenshot(HERE / name, height=height)
             print(HERE / name)

@@ -36,12 +36,14 @@ from storage.inputs import (
 )
 from storage.models import Base, BestConfig, Claim, Device, DeviceRates, Measurement, Shape
 from storage.queries import (
-    StudyProgress,
-    StudySummary,
+    BestConfigsMark,
     best_configs,
     best_configs_fingerprint,
+    best_configs_of,
+    best_configs_updated_since,
     best_for,
     count_measurements,
+    devices_after,
     fastest_ok_times,
     find_device,
     find_shape,
@@ -52,9 +54,6 @@ from storage.queries import (
     nearest_best,
     ping,
     shape_distance,
-    study_progress,
-    study_summaries,
-    study_table,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
 from storage.records import TRUSTED_KEY, is_trusted, number_measurement, record_measurement
@@ -65,6 +64,14 @@ from storage.schema import (
     downgrade,
     head_revision,
     upgrade,
+)
+from storage.studies import (
+    StudyProgress,
+    StudySummary,
+    progress_query,
+    study_progress,
+    study_summaries,
+    study_table,
 )
 from storage.transfer import FORMAT_VERSION, export_json, import_json
 from storage.values import measurement_values, tflops
@@ -80,6 +87,7 @@ __all__ = [
     "URL_ENV_VAR",
     "Base",
     "BestConfig",
+    "BestConfigsMark",
     "Claim",
     "Claimed",
     "Device",
@@ -96,6 +104,8 @@ __all__ = [
     "StudySummary",
     "best_configs",
     "best_configs_fingerprint",
+    "best_configs_of",
+    "best_configs_updated_since",
     "best_for",
     "check_schema",
     "claim_candidate",
@@ -103,6 +113,7 @@ __all__ = [
     "current_revision",
     "database_url",
     "device_rates",
+    "devices_after",
     "downgrade",
     "export_json",
     "fastest_ok_times",
@@ -126,6 +137,7 @@ __all__ = [
     "open_engine",
     "open_existing_database",
     "ping",
+    "progress_query",
     "record_device_rates",
     "record_measurement",
     "record_measurements",

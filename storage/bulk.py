@@ -38,13 +38,23 @@ class RowIds:
         self._devices: dict[DeviceIn, int] = {}
         self._shapes: dict[ShapeIn, int] = {}
 
-    def add(self, devices: Iterable[DeviceIn], shapes: Iterable[ShapeIn]) -> None:
-        """Know (creating them where missing) every one of ``devices`` and ``shapes``."""
+    def add(
+        self, devices: Iterable[DeviceIn], shapes: Iterable[ShapeIn], create: bool = True
+    ) -> None:
+        """Know every one of ``devices`` and ``shapes``: creating those missing, or with
+        ``create=False`` only those stored (:meth:`known` tells which)."""
         devices, shapes = set(devices) - self._devices.keys(), set(shapes) - self._shapes.keys()
         if devices:
-            self._devices.update(self._ensure(Device, [asdict(d) for d in devices], DeviceIn))
+            values = [asdict(d) for d in devices]
+            self._devices.update(self._ensure(Device, values, DeviceIn, create))
         if shapes:
-            self._shapes.update(self._ensure(Shape, [asdict(s) for s in shapes], ShapeIn))
+            values = [asdict(s) for s in shapes]
+            self._shapes.update(self._ensure(Shape, values, ShapeIn, create))
+
+    def known(self, device: DeviceIn, shape: ShapeIn) -> tuple[int, int] | None:
+        """The ids of a device and shape both known, else None."""
+        device_id, shape_id = self._devices.get(device), self._shapes.get(shape)
+        return None if device_id is None or shape_id is None else (device_id, shape_id)
 
     def device(self, device: DeviceIn) -> int:
         if device not in self._devices:
@@ -56,8 +66,12 @@ class RowIds:
             self.add([], [shape])
         return self._shapes[shape]
 
-    def _ensure(self, model: Any, values: list[dict[str, Any]], kind: Any) -> dict[Any, int]:
-        self.session.execute(upsert_statement(self.session, model).on_conflict_do_nothing(), values)
+    def _ensure(
+        self, model: Any, values: list[dict[str, Any]], kind: Any, create: bool
+    ) -> dict[Any, int]:
+        if create:
+            statement = upsert_statement(self.session, model).on_conflict_do_nothing()
+            self.session.execute(statement, values)
         names = list(values[0])
         columns = [getattr(model, name) for name in names]
         found: dict[Any, int] = {}
@@ -89,23 +103,37 @@ def record_measurements(
     known = ids_of or RowIds(session)
     known.add((d for d, _, _ in pending), (s for _, s, _ in pending))
     ids: list[int] = []
-    fastest: dict[tuple[int, int], Offer] = {}
+    written: list[Offer] = []
     for start in range(0, len(pending), BULK_CHUNK):
         chunk = pending[start : start + BULK_CHUNK]
         keys = [(known.device(device), known.shape(shape)) for device, shape, _ in chunk]
-        rows = [_row(*key, m) for key, (_, _, m) in zip(keys, chunk, strict=True)]
+        rows = [measurement_row(m, *key) for key, (_, _, m) in zip(keys, chunk, strict=True)]
         chunk_ids = _insert(session, rows)
-        for key, (_, _, m), new_id in zip(keys, chunk, chunk_ids, strict=True):
-            if m.status != "ok" or m.ms is None or not is_trusted(m.provenance):
-                continue
-            held = fastest.get(key)
-            if held is None or _rank(m) < _rank(held.measurement):
-                fastest[key] = Offer(*key, new_id, m)
+        written += (
+            Offer(*key, new_id, m)
+            for key, (_, _, m), new_id in zip(keys, chunk, chunk_ids, strict=True)
+        )
         ids += chunk_ids
         if progress is not None:
             progress(len(ids), len(pending))
-    _offer_all(session, list(fastest.values()))
+    offer_all(session, best_offers(written))
     return ids
+
+
+def best_offers(written: Iterable[Offer]) -> list[Offer]:
+    """Of measurements written in this order, the one each (device, shape) key offers as its
+    best: the first of its fastest final re-measurements, or without any, of its fastest ok
+    measurements (``record_measurement``'s rule: no other could win). Trusted ones only."""
+    fastest: dict[tuple[int, int], Offer] = {}
+    for offer in written:
+        m = offer.measurement
+        if m.status != "ok" or m.ms is None or not is_trusted(m.provenance):
+            continue
+        key = (offer.device_id, offer.shape_id)
+        held = fastest.get(key)
+        if held is None or _rank(m) < _rank(held.measurement):
+            fastest[key] = offer
+    return list(fastest.values())
 
 
 def _rank(m: MeasurementIn) -> tuple[bool, float]:
@@ -113,7 +141,7 @@ def _rank(m: MeasurementIn) -> tuple[bool, float]:
     return (not is_final(dict(m.provenance)), m.ms if m.ms is not None else float("inf"))
 
 
-def _offer_all(session: Session, offers: list[Offer]) -> None:
+def offer_all(session: Session, offers: list[Offer]) -> None:
     """:func:`offer_best` for each offer, with the (device, shape) pairs that have no best yet
     done in one statement."""
     if not offers:
@@ -158,19 +186,26 @@ def _copy_into_postgresql(session: Session, rows: list[dict[str, Any]]) -> list[
             )
         ).scalars()
     )
-    columns = ["id", *rows[0]]
-    json_columns = {"params", "provenance"}
-    dbapi: Any = session.connection().connection.dbapi_connection  # a psycopg connection
-    statement = f"COPY measurement ({', '.join(columns)}) FROM STDIN"
-    with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
-        for new_id, row in zip(ids, rows, strict=True):
-            copy.write_row(
-                [new_id, *(json.dumps(v) if k in json_columns else v for k, v in row.items())]
-            )
+    dbapi = session.connection().connection.dbapi_connection
+    copy_rows(dbapi, "measurement", [{"id": i, **row} for i, row in zip(ids, rows, strict=True)])
     return ids
 
 
-def _row(device_id: int, shape_id: int, m: MeasurementIn) -> dict[str, Any]:
+def copy_rows(dbapi: Any, table: str, rows: list[dict[str, Any]]) -> None:
+    """``COPY`` ``rows`` (dicts with the same keys, JSON columns as values) into ``table``
+    through a psycopg connection."""
+    columns = list(rows[0])
+    statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+    with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row([json.dumps(v) if k in _JSON_COLUMNS else v for k, v in row.items()])
+
+
+_JSON_COLUMNS = frozenset(("params", "provenance"))
+
+
+def measurement_row(m: MeasurementIn, device_id: int, shape_id: int) -> dict[str, Any]:
+    """A measurement table row's values (without its id)."""
     values = {name: getattr(m, name) for name in MEASUREMENT_FIELDS}
     values.update(
         device_id=device_id,

@@ -127,6 +127,9 @@ class Measurement(Base):
         Index(None, "status", "id"),
         Index(None, "device_id", "id"),
         Index(None, "shape_id", "id"),
+        # A study's rows: its progress (polled on every page view) and the rows stored after
+        # an id (a running study's page), without reading the rest of the table.
+        Index(None, "study", "id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

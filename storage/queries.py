@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, contains_eager
@@ -261,91 +260,59 @@ def fastest_ok_times(
 # (one block, apart from the rest, so that other changes to this module merge cleanly)
 
 
-def best_configs_fingerprint(session: Session) -> tuple[object, ...]:
-    """A value that changes whenever what the answers are built from changes: a best config
-    added or replaced, a device seen, device rates recorded. One cheap round trip, so an
-    in-memory index can ask it often and reload only when it changed."""
+class BestConfigsMark(NamedTuple):
+    """What the answers are built from, in six numbers: equal marks mean (short of a row
+    changed in place without a new measurement or update time) the same best configs,
+    devices and device rates. An in-memory index computes the same from what it holds."""
+
+    bests: int
+    best_id_sum: int
+    measurement_id_sum: int  # a best replaced changes it: its measurement is another row
+    devices: int
+    last_device_id: int
+    last_rates_id: int
+
+
+def best_configs_fingerprint(session: Session) -> BestConfigsMark:
+    """The database's :class:`BestConfigsMark`: one cheap round trip, so an in-memory index
+    can ask it often and read rows only when it differs from its own."""
     row = session.execute(
         select(
             select(func.count(BestConfig.id)).scalar_subquery(),
-            select(func.max(BestConfig.measurement_id)).scalar_subquery(),
-            select(func.max(BestConfig.updated_at)).scalar_subquery(),
+            select(func.coalesce(func.sum(BestConfig.id), 0)).scalar_subquery(),
+            select(func.coalesce(func.sum(BestConfig.measurement_id), 0)).scalar_subquery(),
             select(func.count(Device.id)).scalar_subquery(),
-            select(func.max(DeviceRates.id)).scalar_subquery(),
+            select(func.coalesce(func.max(Device.id), 0)).scalar_subquery(),
+            select(func.coalesce(func.max(DeviceRates.id), 0)).scalar_subquery(),
         )
     ).one()
-    return tuple(row)
+    return BestConfigsMark(*(int(value) for value in row))
 
 
-@dataclass(frozen=True)
-class StudySummary:
-    """One study: its trials, how many measured ``ok``, and the fastest ok time."""
-
-    name: str
-    trials: int
-    ok: int
-    best_ms: float | None
-
-
-def study_summaries(session: Session) -> list[StudySummary]:
-    """Every study (measurements with a study name), by name."""
-    is_ok = Measurement.status == "ok"
-    query = (
-        select(
-            Measurement.study,
-            func.count(),
-            func.count().filter(is_ok),
-            func.min(Measurement.ms).filter(is_ok),
-        )
-        .where(Measurement.study.is_not(None))
-        .group_by(Measurement.study)
-        .order_by(Measurement.study)
-    )
-    return [
-        StudySummary(str(name), int(count), int(ok or 0), best)
-        for name, count, ok, best in session.execute(query)
-    ]
+def best_configs_updated_since(session: Session, since: datetime | None) -> list[BestConfig]:
+    """Best configs created or replaced at or after ``since`` (every one for None), by the
+    ``updated_at`` index."""
+    query = _best_query(None)
+    if since is not None:
+        query = query.where(BestConfig.updated_at >= since)
+    return list(session.scalars(query))
 
 
-def study_table(session: Session, study_name: str) -> Sequence[Any]:
-    """A study's measurements as plain rows in trial order, for pages that read thousands:
-    the measurement's columns by name (no provenance) plus ``m``, ``n``, ``k`` and
-    ``device``. Several times faster than :func:`measurements_for_study`'s objects."""
-    columns = [
-        column
-        for column in Measurement.__table__.columns
-        if column.name not in ("provenance", "device_id", "shape_id")
-    ]
-    query = (
-        select(*columns, Shape.m, Shape.n, Shape.k, Device.name.label("device"))
-        .join(Shape, Measurement.shape_id == Shape.id)
-        .join(Device, Measurement.device_id == Device.id)
-        .where(Measurement.study == study_name)
-        .order_by(Measurement.trial_number, Measurement.id)
-    )
-    return session.execute(query).all()
+def best_configs_of(session: Session, measurement_ids: Sequence[int]) -> list[BestConfig]:
+    """The best configs that are any of ``measurement_ids`` (what a write just made best)."""
+    found: list[BestConfig] = []
+    for start in range(0, len(measurement_ids), _IDS_PER_QUERY):
+        chunk = measurement_ids[start : start + _IDS_PER_QUERY]
+        found += session.scalars(_best_query(None).where(BestConfig.measurement_id.in_(chunk)))
+    return found
 
 
-@dataclass(frozen=True)
-class StudyProgress:
-    """How far a study has come: what a live page polls for (one small query)."""
-
-    trials: int
-    ok: int
-    last_id: int | None
-    last_at: datetime | None
+_IDS_PER_QUERY = 500
 
 
-def study_progress(session: Session, study_name: str) -> StudyProgress:
-    """Trials, ok trials, newest measurement id and time of ``study_name`` (zeros if none)."""
-    query = select(
-        func.count(),
-        func.count().filter(Measurement.status == "ok"),
-        func.max(Measurement.id),
-        func.max(Measurement.created_at),
-    ).where(Measurement.study == study_name)
-    trials, ok, last_id, last_at = session.execute(query).one()
-    return StudyProgress(int(trials), int(ok or 0), last_id, last_at)
+def devices_after(session: Session, device_id: int) -> list[Device]:
+    """Devices stored after the one with id ``device_id`` (rows are never changed)."""
+    return list(session.scalars(select(Device).where(Device.id > device_id).order_by(Device.id)))
 
 
 def count_measurements(session: Session) -> int:

@@ -2,10 +2,10 @@
 PostgreSQL).
 
 Rows refer to devices and shapes by value, not by id, because ids differ between databases.
-Best configs are not exported: importing writes the measurements through the bulk path that
-preload uses (:func:`storage.bulk.record_measurements`), which rebuilds them by the same rule
-as live tuning. Every entry is checked (against the column limits too, so a file imports the
-same on SQLite and PostgreSQL) before anything is written. Importing is idempotent: a
+Best configs are not exported: importing stages the new measurements and merges them
+(:mod:`storage.staging`), rebuilding the best configs by the same rule as live tuning. Every
+entry is checked (against the column limits too, so a file imports the same on SQLite and
+PostgreSQL) before anything is written. Importing is idempotent: a
 measurement with the same device, shape, config name, creation time, study and trial number as
 a stored one (or as an earlier entry of the file) is skipped.
 """
@@ -16,13 +16,14 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
 
-from storage.bulk import Progress, RowIds, record_measurements
+from storage.bulk import Progress, Record, RowIds
 from storage.errors import StorageError
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import Device, Measurement, Shape
+from storage.staging import write_staged
 from storage.values import measurement_values
 
 FORMAT_NAME = "gemmtune-export"
@@ -51,18 +52,38 @@ def _measurement_dict(row: Measurement) -> dict[str, Any]:
     }
 
 
-def export_json(session: Session) -> dict[str, Any]:
-    """Everything recorded, as a JSON-serialisable dict (measurements in recording order)."""
+EXPORT_CHUNK = 1000  # measurements read per query of an export
+
+
+def export_json(session: Session, progress: Progress | None = None) -> dict[str, Any]:
+    """Everything recorded, as a JSON-serialisable dict (measurements in recording order).
+
+    Measurements are read in chunks of :data:`EXPORT_CHUNK` by id; ``progress(read, total)``
+    follows them, once per chunk (``total`` is the count when the export started).
+    """
+    total = session.scalar(select(func.count(Measurement.id))) or 0
+    measurements: list[dict[str, Any]] = []
+    last_id = 0
+    while True:
+        chunk = session.scalars(
+            select(Measurement)
+            .where(Measurement.id > last_id)
+            .order_by(Measurement.id)
+            .limit(EXPORT_CHUNK)
+        ).all()
+        if not chunk:
+            break
+        measurements.extend(_measurement_dict(m) for m in chunk)
+        last_id = chunk[-1].id
+        if progress is not None:
+            progress(len(measurements), max(total, len(measurements)))
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "exported_at": datetime.now(UTC).isoformat(),
         "devices": [_device_dict(d) for d in session.scalars(select(Device).order_by(Device.id))],
         "shapes": [_shape_dict(s) for s in session.scalars(select(Shape).order_by(Shape.id))],
-        "measurements": [
-            _measurement_dict(m)
-            for m in session.scalars(select(Measurement).order_by(Measurement.id))
-        ],
+        "measurements": measurements,
     }
 
 
@@ -70,15 +91,20 @@ Check = Callable[[DeviceIn, ShapeIn, MeasurementIn], None]
 
 
 def import_json(
-    session: Session, data: Any, progress: Progress | None = None, check: Check | None = None
+    sessions: sessionmaker[Session],
+    data: Any,
+    progress: Progress | None = None,
+    check: Check | None = None,
 ) -> int:
     """Add the measurements in ``data`` that are not stored yet; return how many were added.
 
-    Runs in the caller's transaction, and checks every entry before it writes any, so a
-    malformed entry anywhere leaves nothing behind. ``check`` judges each record too (storage
-    knows types, not kernels: ``gemmtune import`` passes the tuner's rules); its
-    ``ValueError`` refuses the import, prefixed with the record's place. ``progress(written,
-    total)`` follows the write.
+    All or nothing, without holding SQLite's write lock for the whole import: every entry is
+    checked before anything is written, the new rows are staged in temporary tables in short
+    transactions and merged in one (:mod:`storage.staging`), so other writers carry on while
+    a long import stages, and a failure at any point leaves nothing of the file. ``check``
+    judges each record too (storage knows types, not kernels: ``gemmtune import`` passes the
+    tuner's rules); its ``ValueError`` refuses the import, prefixed with the record's place.
+    ``progress(staged, total)`` follows the write.
 
     Raises:
         StorageError: ``data`` is not a gemmtune export, or ``check`` refused a record; the
@@ -107,38 +133,46 @@ def import_json(
         if check is not None:
             _checked(where, check, record)
         entries.append(record)
-    known = RowIds(session)
-    known.add([*devices, *(d for d, _, _ in entries)], [*shapes, *(s for _, s, _ in entries)])
-    new = _not_stored(session, known, entries)
-    record_measurements(session, new, progress, known)
-    return len(new)
+    with sessions() as session:
+        new = _not_stored(session, entries)
+    if not new:
+        # Nothing to stage; the devices and shapes the file lists are stored all the same.
+        if devices or shapes:
+            with sessions.begin() as session:
+                RowIds(session).add(devices, shapes)
+        return 0
+    return write_staged(sessions, new, progress, devices, shapes)
 
 
-_Key = tuple[int, int, str, datetime | None, str | None, int | None]
+_Key = tuple[DeviceIn, ShapeIn, str, datetime | None, str | None, int | None]
 _LOOKUP_CHUNK = 500  # shape ids per query for the stored keys
 
 
-def _not_stored(
-    session: Session, known: RowIds, entries: list[tuple[DeviceIn, ShapeIn, MeasurementIn]]
-) -> list[tuple[DeviceIn, ShapeIn, MeasurementIn]]:
-    """The entries neither stored nor repeated earlier in the file."""
-    keyed = [
-        (
-            (known.device(d), known.shape(s), m.config_name, m.created_at, m.study, m.trial_number),
-            (d, s, m),
-        )
-        for d, s, m in entries
-    ]
-    seen = _stored_keys(session, sorted({key[1] for key, _ in keyed}))
+def _not_stored(session: Session, entries: list[Record]) -> list[Record]:
+    """The entries neither stored nor repeated earlier in the file (read only: a device or
+    shape not stored yet has no stored measurements)."""
+    known = RowIds(session)
+    known.add((d for d, _, _ in entries), (s for _, s, _ in entries), create=False)
+    pairs: dict[tuple[int, int], tuple[DeviceIn, ShapeIn]] = {}
+    for d, s, _ in entries:
+        stored = known.known(d, s)
+        if stored is not None:
+            pairs[stored] = (d, s)
+    seen = _stored_keys(session, pairs)
     new = []
-    for key, entry in keyed:
+    for d, s, m in entries:
+        key = (d, s, m.config_name, m.created_at, m.study, m.trial_number)
         if key not in seen:
             seen.add(key)
-            new.append(entry)
+            new.append((d, s, m))
     return new
 
 
-def _stored_keys(session: Session, shape_ids: list[int]) -> set[_Key]:
+def _stored_keys(
+    session: Session, pairs: dict[tuple[int, int], tuple[DeviceIn, ShapeIn]]
+) -> set[_Key]:
+    """The keys of the stored measurements of these (device id, shape id) pairs."""
+    shape_ids = sorted({shape_id for _, shape_id in pairs})
     keys: set[_Key] = set()
     for start in range(0, len(shape_ids), _LOOKUP_CHUNK):
         rows = session.execute(
@@ -151,7 +185,10 @@ def _stored_keys(session: Session, shape_ids: list[int]) -> set[_Key]:
                 Measurement.trial_number,
             ).where(Measurement.shape_id.in_(shape_ids[start : start + _LOOKUP_CHUNK]))
         )
-        keys.update(tuple(row) for row in rows)  # type: ignore[misc]
+        for device_id, shape_id, *rest in rows:
+            pair = pairs.get((device_id, shape_id))
+            if pair is not None:
+                keys.add((*pair, *rest))  # type: ignore[arg-type]
     return keys
 
 

@@ -1,5 +1,6 @@
 """``gemmtune bench``: every suite shape tuned (or its stored result reused), then re-measured
-side by side with cuBLAS, placed on the roofline, and checked against the issue-5 targets.
+side by side with cuBLAS, placed on the roofline, and checked against the issue-5 targets
+(float32) or issue 21's (float16, bfloat16).
 
 For each shape: the best config stored for it on this device is used; the shape is tuned first
 only when nothing is stored (or with ``retune``). That config is then verified and timed against
@@ -14,6 +15,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -23,14 +25,16 @@ from tuner.config import Config
 from tuner.errors import InputError
 from tuner.evaluate import Comparison, Evaluator
 from tuner.families import get_family, parse_config
+from tuner.finalists import screened_study
 from tuner.measure import tflops as measured_tflops
 from tuner.results import suite_document
+from tuner.results.location import DEFAULT_SUITE_NAME
 from tuner.roofline import Ceilings, roofline
-from tuner.runner import DEFAULT_TRIALS, WARM_START, run_study
+from tuner.runner import DEFAULT_TRIALS, WARM_START, ProgressReport, run_study
 from tuner.samplers import DEFAULT_SAMPLER
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
-from tuner.study import screened_study, study_name
+from tuner.study import study_name
 from tuner.suite import SuiteEntry
 
 TIMING = (
@@ -114,8 +118,10 @@ def choose_config(
     sessions: sessionmaker[Session],
     url: str | None,
     options: Options,
+    report: ProgressReport | None = None,
 ) -> Choice:
-    """Reuse the stored best config of ``shape`` on this device, or tune when none is stored.
+    """Reuse the stored best config of ``shape`` on this device, or tune when none is stored
+    (``report`` follows the study, candidate by candidate).
 
     With ``options.retune`` the shape's study (same families) runs ``options.trials`` more
     evaluated candidates even when a best config is stored.
@@ -139,6 +145,7 @@ def choose_config(
         None,
         options.seed,
         options.warm_start,
+        report,
     )
     tuned = _stored_choice(sessions, device, shape, tuned=True)
     if tuned is not None:
@@ -169,7 +176,9 @@ def shape_row(
         "stored_ms": choice.stored_ms,
         "stored_ratio": choice.stored_ratio,
     }
-    roof = roofline(shape, ceilings) if ceilings is not None else None
+    roof = None
+    if ceilings is not None and ceilings.compute_tflops(shape.dtype) is not None:
+        roof = roofline(shape, ceilings)
     row["roofline"] = roof.as_dict() if roof is not None else None
     if reply is None:
         return row
@@ -202,12 +211,13 @@ def run_bench(
     options: Options,
     ceilings: Ceilings | None,
     on_row: Callable[[list[dict[str, Any]]], None] | None = None,
+    report: ProgressReport | None = None,
 ) -> list[dict[str, Any]]:
     """Choose (tune or reuse) and re-measure every shape, in suite order; ``on_row`` gets the
-    rows so far after each shape (to write partial results)."""
+    rows so far after each shape (to write partial results), ``report`` each shape's study."""
     rows: list[dict[str, Any]] = []
     for entry in suite:
-        choice = choose_config(entry.shape, bench, sessions, url, options)
+        choice = choose_config(entry.shape, bench, sessions, url, options, report)
         reply = None
         if choice.config is not None:
             reply = bench.compare([choice.config], entry.shape, options.rounds)[0]
@@ -217,7 +227,7 @@ def run_bench(
     return rows
 
 
-# The summary and the issue-5 targets.
+# The summary and the targets (issue 5 for float32, issue 21 for half inputs).
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -269,14 +279,37 @@ TARGETS = (
         for c in ("skinny", "odd", "small_k", "large_k")
     ),
 )
+# Issue 21's targets for half inputs, per suite file: mma.sync against cuBLAS's wgmma kernels on
+# the public suite, and the odd-shape suite, where cuBLAS falls off its fast paths.
+HALF_TARGETS = {
+    "shapes.csv": (Target("geometric mean over the public suite", "suite", "", 0.6),),
+    "odd_shapes.csv": (Target("geometric mean over the odd-shape suite", "suite", "", 1.5),),
+}
 
 
-def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Geometric means of the ratios (over the suite and per class) and the targets."""
+def input_kind(rows: Sequence[dict[str, Any]]) -> tuple[str, str]:
+    """The dtype and layout of a bench's rows (one per bench; rows from before dtypes: float32
+    NN)."""
+    first = rows[0] if rows else {}
+    return first.get("dtype") or "float32", first.get("layout") or "NN"
+
+
+def targets_for(dtype: str, suite: str | None) -> tuple[Target, ...]:
+    """The issue-5 targets for float32; for half inputs, issue 21's target of the suite file
+    (named by its file name), none for other suites."""
+    if dtype == "float32":
+        return TARGETS
+    name = PurePath(suite).name if suite else DEFAULT_SUITE_NAME
+    return HALF_TARGETS.get(name, ())
+
+
+def summarize(rows: Sequence[dict[str, Any]], suite: str | None = None) -> dict[str, Any]:
+    """Geometric means of the ratios (over the suite and per class) and the targets of the rows'
+    dtype and the suite file ``suite`` (default: the public suite)."""
     classes: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         classes.setdefault(row.get("class") or "-", []).append(row)
-    targets = [t.check(rows) for t in TARGETS]
+    targets = [t.check(rows) for t in targets_for(input_kind(rows)[0], suite)]
     return {
         "geomean_ratio": geomean(r["ratio"] for r in rows if r.get("ratio")),
         "shapes": len(rows),
@@ -304,6 +337,7 @@ def document(
 ) -> dict[str, Any]:
     """The suite file ``gemmtune bench`` writes: method, provenance, roofs, summary and rows
     (``suite``: the shape CSV, as the user named it)."""
+    dtype, layout = input_kind(rows)
     return suite_document(
         device=bench.device.name,
         provenance=bench.provenance,
@@ -314,12 +348,14 @@ def document(
             "seed": options.seed,
             "trials_per_tuned_shape": options.trials,
             "retune": options.retune,
+            "dtype": dtype,
+            "layout": layout,
             "warm_start": options.warm_start,
             "rounds": options.rounds,
             "timing_budget_ms": budget_ms,
             "timing": TIMING,
         },
         roofline=ceilings.as_dict() if ceilings is not None else None,
-        summary=summarize(rows),
+        summary=summarize(rows, suite),
         rows=rows,
     )

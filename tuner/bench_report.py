@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tuner.bench import summarize
+from tuner.bench import input_kind, summarize
 from tuner.svg_charts import Bar, BarLayout, bar_chart
 
 DASH = "-"
@@ -101,10 +101,49 @@ def _provenance(doc: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+SHORT_DTYPES = {"float32": "FP32", "float16": "FP16", "bfloat16": "BF16"}
+
+
+def _kind_line(dtype: str, layout: str) -> list[str]:
+    """What the inputs were, for half inputs (a float32 NN file needs no such line)."""
+    if (dtype, layout) == ("float32", "NN"):
+        return []
+    return [
+        f"Inputs: {dtype} A and B in layout {layout} (row-major terms: A's letter, then B's; T = "
+        "stored transposed), FP32 sums, float32 C; baseline: cuBLAS in the same dtype "
+        "(cublasGemmEx, CUBLAS_COMPUTE_32F, float32 C; never TF32).",
+        "",
+    ]
+
+
+def _check_words(dtype: str) -> str:
+    if dtype == "float32":
+        return "a correctness check against cuBLAS (strict FP32)"
+    return (
+        f"a correctness check against cuBLAS in {dtype} with FP32 sums and against FP32 SGEMM on "
+        "the values before rounding"
+    )
+
+
+def _roof_line(roof: dict[str, Any], dtype: str) -> str:
+    if dtype == "float32":
+        ceiling = f"FFMA ceiling {roof['ffma_tflops']} TFLOP/s"
+        source, traffic = f"FFMA: {roof['ffma_source']}", roof["bytes_model"]
+    else:
+        ceiling = f"FP16/BF16 tensor-core ceiling {roof.get('half_tflops')} TFLOP/s"
+        source = f"tensor cores: {roof.get('half_source') or 'unknown'}"
+        traffic = roof.get("half_bytes_model") or roof["bytes_model"]
+    return (
+        f"Roofline bound = min({ceiling}, intensity x {roof['bandwidth_tb_s']} TB/s); {source}; "
+        f"bandwidth: {roof['bandwidth_source']}; minimum traffic {traffic}."
+    )
+
+
 def markdown(doc: dict[str, Any]) -> str:
     """The table, the geometric means, the targets, and how and where it was measured."""
     rows: list[dict[str, Any]] = list(doc.get("shapes") or [])
-    summary = doc.get("summary") or summarize(rows)
+    dtype, layout = input_kind(rows)
+    summary = doc.get("summary") or summarize(rows, doc.get("suite"))
     parts = [table(rows), ""]
     geo = summary.get("geomean_ratio")
     by_class = ", ".join(
@@ -114,23 +153,19 @@ def markdown(doc: dict[str, Any]) -> str:
         f"Geometric mean of cuBLAS time / our time: **{_num(geo, '.2f')}** over "
         f"{summary['measured']} of {summary['shapes']} shapes; by class: {by_class}."
     )
-    parts += ["", targets_table(summary), ""]
+    parts += ["", targets_table(summary), ""] if summary["targets"] else [""]
+    parts += _kind_line(dtype, layout)
     method = doc.get("method") or {}
     if method.get("rounds"):
         parts += [
             f"Times: median of {method['rounds']} alternating rounds (ours, cuBLAS, ours, ...), "
-            "each the median of repeated launches with L2 flushed, alpha = 1, beta = 0, after a "
-            "correctness check against cuBLAS (strict FP32).",
+            "each the median of repeated launches with L2 flushed, alpha = 1, beta = 0, after "
+            f"{_check_words(dtype)}.",
             "",
         ]
     roof = doc.get("roofline")
     if roof:
-        parts += [
-            f"Roofline bound = min(FFMA ceiling {roof['ffma_tflops']} TFLOP/s, intensity x "
-            f"{roof['bandwidth_tb_s']} TB/s); FFMA: {roof['ffma_source']}; bandwidth: "
-            f"{roof['bandwidth_source']}; minimum traffic {roof['bytes_model']}.",
-            "",
-        ]
+        parts += [_roof_line(roof, dtype), ""]
     parts.append(f"Measured on {_provenance(doc)}.")
     return "\n".join(parts) + "\n"
 
@@ -168,8 +203,13 @@ def ratio_chart(rows: Sequence[dict[str, Any]], title: str) -> str:
 
 
 def chart_title(doc: dict[str, Any]) -> str:
-    geo = (doc.get("summary") or summarize(doc.get("shapes") or [])).get("geomean_ratio")
+    rows = doc.get("shapes") or []
+    geo = (doc.get("summary") or summarize(rows, doc.get("suite"))).get("geomean_ratio")
+    dtype, layout = input_kind(rows)
+    kind = SHORT_DTYPES.get(dtype, dtype) + (
+        "" if (dtype, layout) == ("float32", "NN") else f" {layout}"
+    )
     return (
-        f"gemmtune vs cuBLAS FP32 on {doc.get('device', 'GPU')}, "
+        f"gemmtune vs cuBLAS {kind} on {doc.get('device', 'GPU')}, "
         f"{str(doc.get('date', ''))[:10]}: geometric mean {_num(geo, '.2f')}"
     )

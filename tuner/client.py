@@ -151,7 +151,7 @@ def _index(db_url: str) -> BestIndex:
 def _from_database(db: str | None, shape: Shape, device: DeviceSpec | None) -> Answer:
     import storage
 
-    snapshot = _index(storage.database_url(db)).snapshot()
+    snapshot = _index(storage.database_url(db)).refresh_if_due()
     return snapshot.answer(shape.m, shape.n, shape.k, shape.dtype, shape.layout, device=device)
 
 

@@ -9,12 +9,17 @@ compile in flight with it. The pool is rebuilt and the configs that were in flig
 again, each alone in a process of its own: a second crash there names the config that causes
 it, which becomes a ``CompileError``; the others compile normally. No config is
 lost, and the study goes on.
+
+Several studies may feed one pool at once (one per GPU, ``tuner.multi_gpu``): the pool is
+thread-safe, and a config two of them submit is compiled once.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -52,16 +57,16 @@ def one_blas_thread() -> threadpool_limits:
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def default_workers() -> int:
-    """Every core but one (which measures and runs the study), at least one."""
-    return max(1, (os.cpu_count() or 2) - 1)
+def default_workers(gpus: int = 1) -> int:
+    """Every core but one per GPU (which measures and runs its study), at least one."""
+    return max(1, (os.cpu_count() or 2) - gpus)
 
 
 class CompilePool:
     """Compiles configs in the background; :meth:`result` waits for one.
 
     ``in_processes`` (default: for NVRTC) runs compiles in spawned worker processes, else in
-    threads. Not thread-safe: one study drives it.
+    threads. Thread-safe: the studies of several GPUs may share it.
     """
 
     def __init__(
@@ -74,13 +79,15 @@ class CompilePool:
         )
         self._pool: Executor | None = None
         self._pending: dict[str, tuple[Config, Future[Outcome]]] = {}
+        self._lock = threading.RLock()  # guards _pool, _pending and crashes
         self.crashes = 0
         self._blas_limit: threadpool_limits | None = None
 
     def _executor(self) -> Executor:
-        if self._pool is None:
-            self._pool = self._new_executor(self.workers)
-        return self._pool
+        with self._lock:
+            if self._pool is None:
+                self._pool = self._new_executor(self.workers)
+            return self._pool
 
     def _new_executor(self, workers: int) -> Executor:
         if self.in_processes:
@@ -89,9 +96,10 @@ class CompilePool:
 
     def submit(self, config: Config) -> None:
         """Start compiling ``config`` (nothing if it is already pending)."""
-        if config.name not in self._pending:
-            future = self._executor().submit(compile_config, self.compiler, config)
-            self._pending[config.name] = (config, future)
+        with self._lock:
+            if config.name not in self._pending:
+                future = self._executor().submit(compile_config, self.compiler, config)
+                self._pending[config.name] = (config, future)
 
     def warm(self) -> None:
         """Start every worker now (each imports its compiler once), so the first candidates
@@ -103,33 +111,49 @@ class CompilePool:
                 executor.submit(_load_compiler, self.compiler)
 
     def pending(self) -> int:
-        return len(self._pending)
+        with self._lock:
+            return len(self._pending)
 
     def result(self, config: Config) -> Outcome:
-        """The compiled kernel of ``config`` (submitting it first if needed), or its error."""
-        self.submit(config)
-        _, future = self._pending[config.name]
+        """The compiled kernel of ``config`` (submitting it first if needed), or its error.
+
+        Every study that submitted ``config`` and asks before the first answer is taken gets
+        that answer; a later one compiles it again (from the disk cache, ``tuner.compile``).
+        """
+        future = self._future(config)
         try:
             outcome = future.result()
         except BrokenProcessPool:
-            self._recover()
-            _, future = self._pending[config.name]
-            outcome = future.result()
-        del self._pending[config.name]
+            self._recover(future)
+            with self._lock:
+                entry = self._pending.get(config.name)
+            # Settled by the recovery; or already taken by another study: compiled alone.
+            outcome = entry[1].result() if entry else self._compile_alone(config)
+        with self._lock:
+            self._pending.pop(config.name, None)
         return outcome
 
-    def _recover(self) -> None:
+    def _future(self, config: Config) -> Future[Outcome]:
+        with self._lock:
+            self.submit(config)
+            return self._pending[config.name][1]
+
+    def _recover(self, broken: Future[Outcome]) -> None:
         """After a crash: a fresh pool for new work, and every config that was in flight
-        compiled again alone, so that a second crash names the config that causes it."""
-        self.crashes += 1
-        self._shutdown(self._pool)
-        self._pool = None
-        for name, (config, future) in list(self._pending.items()):
-            if future.done() and future.exception() is None:
-                continue  # it finished before the crash
-            settled: Future[Outcome] = Future()
-            settled.set_result(self._compile_alone(config))
-            self._pending[name] = (config, settled)
+        compiled again alone, so that a second crash names the config that causes it (once,
+        however many studies met the crash: ``broken`` is the future one of them waited on)."""
+        with self._lock:
+            if not any(future is broken for _, future in self._pending.values()):
+                return  # another study recovered already: the config has a new future
+            self.crashes += 1
+            self._shutdown(self._pool)
+            self._pool = None
+            for name, (config, future) in list(self._pending.items()):
+                if future.done() and future.exception() is None:
+                    continue  # it finished before the crash
+                settled: Future[Outcome] = Future()
+                settled.set_result(self._compile_alone(config))
+                self._pending[name] = (config, settled)
 
     def _compile_alone(self, config: Config) -> Outcome:
         """Compile a crash suspect in a process of its own (waiting for it here)."""
@@ -147,9 +171,39 @@ class CompilePool:
     def close(self) -> None:
         """Stop the workers; compiles still pending are dropped (their cubins, if written,
         stay in the cache)."""
-        self._shutdown(self._pool)
-        self._pool = None
-        self._pending.clear()
-        if self._blas_limit is not None:  # the cores are free again
-            self._blas_limit.restore_original_limits()
-            self._blas_limit = None
+        with self._lock:
+            self._shutdown(self._pool)
+            self._pool = None
+            self._pending.clear()
+            if self._blas_limit is not None:  # the cores are free again
+                self._blas_limit.restore_original_limits()
+                self._blas_limit = None
+
+
+class CompilePools:
+    """One NVRTC pool per GPU architecture, shared by the evaluators of a host's GPUs: the
+    cores compile for all of them, and a config compiled for one is not compiled again for
+    another of the same architecture. Thread-safe."""
+
+    def __init__(
+        self, workers: int | None = None, compiler: Callable[[str], Compiler] = NvrtcCompiler
+    ) -> None:
+        self.workers = workers or default_workers()
+        self.compiler = compiler  # the compiler for an architecture
+        self._pools: dict[str, CompilePool] = {}
+        self._lock = threading.Lock()
+
+    def for_arch(self, arch: str) -> CompilePool:
+        """The pool compiling for ``arch`` (started, and its workers warmed, on first use)."""
+        with self._lock:
+            pool = self._pools.get(arch)
+            if pool is None:
+                pool = self._pools[arch] = CompilePool(self.compiler(arch), self.workers)
+                pool.warm()
+            return pool
+
+    def close(self) -> None:
+        with self._lock:
+            for pool in self._pools.values():
+                pool.close()
+            self._pools.clear()

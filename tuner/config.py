@@ -39,6 +39,11 @@ PARAM_ABBR: dict[str, str] = {
     "LAYOUT": "ly",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
+# The name token of the operand mode (``_pad4``) and the one padding there is: rows rounded up
+# to a multiple of 4 floats, what the templates' 16-byte path needs (``vec_ok`` in
+# templates/_common.cuh.j2).
+PAD_TOKEN = "pad"
+OPERAND_PAD = 4
 
 
 @dataclass(frozen=True, order=True)
@@ -51,6 +56,7 @@ class Config:
 
     family: str
     params: tuple[tuple[str, int], ...]
+    pad: int = 0  # 0: the caller's arrays; OPERAND_PAD: zero-padded copies (module docstring)
 
     def __getitem__(self, key: str) -> int:
         for name, value in self.params:
@@ -70,9 +76,23 @@ class Config:
         return dict(self.params)
 
     @property
-    def name(self) -> str:
+    def kernel_name(self) -> str:
+        """The name without the operand mode: the kernel's symbol, shared by both modes."""
         tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in self.params)
         return "_".join([self.family, *tokens])
+
+    @property
+    def name(self) -> str:
+        return self.kernel_name + (f"_{PAD_TOKEN}{self.pad}" if self.pad else "")
+
+    @property
+    def direct(self) -> Config:
+        """This config on the caller's arrays (itself when it is not padded)."""
+        return Config(self.family, self.params) if self.pad else self
+
+    def padded(self) -> Config:
+        """This config on zero-padded copies of its operands."""
+        return Config(self.family, self.params, OPERAND_PAD)
 
     def __str__(self) -> str:
         return self.name

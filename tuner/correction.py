@@ -98,7 +98,8 @@ def transfer_prior(
         if obs.shape == shape or obs.ms <= 0:
             continue
         config = known.get(obs.config_name) or _parse(obs.config_name)
-        if config is None or config.family not in families:
+        # A padded config's time includes its copies (tuner.operand_padding): not the kernel's.
+        if config is None or config.pad or config.family not in families:
             continue
         family = config.family
         weight = math.exp(-shape_distance(shape, obs.shape) / SHAPE_SCALE)

@@ -29,7 +29,7 @@ from typing import Any
 
 from tuner import __version__
 from tuner.compile import CompiledKernel, CompileError, NvrtcCompiler
-from tuner.compile_pool import CompilePool, Outcome
+from tuner.compile_pool import CompilePools, Outcome
 from tuner.config import Config
 from tuner.evaluate import Comparison, Result, Ticket
 from tuner.gpu_requests import Compare, Measure, Probe, WorkerState, handle, warm_up
@@ -65,6 +65,20 @@ def device_provenance(dev: DeviceLimits) -> dict[str, Any]:
     }
 
 
+def device_identity(device_index: int) -> dict[str, Any]:
+    """Which GPU of the host measured: its index among the visible devices, the
+    ``CUDA_VISIBLE_DEVICES`` that made them visible, and its PCI bus id (the physical one)."""
+    import cupy as cp
+
+    identity: dict[str, Any] = {"device_index": device_index}
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        identity["cuda_visible_devices"] = visible
+    with contextlib.suppress(Exception):  # the bus id is a label: never worth a failed start
+        identity["pci_bus_id"] = cp.cuda.Device(device_index).pci_bus_id
+    return identity
+
+
 def _worker_main(conn: Connection, device_index: int, budget_ms: float) -> None:
     """Child process: own the GPU, answer requests until told to stop."""
     import cupy as cp
@@ -73,7 +87,7 @@ def _worker_main(conn: Connection, device_index: int, budget_ms: float) -> None:
 
     cp.cuda.Device(device_index).use()
     dev = live_device(device_index)
-    conn.send(("ready", dev, device_provenance(dev)))
+    conn.send(("ready", dev, {**device_provenance(dev), **device_identity(device_index)}))
     state = WorkerState()
     warm_up(state)  # while the parent builds its study
     while True:
@@ -103,9 +117,15 @@ class GpuEvaluator:
     """Compile ahead in a pool of processes, measure in a restartable child process.
 
     Args:
+        device_index: the GPU the measuring child owns, among those ``CUDA_VISIBLE_DEVICES``
+            leaves visible.
         budget_ms: kernel time per timed block when re-measuring (``compare``).
         screen_budget_ms: kernel time per timed block when a study screens a candidate.
-        compile_workers: compiler processes (default: every core but one).
+        compile_workers: compiler processes (default: every core but one) when the evaluator
+            has pools of its own.
+        pools: compile pools shared with the evaluators of other GPUs (``tuner.multi_gpu``);
+            they are closed by whoever made them. None: pools of its own.
+        sharers: how many evaluators compile on ``pools``; each prepares its share of them.
     """
 
     families: tuple[str, ...] = ()  # any family
@@ -117,6 +137,8 @@ class GpuEvaluator:
         run_timeout_s: float = 60.0,
         screen_budget_ms: float = SCREEN_BUDGET_MS,
         compile_workers: int | None = None,
+        pools: CompilePools | None = None,
+        sharers: int = 1,
     ) -> None:
         if importlib.util.find_spec("cupy") is None:  # say so here, not in a child's traceback
             raise ImportError("CuPy is not installed: pip install 'gemmtune[gpu]'")
@@ -130,12 +152,13 @@ class GpuEvaluator:
         self.restarts = 0
         self._outstanding: deque[_Outstanding] = deque()
         self.device, self.provenance = self._start()
-        self.compiler = NvrtcCompiler(self.device.arch)
-        self.pool = CompilePool(self.compiler, compile_workers)
-        self.pool.warm()
+        self._own_pools = pools is None
+        self.pools = CompilePools(compile_workers, NvrtcCompiler) if pools is None else pools
+        self.pool = self.pools.for_arch(self.device.arch)
+        self.compiler = self.pool.compiler
         # Candidates worth compiling ahead of the one being measured: one per compiler process
-        # and one more, so a process never waits for work.
-        self.parallelism = self.pool.workers + 1
+        # (of this evaluator's share of them) and one more, so a process never waits for work.
+        self.parallelism = max(1, self.pool.workers // max(1, sharers)) + 1
 
     def measured_configs(self, shape: Shape) -> set[str] | None:
         return None  # any config
@@ -336,7 +359,8 @@ class GpuEvaluator:
             self._send(entry.request)
 
     def close(self) -> None:
-        self.pool.close()
+        if self._own_pools:
+            self.pools.close()
         if self._conn is not None:
             with contextlib.suppress(BrokenPipeError, OSError):
                 self._conn.send(None)

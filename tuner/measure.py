@@ -94,7 +94,28 @@ def launch(
     beta: float,
     c: Any,
 ) -> None:
-    """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous)."""
+    """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous); a padded config
+    (``_pad4``) through its padded buffers, copies included (``tuner.padded_launch``)."""
+    if source.config.pad:
+        from tuner.padded_launch import launch_padded
+
+        launch_padded(launch_kernel, kernel, source, shape, alpha, a, b, beta, c)
+        return
+    launch_kernel(kernel, source, shape, alpha, a, b, beta, c)
+
+
+def launch_kernel(
+    kernel: Any,
+    source: KernelSource,
+    shape: Shape,
+    alpha: float,
+    a: Any,
+    b: Any,
+    beta: float,
+    c: Any,
+) -> None:
+    """Run the kernel itself on ``shape`` and these arrays, whatever the config's operand mode
+    (asynchronous)."""
     import numpy as np
 
     geo = source.launch(shape, sm_count() if source.persistent else None)

@@ -61,8 +61,9 @@ class KernelSource:
 
     @property
     def entry(self) -> str:
-        """The ``extern "C"`` kernel symbol: the config's procedural name."""
-        return self.config.name
+        """The ``extern "C"`` kernel symbol: the config's procedural name without its operand
+        mode (a padded config runs the unpadded one's kernel, and shares its cubin)."""
+        return self.config.kernel_name
 
     @property
     def digest(self) -> str:
@@ -99,6 +100,7 @@ def render(config: Config) -> KernelSource:
     if broken:
         raise InputError(f"config {config.name} is invalid: {broken[0]}")
     values = family.template_values(config)
-    code = _environment().get_template(family.template).render(KERNEL_NAME=config.name, **values)
+    template = _environment().get_template(family.template)
+    code = template.render(KERNEL_NAME=config.kernel_name, **values)
     fp = family.footprint(config.as_dict())
     return KernelSource(config, code, fp.threads, fp.smem_bytes if fp.dynamic_smem else 0)

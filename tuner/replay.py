@@ -7,6 +7,7 @@ numbers, in CI and for sampler research.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -71,6 +72,14 @@ class ReplayEvaluator(EvaluatesAtOnce):
         self.families: tuple[str, ...] = tuple(f for f in FAMILIES if f in measured)
         self.evaluations = 0
         self.parallelism = 1  # nothing to prepare ahead
+
+    def replica(self) -> ReplayEvaluator:
+        """Another replay of the same tables (read once, shared: they are never written), for
+        a second worker of one process, as a second GPU would be."""
+        twin = copy.copy(self)
+        twin.evaluations = 0
+        twin.provenance = dict(self.provenance)
+        return twin
 
     def shapes(self) -> list[Shape]:
         return sorted({shape for shape, _ in self.rows})

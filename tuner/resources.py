@@ -172,13 +172,6 @@ class ResourceCheck:
         return not self.problems
 
 
-# ptxas fits a kernel into a __launch_bounds__ register cap some way below what it would use
-# freely (dmma_pipelined at 1000^3: 128 under a cap of 128 where the estimate says 132), and the
-# estimate is rough: only configs needing more than this many times the cap are pruned before
-# compiling (those ptxas refuses or spills heavily: 120 or 96 registers under caps of 32 and 40).
-LAUNCH_BOUND_SLACK = 1.5
-
-
 def launch_bound_registers(threads: int, blocks: int, dev: DeviceLimits) -> int:
     """Registers per thread the compiler may use when ``__launch_bounds__`` asks for ``blocks``
     blocks of ``threads`` per SM (allocated per warp in units of ``reg_alloc_unit``)."""
@@ -215,7 +208,7 @@ def static_check(config: Config, dev: DeviceLimits) -> ResourceCheck:
     wanted_blocks = config.as_dict().get("MINBLOCKS", 0)
     if wanted_blocks and fp.threads <= dev.max_threads_per_block:
         cap = launch_bound_registers(fp.threads, wanted_blocks, dev)
-        if regs > LAUNCH_BOUND_SLACK * cap:
+        if regs > family.launch_bound_slack * cap:
             problems.append(
                 f"MINBLOCKS={wanted_blocks} blocks of {fp.threads} threads leave {cap} registers "
                 f"per thread, under the ~{regs} the kernel needs: it would spill or not compile"

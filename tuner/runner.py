@@ -6,9 +6,7 @@ on the database's sessions and reports progress to whoever asks (a progress bar,
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -21,6 +19,7 @@ from tuner.device_kind import DeviceSpec
 from tuner.errors import InputError
 from tuner.evaluate import Evaluator
 from tuner.families import FAMILIES, checked_config
+from tuner.gpu_selection import cuda_device_count
 from tuner.priors import committed_starts
 from tuner.rates import DeviceRates, table_rates
 from tuner.recording import Recorder
@@ -31,6 +30,7 @@ from tuner.sql_recorder import SqlRecorder
 from tuner.study import Progress, Study
 
 if TYPE_CHECKING:
+    from tuner.compile_pool import CompilePools
     from tuner.gpu_worker import GpuEvaluator
 
 # What a study searches without --family: the families whose configs won suite shapes on the H100
@@ -72,16 +72,10 @@ def check_sampler(sampler: str) -> str:
     return sampler
 
 
-def make_evaluator(name: str, replay_tables: Sequence[Path] | None = None) -> Evaluator:
-    """The evaluator called ``name``: ``gpu`` (compile, verify, time) or ``replay`` (answers from
-    committed sweep tables)."""
-    if name == "replay":
-        from tuner.replay import ReplayEvaluator
-
-        return ReplayEvaluator(list(replay_tables) if replay_tables else None)
-    if name == "gpu":
-        return start_gpu("--evaluator gpu")
-    raise InputError(f"unknown evaluator {name!r}; choose one of {', '.join(EVALUATORS)}")
+def check_evaluator(name: str) -> str:
+    if name not in EVALUATORS:
+        raise InputError(f"unknown evaluator {name!r}; choose one of {', '.join(EVALUATORS)}")
+    return name
 
 
 def check_answerable(
@@ -100,26 +94,25 @@ def check_answerable(
             evaluator.check_covers(shape, families)
 
 
-def start_gpu(purpose: str, budget_ms: float = 100.0) -> GpuEvaluator:
-    """The GPU evaluator, or an :class:`InputError` saying in one line why there is none
+def start_gpu(
+    purpose: str,
+    budget_ms: float = 100.0,
+    device_index: int = 0,
+    pools: CompilePools | None = None,
+    sharers: int = 1,
+) -> GpuEvaluator:
+    """The GPU evaluator of device ``device_index`` (compiling on ``pools`` when given, shared
+    by ``sharers`` evaluators), or an :class:`InputError` saying in one line why there is none
     (``purpose`` names what needed it)."""
-    need = f"{purpose} needs a CUDA GPU with CuPy"
-    if importlib.util.find_spec("cupy") is None:
-        raise InputError(f"{need}: CuPy is not installed (pip install 'gemmtune[gpu]')")
-    try:
-        import cupy
-
-        count = int(cupy.cuda.runtime.getDeviceCount())
-    except Exception as exc:  # no driver, a broken install: CuPy's own error names it
-        raise InputError(f"{need}: {' '.join(str(exc).split())}") from None
-    if count < 1:
-        raise InputError(f"{need}: no CUDA device found")
+    count = cuda_device_count(purpose)
+    if not 0 <= device_index < count:
+        raise InputError(f"device {device_index} is not among the {count} visible (0..{count - 1})")
     from tuner.gpu_worker import GpuEvaluator
 
     try:
-        return GpuEvaluator(budget_ms=budget_ms)
+        return GpuEvaluator(device_index, budget_ms=budget_ms, pools=pools, sharers=sharers)
     except (ImportError, RuntimeError) as exc:
-        raise InputError(f"{need}: {exc}") from None
+        raise InputError(f"{purpose} needs a CUDA GPU with CuPy: {exc}") from None
 
 
 def families_for(shape: Shape) -> tuple[str, ...]:
@@ -218,6 +211,39 @@ def device_rates(recorder: Recorder, evaluator: Evaluator, notes: list[str]) -> 
     return None
 
 
+def build_study(
+    shape: Shape,
+    families: tuple[str, ...],
+    evaluator: Evaluator,
+    sessions: sessionmaker[Session],
+    url: str | None,
+    sampler: str,
+    seed: int | None,
+    warm_start: int = WARM_START,
+    worker: str | None = None,
+) -> tuple[Study, list[str]]:
+    """The study of ``shape`` over ``families`` on ``evaluator``, recording into the database
+    behind ``sessions`` (Optuna's tables in the same database) as ``worker`` (a label that
+    tells apart the workers of one process), and what the user should know about it."""
+    check_families_compute(shape, families)
+    recorder = SqlRecorder(sessions, worker=worker)
+    notes: list[str] = []
+    rates = device_rates(recorder, evaluator, notes)
+    first = untuned_answer(sessions, evaluator.device, shape)
+    study = Study(
+        shape,
+        families,
+        evaluator,
+        recorder,
+        sampler=sampler,
+        seed=seed,
+        optuna_storage=storage.database_url(url),
+        starts=warm_starts(recorder, evaluator.device, shape, first, warm_start, families),
+        rates=rates,
+    )
+    return study, notes
+
+
 def run_study(
     shape: Shape,
     families: tuple[str, ...],
@@ -233,26 +259,14 @@ def run_study(
 ) -> Progress:
     """Run (or resume) the study of ``shape`` over ``families`` on ``evaluator``, storing every
     candidate in the database behind ``sessions`` (Optuna's tables in the same database)."""
-    check_families_compute(shape, families)
-    recorder = SqlRecorder(sessions)
-    notes: list[str] = []
-    rates = device_rates(recorder, evaluator, notes)
-    first = untuned_answer(sessions, evaluator.device, shape)
-    study = Study(
-        shape,
-        families,
-        evaluator,
-        recorder,
-        sampler=sampler,
-        seed=seed,
-        optuna_storage=storage.database_url(url),
-        starts=warm_starts(recorder, evaluator.device, shape, first, warm_start, families),
-        rates=rates,
-    )
+    study, notes = build_study(shape, families, evaluator, sessions, url, sampler, seed, warm_start)
     if report is not None:
-        report.start(str(shape), min(trials or len(study.candidates), len(study.candidates)))
-    progress = study.run(
-        trials=trials, timeout_s=timeout, on_progress=None if report is None else report.update
-    )
+        report.start(str(shape), study.target(trials))
+    try:
+        progress = study.run(
+            trials=trials, timeout_s=timeout, on_progress=None if report is None else report.update
+        )
+    finally:
+        study.close()
     progress.notes[:0] = notes
     return progress

@@ -4,7 +4,9 @@ Enumeration is deterministic: the product of the parameter values in declared or
 is dropped in three steps, each counted: it breaks a family rule (``valid``), it is wasteful for
 this shape (``useful``: a tile larger than the matrix, or a K split that cannot or need not
 happen), or it does not fit the device (``fits``). The first step does not depend on the shape
-or the device, so its verdicts are computed once per family (``rule_verdicts``).
+or the device, so its verdicts are computed once per family (``tuner.rule_verdicts``); so is
+what the later steps read of each valid config, and each config's resource check is kept per
+device: a second shape of the family costs a pass of integer comparisons.
 """
 
 from __future__ import annotations
@@ -14,15 +16,20 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
+from typing import NamedTuple
 
 from tuner.config import Config
 from tuner.families import SPLITK_MAX_TILES, Family, get_family
 from tuner.resources import DeviceLimits, ResourceCheck, static_check
+from tuner.rule_verdicts import Pinned, parameter_choices, rule_verdicts
 from tuner.shape import Shape
 
 
 def _pow2_ceil(value: int) -> int:
     return 1 << max(value - 1, 0).bit_length()
+
+
+TILE_DIMENSIONS = ("BM", "BN", "BK")  # block-tile sides, along M, N and K
 
 
 def shape_waste(family: Family, config: Config, shape: Shape) -> str | None:
@@ -62,6 +69,77 @@ def split_blocks_per_sm(threads: int) -> int:
     return max(1, SPLITK_THREADS_PER_SM // max(threads, 1))
 
 
+@dataclass(frozen=True)
+class SplitFacts:
+    """What the split-K checks read of one config (``split_facts``)."""
+
+    split: int
+    first: int  # the family's first SPLITK value: always kept where the matrix allows it
+    deeper: int | None  # the next larger SPLITK value of the family, if any
+    bm: int
+    bn: int
+    k_step: int
+    per_sm: int  # blocks per SM past which a deeper split is wasteful
+
+
+def split_facts(family: Family, params: dict[str, int]) -> SplitFacts | None:
+    """The split-K facts of a config of ``family`` (None for families without SPLITK)."""
+    if "SPLITK" not in params:
+        return None
+    values = _split_values(family)
+    return _split_facts(family, params, values[0], _deeper_splits(values))
+
+
+def _deeper_splits(values: tuple[int, ...]) -> dict[int, int | None]:
+    """Per SPLITK value, the next larger one of ``values`` (None for the largest)."""
+    return {v: min((s for s in values if s > v), default=None) for v in values}
+
+
+def _split_facts(
+    family: Family, params: dict[str, int], first: int, deeper: dict[int, int | None]
+) -> SplitFacts:
+    split = params["SPLITK"]
+    return SplitFacts(
+        split,
+        first,
+        deeper[split],
+        params["BM"],
+        params["BN"],
+        family.k_step(params),
+        split_blocks_per_sm(family.threads(params)),
+    )
+
+
+def split_kind(facts: SplitFacts, shape: Shape, device: DeviceLimits) -> str | None:
+    """The kind of waste of a K split (the reasons of :func:`splitk_waste`), or None."""
+    tiles = -(-shape.m // facts.bm) * -(-shape.n // facts.bn)
+    if tiles > SPLITK_MAX_TILES:
+        return SPLIT_TICKETS
+    k_tiles = -(-shape.k // facts.k_step)
+    limit = facts.per_sm * device.sm_count
+    deeper = facts.deeper
+    if (
+        tiles * facts.split < device.sm_count
+        and deeper is not None
+        and deeper <= k_tiles
+        and tiles * deeper <= limit
+    ):
+        return SPLIT_IDLE_SMS
+    if facts.split == facts.first:
+        return None
+    if k_tiles < facts.split:
+        return SPLIT_EMPTY_SLICES
+    if tiles * facts.split > limit:
+        return SPLIT_TOO_DEEP
+    return None
+
+
+SPLIT_TICKETS = "split-K: more output tiles than ticket counters"
+SPLIT_IDLE_SMS = "split-K: fewer blocks than SMs"
+SPLIT_EMPTY_SLICES = "split-K: fewer BK tiles than slices"
+SPLIT_TOO_DEEP = "split-K: more blocks per SM than needed"
+
+
 def splitk_waste(
     family: Family, config: Config, shape: Shape, device: DeviceLimits
 ) -> tuple[str, str] | None:
@@ -76,47 +154,27 @@ def splitk_waste(
       slices have nothing to add.
     * More blocks per SM than ``split_blocks_per_sm``: the split is deeper than the chip needs.
 
-    The last two keep the family's smallest SPLITK, so that every shape with few enough output
-    tiles has candidates.
+    The last two keep the family's first SPLITK value, so that every shape with few enough
+    output tiles has candidates.
     """
-    params = config.as_dict()
-    if "SPLITK" not in params:
+    facts = split_facts(family, config.as_dict())
+    kind = None if facts is None else split_kind(facts, shape, device)
+    if facts is None or kind is None:
         return None
-    split = params["SPLITK"]
-    tiles = -(-shape.m // params["BM"]) * -(-shape.n // params["BN"])
-    if tiles > SPLITK_MAX_TILES:
-        return (
-            "split-K: more output tiles than ticket counters",
-            f"{tiles} output tiles exceed the {SPLITK_MAX_TILES} split-K ticket counters: "
-            "the kernel would not split K",
-        )
-    values = _split_values(family)
-    k_tiles = -(-shape.k // family.k_step(params))
-    per_sm = split_blocks_per_sm(family.threads(params))
-    limit = per_sm * device.sm_count
-    if tiles * split < device.sm_count:
-        deeper = [s for s in values if split < s <= k_tiles and tiles * s <= limit]
-        if deeper:
-            return (
-                "split-K: fewer blocks than SMs",
-                f"{tiles} output tiles x SPLITK={split} = {tiles * split} blocks leave SMs of "
-                f"the {device.sm_count} idle, and SPLITK={deeper[0]} is possible",
-            )
-    if split == values[0]:
-        return None
-    if k_tiles < split:
-        return (
-            "split-K: fewer BK tiles than slices",
-            f"SPLITK={split} exceeds the {k_tiles} BK tiles of K={shape.k}: "
-            "split-K needs at least one BK tile per slice",
-        )
-    if tiles * split > limit:
-        return (
-            "split-K: more blocks per SM than needed",
-            f"{tiles} output tiles x SPLITK={split} = {tiles * split} blocks exceed "
-            f"{per_sm} per SM ({limit} on {device.sm_count} SMs)",
-        )
-    return None
+    split = facts.split
+    tiles = -(-shape.m // facts.bm) * -(-shape.n // facts.bn)
+    limit = facts.per_sm * device.sm_count
+    details = {
+        SPLIT_TICKETS: f"{tiles} output tiles exceed the {SPLITK_MAX_TILES} split-K ticket "
+        "counters: the kernel would not split K",
+        SPLIT_IDLE_SMS: f"{tiles} output tiles x SPLITK={split} = {tiles * split} blocks leave "
+        f"SMs of the {device.sm_count} idle, and SPLITK={facts.deeper} is possible",
+        SPLIT_EMPTY_SLICES: f"SPLITK={split} exceeds the {-(-shape.k // facts.k_step)} BK tiles "
+        f"of K={shape.k}: split-K needs at least one BK tile per slice",
+        SPLIT_TOO_DEEP: f"{tiles} output tiles x SPLITK={split} = {tiles * split} blocks exceed "
+        f"{facts.per_sm} per SM ({limit} on {device.sm_count} SMs)",
+    }
+    return kind, details[kind]
 
 
 @dataclass
@@ -133,52 +191,48 @@ class SpaceCounts:
         return f"raw {self.raw} -> valid {self.valid} -> useful {self.useful} -> fits {self.fits}"
 
 
-Pinned = tuple[tuple[str, int], ...]
-
-
 def all_configs(family: Family, pinned: Pinned = ()) -> Iterator[Config]:
     """Every combination of ``family``'s parameter values, valid or not, in declared order;
     a ``pinned`` parameter takes only its one value (``Family.pinned``)."""
-    fixed = dict(pinned)
     names = [p.name for p in family.params]
-    choices = [(fixed[p.name],) if p.name in fixed else p.values for p in family.params]
-    for values in itertools.product(*choices):
+    for values in itertools.product(*parameter_choices(family, pinned)):
         yield family.config(dict(zip(names, values, strict=True)))
 
 
-@dataclass(frozen=True)
-class RuleVerdicts:
-    """What a family's rules make of every config it enumerates: the same for every shape and
-    device, so one walk serves every Space of the family.
+class _ValidPoint(NamedTuple):
+    """What the shape and device steps read of one rule-valid config, computed once."""
 
-    ``valid``: the configs that break no rule, each with its position in the enumeration.
-    ``broken``: per first broken rule, the position of the first config it rejects and how many
-    it rejects, so that a Space's counts list the reasons in the order a walk meets them.
-    """
-
-    raw: int
-    valid: tuple[tuple[int, Config], ...]
-    broken: tuple[tuple[str, int, int], ...]  # (reason, first position, configs), by position
+    position: int
+    config: Config
+    params: dict[str, int]
+    tiles: tuple[tuple[str, int], ...]  # (BM/BN/BK, value): the block tile's sides it names
+    split: SplitFacts | None
 
 
 @cache
-def rule_verdicts(family: Family, pinned: Pinned = ()) -> RuleVerdicts:
-    """The rule step of ``family``'s space (with ``pinned`` parameters), computed on first use
-    and kept for the process (rules and parameter values are fixed once a family is defined)."""
-    valid: list[tuple[int, Config]] = []
-    first: dict[str, int] = {}
-    rejected: dict[str, int] = {}
-    raw = 0
-    for position, config in enumerate(all_configs(family, pinned)):
-        raw += 1
-        broken = family.broken_rules(config)
-        if broken:
-            first.setdefault(broken[0], position)
-            rejected[broken[0]] = rejected.get(broken[0], 0) + 1
-        else:
-            valid.append((position, config))
-    reasons = tuple((reason, first[reason], rejected[reason]) for reason in first)
-    return RuleVerdicts(raw, tuple(valid), reasons)
+def _valid_points(family: Family, pinned: Pinned) -> tuple[_ValidPoint, ...]:
+    """Every rule-valid config of ``family`` with what the shape checks read of it: the same
+    for every shape and device, so kept for the process like the rule verdicts."""
+    names = {p.name for p in family.params}
+    sides = [name for name in TILE_DIMENSIONS if name in names]
+    values = _split_values(family) if "SPLITK" in names else ()
+    deeper = _deeper_splits(values)
+    points = []
+    for position, config in rule_verdicts(family, pinned).valid:
+        params = dict(config.params)
+        tiles = tuple((name, params[name]) for name in sides)
+        split = _split_facts(family, params, values[0], deeper) if values else None
+        points.append(_ValidPoint(position, config, params, tiles, split))
+    return tuple(points)
+
+
+@cache
+def _resource_checks(
+    family: Family, pinned: Pinned, device: DeviceLimits
+) -> dict[int, ResourceCheck]:
+    """``static_check`` of ``family``'s valid configs on ``device`` by position, filled as
+    Spaces ask (a config's check does not depend on the shape)."""
+    return {}
 
 
 class Space:
@@ -204,30 +258,48 @@ class Space:
         counts = SpaceCounts(raw=rules.raw, valid=len(rules.valid))
         first_seen = {reason: position for reason, position, _ in rules.broken}
         pruned = {reason: configs for reason, _, configs in rules.broken}
+        checks = _resource_checks(self.family, self.pinned, self.device)
+        limits = self._tile_limits()
         kept: list[ResourceCheck] = []
-        for position, config in rules.valid:
-            reason = self._waste(config)
+        for point in _valid_points(self.family, self.pinned):
+            reason = self._waste(point, limits)
             if reason is None:
                 counts.useful += 1
-                check = static_check(config, self.device)
+                check = checks.get(point.position)
+                if check is None:
+                    check = checks[point.position] = static_check(point.config, self.device)
                 if check.fits:
                     kept.append(check)
                     continue
                 reason = _problem_kind(check.problems[0])
-            first_seen.setdefault(reason, position)
+            first_seen.setdefault(reason, point.position)
             pruned[reason] = pruned.get(reason, 0) + 1
         counts.fits = len(kept)
         counts.pruned = {r: pruned[r] for r in sorted(pruned, key=first_seen.__getitem__)}
         return kept, counts
 
-    def _waste(self, config: Config) -> str | None:
-        """Why a valid config is wasteful for this shape (the counts' reason), or None."""
-        if shape_waste(self.family, config, self.shape):
+    def _tile_limits(self) -> dict[str, int]:
+        """Per block-tile side, the largest value that is not wasteful for this shape
+        (:func:`shape_waste`: the matrix side rounded up to a power of two, or the family's
+        smallest value)."""
+        smallest = _smallest_values(self.family)
+        sides = dict(zip(TILE_DIMENSIONS, (self.shape.m, self.shape.n, self.shape.k), strict=True))
+        return {
+            name: max(smallest[name], _pow2_ceil(side))
+            for name, side in sides.items()
+            if name in smallest
+        }
+
+    def _waste(self, point: _ValidPoint, limits: dict[str, int]) -> str | None:
+        """Why a valid config is wasteful for this shape (the counts' reason), or None: the
+        reasons of :func:`shape_waste`, ``Family.waste`` and :func:`splitk_waste`, in order."""
+        if any(value > limits[name] for name, value in point.tiles):
             return "tile larger than the matrix"
-        if self.family.waste(config.as_dict(), self.shape):
+        if self.family.waste(point.params, self.shape):
             return f"{self.family.name}: wasteful for this shape"
-        split = splitk_waste(self.family, config, self.shape, self.device)
-        return split[0] if split else None
+        if point.split is None:
+            return None
+        return split_kind(point.split, self.shape, self.device)
 
     def candidates(self) -> list[Config]:
         """The configs worth compiling for this shape and device, in deterministic order."""

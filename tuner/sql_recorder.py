@@ -12,6 +12,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, fields
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -52,13 +53,24 @@ def result_of(row: storage.Measurement) -> Result:
 
 
 class SqlRecorder:
-    """Records into the gemmtune schema; the schema must be at head (``gemmtune db upgrade``)."""
+    """Records into the gemmtune schema; the schema must be at head (``gemmtune db upgrade``).
+
+    ``sleep`` is how the heartbeat waits between renewals (tests pass one that steps a clock).
+    """
 
     def __init__(
-        self, sessions: sessionmaker[Session], lease_s: float = storage.CLAIM_LEASE_S
+        self,
+        sessions: sessionmaker[Session],
+        lease_s: float = storage.CLAIM_LEASE_S,
+        worker: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.sessions = sessions
-        self.worker = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._sleep = sleep
+        # Who holds a claim: the host, the process, this recorder, and which worker of the
+        # process it records for (a GPU), to read in the claims table.
+        label = f":{worker}" if worker else ""
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}{label}"
         self.lease_s = lease_s
         self._seen: dict[str, int] = {}  # study -> the last measurement id this recorder read
         self._heartbeat: threading.Thread | None = None
@@ -120,7 +132,7 @@ class SqlRecorder:
 
     def _beat(self) -> None:
         while True:
-            time.sleep(self.lease_s / 3)
+            self._sleep(self.lease_s / 3)
             try:
                 with self.sessions.begin() as session:
                     held = storage.renew_claims(session, self.worker, self.lease_s)

@@ -12,10 +12,11 @@ command after a crash resumes where it stopped.
 A study's first candidates are its ``starts`` (the runner's warm-start list: the config the API
 would answer for this shape and device first). At the end, its fastest few and that first
 answer are re-measured together in alternating rounds with cuBLAS (:meth:`Evaluator.compare`)
-and stored as final measurements (under :func:`finalists_name`; ``storage`` makes the fastest
-of them the best config): the
-stored ratio is the one a side-by-side re-measurement gives, and the best is never slower than
-the answer the study started from.
+and stored as final measurements (``tuner.finalists``; ``storage`` makes the fastest of them the
+best config): the stored ratio is the one a side-by-side re-measurement gives, and the best is
+never slower than the answer the study started from. On a shape with ragged rows (K or N not
+a multiple of 4), the fastest few are also re-measured on padded operands (``_pad4``, copies
+timed; see ``tuner.operand_padding``), and whichever mode is faster can become the best.
 
 The sampler works on an in-memory Optuna study: a model-based sampler proposes about ten invalid
 points per valid one, and writing each to a database would cost more than the search itself.
@@ -30,21 +31,30 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import optuna
 from optuna.trial import TrialState
 
 from storage.claims import Claimed
-from storage.records import FINAL_PHASE
 from tuner.config import Config
-from tuner.evaluate import Comparison, Evaluator, Result, Ticket
+from tuner.evaluate import Evaluator, Result, Ticket
 from tuner.families import get_family
+from tuner.finalists import (
+    FINAL_BUDGET_MS,
+    FINAL_ROUNDS,
+    FINALISTS,
+    choose_finalists,
+    final_result,
+    finalists_name,
+)
+from tuner.operand_padding import padded_twins
 from tuner.rates import DeviceRates
 from tuner.recording import Recorder
 from tuner.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
 from tuner.shape import Shape
 from tuner.space import Space
+from tuner.trial_mirror import TrialMirror
 from tuner.trials import finished_trial, suggest_config, trial_params
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -56,15 +66,8 @@ STALE_PROPOSALS = 25
 # cannot model the conditional space (TPE on a space with few valid points) would otherwise ask
 # thousands of times for each valid one.
 INVALID_IN_A_ROW = 50
-# How many of the fastest candidates are re-measured beside cuBLAS at the end, and in how many
-# alternating rounds.
-FINALISTS = 3
-FINAL_ROUNDS = 5
 # Candidates started on the evaluator at once: the one measured and the one queued behind it.
 IN_FLIGHT = 2
-# Kernel time per timed block of the re-measurement: None, the evaluator's own, which is what
-# ``gemmtune bench`` re-measures with, so the stored ratio is the one the bench gives.
-FINAL_BUDGET_MS: float | None = None
 # How often a study with nothing left to do looks whether other workers' candidates are done
 # (or their claims expired, their workers dead).
 CLAIM_POLL_S = 1.0
@@ -72,20 +75,6 @@ CLAIM_POLL_S = 1.0
 
 def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:
     return f"{device}|{shape}|{shape.dtype}|{shape.layout}|{'+'.join(families)}"
-
-
-FINALISTS_SUFFIX = "|finalists"
-
-
-def finalists_name(study: str) -> str:
-    """Where a study's final re-measurements are stored: apart from its screening trials, so
-    that a study's rows stay one per evaluated candidate."""
-    return study + FINALISTS_SUFFIX
-
-
-def screened_study(name: str) -> str:
-    """The study whose candidates a stored measurement belongs to (its finalists' included)."""
-    return name.removesuffix(FINALISTS_SUFFIX)
 
 
 @dataclass
@@ -137,10 +126,15 @@ class Study:
         self.evaluator, self.recorder = evaluator, recorder
         self.device = evaluator.device
         self.name = study_name(self.device.name, shape, self.families)
-        self.candidates = search_space(shape, self.families, evaluator)
         # Starting points outside the space (a tile the space calls wasteful for this shape)
-        # are still valid configs of the study's families: they join the candidates.
-        self.starts = [c for c in starts if c.family in self.families]
+        # are still valid configs of the study's families: they join the candidates. They are
+        # the first candidates, known before the space: they compile while it is enumerated.
+        # A padded start (an odd shape's answer) is searched as its kernel on the caller's
+        # arrays: the operand mode is tried on the finalists (:meth:`_finish`).
+        self.starts = list(dict.fromkeys(c.direct for c in starts if c.family in self.families))
+        for config in self.starts:
+            evaluator.prepare(config)
+        self.candidates = search_space(shape, self.families, evaluator)
         held = evaluator.measured_configs(shape)
         for config in self.starts:
             if held is None or config.name in held:
@@ -162,16 +156,27 @@ class Study:
         # Where evaluated candidates are kept for Optuna's tools, when a storage is given.
         self.stored: optuna.storages.BaseStorage | None = None
         self._stored_id = -1
+        self._own_storage: optuna.storages.RDBStorage | None = None
+        if isinstance(optuna_storage, str):  # a URL: the study opens it, and closes it
+            optuna_storage = self._own_storage = optuna.storages.RDBStorage(optuna_storage)
         if optuna_storage is not None:
             self.stored = optuna.storages.get_storage(optuna_storage)
             optuna.create_study(
                 study_name=self.name, storage=self.stored, direction="minimize", load_if_exists=True
             )
             self._stored_id = self.stored.get_study_id_from_name(self.name)
+        self._trials: TrialMirror | None = None  # writes evaluated candidates to ``stored``
         self._known: set[str] = set()  # candidates the in-memory study has a finished trial of
         self._order = sorted(self.candidates)  # for stale fallbacks
         self._finalists = finalists
         self.invalid_proposals = 0
+        self._done: dict[str, Result] = {}  # every evaluated candidate this worker knows of
+
+    def close(self) -> None:
+        """Close the connections of the Optuna storage the study opened (a URL given): the
+        database file is left as a finished command leaves it, not when the collector runs."""
+        if self._own_storage is not None:
+            self._own_storage.engine.dispose()
 
     def _learn(self, results: dict[str, Result]) -> None:
         """Give the sampler every result it has not seen (earlier runs, other workers)."""
@@ -179,6 +184,10 @@ class Study:
             if name not in self._known and name in self.candidates:
                 self.optuna.add_trial(finished_trial(result, self.families))
                 self._known.add(name)
+
+    def target(self, trials: int | None) -> int:
+        """Candidates the study evaluates for ``trials`` (None: all of them)."""
+        return min(trials or len(self.candidates), len(self.candidates))
 
     def run(
         self,
@@ -188,17 +197,67 @@ class Study:
     ) -> Progress:
         """Evaluate candidates until ``trials`` are done in this study (all workers, all runs),
         the space is exhausted, or ``timeout_s`` passes; then re-measure the finalists."""
-        target = min(trials or len(self.candidates), len(self.candidates))
+        return self.finish(self.search(trials, timeout_s, on_progress))
+
+    def search(
+        self,
+        trials: int | None = None,
+        timeout_s: float | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Progress:
+        """The screening part of :meth:`run`. Several workers (threads of one process, or
+        processes anywhere) may search one study at once: the budget is kept by their claims
+        in the database, so together they evaluate exactly ``trials``."""
+        target = self.target(trials)
         progress = Progress(self.name, target)
-        done = self.recorder.evaluated(self.name)
+        done = self._done = self.recorder.evaluated(self.name)
         for result in done.values():
             self._account(progress, result)
-        self._mirror_missing(done)
-        if not done and not self.optuna.trials:
-            for config in self.starts:
-                if config.name in self.candidates:
-                    self.optuna.enqueue_trial(trial_params(config, self.families))
-        self._learn(done)
+        self._trials = self._open_trials()
+        try:
+            if not done and not self.optuna.trials:
+                for config in self.starts:
+                    if config.name in self.candidates:
+                        self.optuna.enqueue_trial(trial_params(config, self.families))
+            self._learn(done)
+            self._screen(done, progress, target, timeout_s, on_progress)
+        except BaseException:
+            if self._trials is not None:  # write what is queued; the study's error goes on
+                self._trials.close(raise_error=False)
+            raise
+        if self._trials is not None:
+            self._trials.close()
+        return progress
+
+    def finish(self, progress: Progress) -> Progress:
+        """After :meth:`search` (this worker's, and every other worker's of this process):
+        count what the others stored, add the trials a killed run left out, then re-measure
+        the finalists. Everything is read again: a result committed late may hide behind a
+        newer one that ``recent`` saw.
+
+        Missing trials are added here, not when a search starts: by now every writer of this
+        process has drained (``tuner.trial_mirror``), so a trial still queued in another
+        worker's writer is not taken for a missing one and added twice."""
+        evaluated = self.recorder.evaluated(self.name)
+        for name, result in evaluated.items():
+            if name not in self._done:
+                self._done[name] = result
+                self._account(progress, result)
+        self._mirror_missing(evaluated)
+        if self._finalists:
+            self._finish(self._done, progress)
+        return progress
+
+    def _screen(
+        self,
+        done: dict[str, Result],
+        progress: Progress,
+        target: int,
+        timeout_s: float | None,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> None:
+        """The candidate loop: propose, prepare, measure and record until ``target`` candidates
+        are evaluated (all workers), the space is exhausted, or ``timeout_s`` passes."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         queue: deque[tuple[Config, optuna.trial.Trial]] = deque()
         running: deque[tuple[Config, optuna.trial.Trial, Ticket]] = deque()
@@ -247,9 +306,6 @@ class Study:
                 break
             config, trial, ticket = running.popleft()
             self._record(config, trial, self.evaluator.finish(ticket), done, progress, on_progress)
-        if self._finalists:
-            self._finish(done, progress)
-        return progress
 
     def _wait_for_others(
         self,
@@ -314,20 +370,18 @@ class Study:
     def _finish(self, done: dict[str, Result], progress: Progress) -> None:
         """Re-measure the fastest candidates and the study's first answer beside cuBLAS and
         store them as final measurements; the fastest of them is the study's best."""
-        ok = sorted(
-            (r for r in done.values() if r.status == "ok" and r.ms is not None),
-            key=lambda r: (r.ms, r.config_name),
-        )
-        chosen = [r.config_name for r in ok[: self._finalists]]
         first = next((c.name for c in self.starts if c.name in done), None)
-        if first is not None and done[first].status == "ok" and first not in chosen:
-            chosen.append(first)
+        chosen = choose_finalists(done, first, self._finalists)
         if not chosen:
             return
         configs = [self.candidates[name] for name in chosen]
-        comparisons = self.evaluator.compare(configs, self.shape, FINAL_ROUNDS, FINAL_BUDGET_MS)
+        padded = self._padded(configs[: self._finalists])
+        screened = {**done, **{c.name: done[c.direct.name] for c in padded}}
+        comparisons = self.evaluator.compare(
+            [*configs, *padded], self.shape, FINAL_ROUNDS, FINAL_BUDGET_MS
+        )
         for comparison in comparisons:
-            final = self._final_result(done[comparison.config_name], comparison)
+            final = final_result(screened[comparison.config_name], comparison, self.shape)
             if final is None:
                 progress.notes.append(
                     f"finalist {comparison.config_name} failed its re-measurement: "
@@ -339,44 +393,32 @@ class Study:
         if progress.finalists:
             progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
 
-    def _final_result(self, screened: Result, comparison: Comparison) -> Result | None:
-        """A finalist's re-measurement as a result to store (None when it did not pass)."""
-        ms, cublas_ms = comparison.ms, comparison.cublas_ms
-        if comparison.status != "ok" or ms is None or cublas_ms is None:
+    def _padded(self, fastest: list[Config]) -> list[Config]:
+        """The fastest finalists on padded operands, where the shape has ragged rows and the
+        evaluator can measure them (``tuner.operand_padding``)."""
+        held = self.evaluator.measured_configs(self.shape)
+        twins = padded_twins(fastest, self.shape)
+        return [c for c in twins if held is None or c.name in held]
+
+    def _open_trials(self) -> TrialMirror | None:
+        """The writer of this run's trials into the persistent Optuna study, if there is one."""
+        if self.stored is None:
             return None
-        provenance = {
-            **screened.provenance,
-            "phase": FINAL_PHASE,
-            "rounds": len(comparison.ms_rounds),
-            "ms_rounds": list(comparison.ms_rounds),
-            "cublas_ms_rounds": list(comparison.cublas_ms_rounds),
-        }
-        flops = self.shape.flops
-        return replace(
-            screened,
-            ms=ms,
-            tflops=flops / (ms * 1e9),
-            cublas_ms=cublas_ms,
-            cublas_tflops=flops / (cublas_ms * 1e9),
-            ratio=cublas_ms / ms,
-            rel_error=comparison.rel_error,
-            provenance=provenance,
-        )
+
+        def numbered(config_name: str, number: int) -> None:
+            self.recorder.number(self.name, config_name, number)
+
+        return TrialMirror(self.stored, self._stored_id, self.families, numbered)
 
     def _mirror(self, result: Result) -> None:
-        """Add a recorded candidate to the persistent Optuna study and number its measurement.
+        """Queue a recorded candidate for the persistent Optuna study (``tuner.trial_mirror``).
 
         The measurement is stored first: a crash between the two writes leaves a measurement
         without a trial, which the next run adds (:meth:`_mirror_missing`), never a trial
         without a measurement, which would be measured and added again.
         """
-        if self.stored is None:
-            return
-        trial_id = self.stored.create_new_trial(
-            self._stored_id, template_trial=finished_trial(result, self.families)
-        )
-        number = self.stored.get_trial_number_from_id(trial_id)
-        self.recorder.number(self.name, result.config_name, number)
+        if self._trials is not None:
+            self._trials.add(result)
 
     def _mirror_missing(self, done: dict[str, Result]) -> None:
         """Add to the persistent Optuna study the recorded candidates it lacks (a run killed
@@ -385,9 +427,17 @@ class Study:
             return
         trials = self.stored.get_all_trials(self._stored_id, deepcopy=False)
         mirrored = {t.user_attrs.get("config") for t in trials}
-        for name, result in done.items():
-            if name not in mirrored and name in self.candidates:
+        missing = [
+            result
+            for name, result in done.items()
+            if name not in mirrored and name in self.candidates
+        ]
+        if missing:
+            self._trials = writer = self._open_trials()
+            for result in missing:
                 self._mirror(result)
+            if writer is not None:
+                writer.close()
 
     def _absorb(self, done: dict[str, Result], progress: Progress) -> None:
         """Count results other workers stored meanwhile."""

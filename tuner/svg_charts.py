@@ -10,9 +10,10 @@ of text that came from data is escaped. Charts scale to their container (``viewB
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from markupsafe import Markup, escape
 
 PALETTE = ("#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2", "#ca8a04")
@@ -162,31 +163,53 @@ def _bar_row(
     return out
 
 
-def thin_points(points: Sequence[Point], limit: int) -> list[Point]:
-    """At most ``limit`` points that draw the same picture: points of a group that fall in one
-    cell of a grid over the data are drawn once, by the highest (the best of them), its
-    tooltip counting the others. The grid (up to 256 x 256 cells) is halved until few
-    enough cells are filled, so a page of a 10 000-trial study stays small. Order is kept."""
-    if len(points) <= limit:
-        return list(points)
-    xs, ys = [p.x for p in points], [p.y for p in points]
-    x0, y0 = min(xs), min(ys)
-    x_scale, y_scale = 255 / ((max(xs) - x0) or 1.0), 255 / ((max(ys) - y0) or 1.0)
-    cells = [(p.group, int((p.x - x0) * x_scale), int((p.y - y0) * y_scale)) for p in points]
+def thin_points(
+    points: Sequence[Point], limit: int, tooltip: Callable[[int], str] | None = None
+) -> list[Point]:
+    """At most ``limit`` points that draw the same picture (:func:`thinned`), each kept one's
+    tooltip counting the others it stands for. ``tooltip(i)``, when given, is the tooltip of
+    ``points[i]``, asked only of those kept."""
+    name = (lambda i: points[i].tooltip) if tooltip is None else tooltip
+    kept = thinned([p.x for p in points], [p.y for p in points], [p.group for p in points], limit)
+    return [
+        Point(points[i].x, points[i].y, points[i].group, name(i) + more_here(n)) for i, n in kept
+    ]
+
+
+def more_here(count: int) -> str:
+    """What a thinned point's tooltip adds: how many points it stands for besides itself."""
+    return f" (and {count - 1} more here)" if count > 1 else ""
+
+
+def thinned(
+    xs: Sequence[float], ys: Sequence[float], groups: Sequence[str], limit: int
+) -> list[tuple[int, int]]:
+    """Which of the points (``xs[i]``, ``ys[i]``) of group ``groups[i]`` to draw, at most
+    ``limit``, and how many each stands for: points of a group that fall in one cell of a
+    grid over the data are drawn once, by the highest (the best of them). The grid (up to
+    256 x 256 cells) is halved until few enough cells are filled, so a page of a 10 000-trial
+    study stays small. Order is kept. Works on columns: a caller with thousands of points
+    makes only the kept ones."""
+    if len(xs) <= limit:
+        return [(i, 1) for i in range(len(xs))]
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    codes: dict[str, int] = {}
+    group = np.fromiter((codes.setdefault(g, len(codes)) for g in groups), np.int64, len(groups))
+    gx = ((x - x.min()) * (255 / ((x.max() - x.min()) or 1.0))).astype(np.int64)
+    gy = ((y - y.min()) * (255 / ((y.max() - y.min()) or 1.0))).astype(np.int64)
+    index = np.arange(len(x))
     # Start near the grid whose cells could hold ``limit`` points: fewer passes.
     first = max(0, 8 - math.ceil(math.log2(math.sqrt(4 * limit))))
     for shift in range(first, 9):
-        kept: dict[tuple[str, int, int], tuple[Point, int]] = {}
-        for p, (group, gx, gy) in zip(points, cells, strict=True):
-            key = (group, gx >> shift, gy >> shift)
-            best, count = kept.get(key, (p, 0))
-            kept[key] = (p if p.y > best.y else best, count + 1)
-        if len(kept) <= limit:
+        cell = (group << 16) | ((gx >> shift) << 8) | (gy >> shift)
+        order = np.lexsort((index, -y, cell))  # by cell, the highest first, then the earliest
+        starts = np.flatnonzero(np.r_[True, cell[order][1:] != cell[order][:-1]])
+        if len(starts) <= limit:
             break
-    return [
-        Point(p.x, p.y, p.group, p.tooltip + (f" (and {n - 1} more here)" if n > 1 else ""))
-        for p, n in kept.values()
-    ]
+    counts = np.diff(np.r_[starts, len(order)])
+    best = order[starts]
+    shown = np.argsort(best, kind="stable")  # drawn in the points' own order
+    return [(int(best[j]), int(counts[j])) for j in shown]
 
 
 def group_order(group: str) -> tuple[float, str]:

@@ -11,9 +11,9 @@ from fastapi.templating import Jinja2Templates
 
 import storage
 from api.dashboard import overview, study_list
-from api.deps import IndexDep, SessionDep
+from api.deps import IndexDep, SessionDep, StudyCacheDep
+from api.importance_panel import importance_context
 from api.shape_space import shape_space_context
-from api.study_data import load_study
 from api.study_names import study_title
 from api.study_page import StudyView, study_context
 from api.trial_table import SortKey, TableQuery
@@ -53,11 +53,31 @@ def progress(study: str, session: SessionDep) -> dict[str, Any]:
     return {"trials": done.trials, "ok": done.ok, "last_id": done.last_id, "last_at": last_at}
 
 
+@router.get("/importances", response_class=HTMLResponse)
+def importances(
+    request: Request,
+    study: str,
+    session: SessionDep,
+    cache: StudyCacheDep,
+    family: str | None = None,
+) -> HTMLResponse:
+    """A study page's parameter importances panel (an HTML fragment its script loads)."""
+    found = cache.get(session, study)
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no study named {study!r}")
+    try:
+        context = importance_context(found, family or None)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return templates.TemplateResponse(request, "importances.html", context)
+
+
 @router.get("/studies/{study:path}", response_class=HTMLResponse)
 def study(
     request: Request,
     study: str,
     session: SessionDep,
+    cache: StudyCacheDep,
     family: str | None = None,
     x: str = "registers",
     colour: str = "family",
@@ -67,7 +87,7 @@ def study(
     desc: bool = False,
     page: Annotated[int, Query(ge=1)] = 1,
 ) -> HTMLResponse:
-    found = load_study(session, study)
+    found = cache.get(session, study)
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no study named {study!r}")
     table = TableQuery(status_ or None, family or None, q, sort, desc, page)

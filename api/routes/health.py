@@ -23,6 +23,8 @@ def healthz(request: Request, session: SessionDep, index: IndexDep) -> schemas.H
     try:
         backend = storage.ping(session)
         storage.holds_measurements(session)
+        if index.stale is not None:
+            index.refresh()  # the database answers again: so may the index
         snapshot = index.snapshot()
     except SQLAlchemyError as exc:
         detail = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]

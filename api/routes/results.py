@@ -82,7 +82,7 @@ def upload_results(
     token they are stored as untrusted: listed here, never served as the best.
     """
     ids = store_upload(body, sessions, trusted, request.app.state.database_file)
-    index.invalidate()
+    index.apply_written(ids)  # the new bests answer at once
     return schemas.UploadResponse(stored=len(ids), ids=ids)
 
 

@@ -134,6 +134,18 @@ class Browser:
         self.evaluate(f"new Promise(done => setTimeout(done, {int(settle_s * 1000)}))")
         return self.log()
 
+    def wait_until(self, condition: str, timeout_s: float = 30) -> PageLog:
+        """Wait until the JavaScript expression ``condition`` is true in the page (checked
+        every 50 ms: what a script fills in after the load event; under a minute, the answer's
+        own limit); what happened since the page was opened."""
+        waited = self.evaluate(
+            "new Promise(done => { const end = Date.now() + " + str(int(timeout_s * 1000)) + ";"
+            f" (function check() {{ if ({condition}) done(true);"
+            " else if (Date.now() > end) done(false); else setTimeout(check, 50); })(); })"
+        )
+        assert waited, f"not true within {timeout_s} s: {condition}"
+        return self.log()
+
     def log(self) -> PageLog:
         log = PageLog()
         for event in self._events:

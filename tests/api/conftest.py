@@ -1,6 +1,7 @@
 """API tests run on both storage backends: a SQLite file and a throwaway PostgreSQL database
 (``new_database`` from tests/conftest.py). ``seeded`` is a small known data set; ``client`` an app
-with an upload token and no snapshot caching, so every answer reflects the database."""
+with an upload token whose index is not refreshed in the background (uploads through it are
+answered at once; tests that write around it call ``index.refresh()``)."""
 
 from __future__ import annotations
 
@@ -97,16 +98,17 @@ def seeded(db_url: str) -> str:
 def make_app(
     url: str, token: str | None = TOKEN, trusted: str | None = TRUSTED, **settings: Any
 ) -> FastAPI:
+    # No background refresh during a test unless it asks: what a test sees does not depend on
+    # when the refresher ran (uploads through the app are merged at once).
+    settings.setdefault("cache_ttl_s", 3600)
     return create_app(
-        Settings(
-            database_url=url, api_token=token, trusted_token=trusted, cache_ttl_s=0, **settings
-        )
+        Settings(database_url=url, api_token=token, trusted_token=trusted, **settings)
     )
 
 
 @contextmanager
 def seeded_sqlite_app(folder: Path, **settings: Any) -> Iterator[FastAPI]:
-    """An app (both tokens, no snapshot caching) on a seeded SQLite file in ``folder``."""
+    """An app (both tokens, no background refresh) on a seeded SQLite file in ``folder``."""
     url = f"sqlite:///{folder}/api.db"
     seed(url)
     app = make_app(url, **settings)

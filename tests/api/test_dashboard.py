@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -39,7 +40,7 @@ def test_study_page_has_every_chart_and_explains_failures(client: TestClient) ->
     assert response.status_code == 200
     html = response.text
     assert 'class="best-so-far"' in html and 'class="reference"' in html  # the cuBLAS line
-    assert "parameter importance" in html and "Parameters of the trials" in html
+    assert 'id="importances" data-fragment=' in html and "Parameters of the trials" in html
     assert html.count('aria-label="TFLOP/s by ') == 9  # one slice per shared parameter
     assert "registers per thread" in html  # the default x axis
     assert "compile_failed" in html and "nvrtc failed" in html
@@ -93,6 +94,33 @@ def test_shape_space_shows_tuned_shapes_and_answers_like_the_api(
     assert ">nearest</span>" in near and "1024\u00d71024\u00d71024 on NVIDIA H100" in near
     bad = sqlite_client.get("/dashboard/shapes", params={"shape": "0x1x1"}).text
     assert "must be" in bad and "0x1x1" in bad  # the API's line, on the page
+
+
+def test_half_inputs_show_their_dtype_and_layout(tmp_path: Path) -> None:
+    """A bfloat16 NT best config beside the float32 NN ones: its own row, columns and bar."""
+    url = f"sqlite:///{tmp_path / 'half.db'}"
+    seed(url)
+    sessions = storage.make_session_factory(storage.make_engine(url))
+    half = storage.ShapeIn(4096, 4096, 4096, "bfloat16", "NT")
+    name = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_dt1_ly1"
+    with sessions.begin() as session:
+        storage.record_measurement(
+            session,
+            H100,
+            half,
+            storage.MeasurementIn("hmma", name, {"BM": 128}, ms=0.4, cublas_ms=0.2),
+        )
+    app = make_app(url)
+    with TestClient(app) as client:
+        html = client.get("/dashboard").text
+        shapes = client.get("/dashboard/shapes").text
+    app.state.engine.dispose()
+    best = html.split('<table class="best-configs">')[2]  # the H100's (the A100's first)
+    assert "<th>dtype</th><th>layout</th>" in best
+    assert "<td>4096\u00d74096\u00d74096</td><td>bfloat16</td><td>NT</td>" in best
+    assert "<td>4096\u00d74096\u00d74096</td><td>float32</td><td>NN</td>" in best
+    assert ">4096x4096x4096 bfloat16 NT<" in html  # the chart's bar label
+    assert '<td>bfloat16</td><td>NT</td><td class="wrap"><code>' + name in shapes
 
 
 def test_empty_dashboard_says_how_to_get_data(db_url: str) -> None:
@@ -171,6 +199,8 @@ def test_a_10k_trial_study_page_is_bounded(big_client: TestClient) -> None:
     assert len(rows_of(html)) == 50  # one page of the table
     assert f"{BIG_TRIALS} trials" in html and "Page 1 of 200" in html
     assert "and 1" in html or "more here" in html  # thinned points say what they stand for
+    line = re.search(r'class="best-so-far" d="([^"]+)"', html)
+    assert line is not None and line[1].count("H") < 100  # a corner where it rose, not per trial
 
 
 def test_a_10k_trial_study_pages_and_filters_on_the_server(big_client: TestClient) -> None:

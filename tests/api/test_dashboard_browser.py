@@ -63,6 +63,9 @@ def count(browser: Browser, selector: str) -> int:
     return int(browser.evaluate(f"document.querySelectorAll({selector!r}).length"))
 
 
+IMPORTANCES_LOADED = "document.querySelector('#importances').dataset.loaded === 'true'"
+
+
 def test_overview_page(browser: Browser, live_server: LiveServer) -> None:
     stays_local(browser.open(f"{live_server.url}/dashboard"), live_server)
     assert count(browser, "svg.chart rect") >= 2  # bars of the % of cuBLAS chart
@@ -82,6 +85,11 @@ def test_study_page_draws_its_plots_and_its_table_filters(
     browser: Browser, live_server: LiveServer
 ) -> None:
     stays_local(browser.open(f"{live_server.url}{STUDY}"), live_server)
+    # The importances panel comes on its own request, which the page's script makes.
+    stays_local(browser.wait_until(IMPORTANCES_LOADED), live_server)
+    assert count(browser, "#importances svg.chart rect") >= 2  # a bar per parameter
+    panel = browser.evaluate("document.querySelector('#importances').innerText")
+    assert "What mattered most" in panel and "parameter importance (Optuna" in panel
     assert count(browser, "svg.chart") >= 5
     assert count(browser, "path.best-so-far") == 1 and count(browser, "g.reference") >= 1
     assert count(browser, "svg.chart polyline") == 3  # parallel coordinates: the ok trials

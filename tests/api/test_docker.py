@@ -45,16 +45,24 @@ def test_dockerfiles_give_the_wheel_build_its_committed_results() -> None:
         assert "COPY benchmarks/results" in text and "GEMMTUNE_RESULTS_DIR" not in text, name
 
 
-def test_compose_wires_postgres_api_and_a_gpu_worker() -> None:
+def test_compose_wires_postgres_api_and_a_worker_per_gpu() -> None:
     compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
     services = compose["services"]
-    assert set(services) == {"db", "api", "tuner"}
+    tuners = sorted(name for name in services if name.startswith("tuner"))
+    assert set(services) == {"db", "api", *tuners} and tuners == ["tuner-gpu0", "tuner-gpu1"]
     for name in services:
-        assert "healthcheck" in services[name] or name == "tuner"
-    for name in ("api", "tuner"):
+        assert "healthcheck" in services[name] or name in tuners
+    for name in ("api", *tuners):
         assert services[name]["environment"]["GEMMTUNE_DATABASE_URL"].startswith(
             "postgresql+psycopg://"
         )
         assert services[name]["depends_on"]["db"]["condition"] == "service_healthy"
-    gpu = services["tuner"]["deploy"]["resources"]["reservations"]["devices"][0]
-    assert gpu["capabilities"] == ["gpu"] and gpu["driver"] == "nvidia"
+    reserved = []
+    for name in tuners:
+        [gpu] = services[name]["deploy"]["resources"]["reservations"]["devices"]
+        assert gpu["capabilities"] == ["gpu"] and gpu["driver"] == "nvidia" and "count" not in gpu
+        reserved += gpu["device_ids"]
+    assert reserved == ["0", "1"]  # one GPU each, none shared
+    # The same study: the workers differ only in the GPU they reserve.
+    assert services["tuner-gpu0"]["command"] == services["tuner-gpu1"]["command"]
+    assert services["tuner-gpu0"]["build"] == services["tuner-gpu1"]["build"]

@@ -20,7 +20,7 @@ def test_uploads_and_result_lists_carry_every_measurement_field() -> None:
 
 
 def test_the_best_response_is_the_answer_plus_its_kernel() -> None:
-    answer = Snapshot([], [], {}).answer(100, 200, 300)
+    answer = Snapshot().answer(100, 200, 300)
     assert answer.name == default_config(100, 200).name
     body = answer.as_json()
     assert list(schemas.BestResponse.model_fields) == [*body, "kernel"]

@@ -22,6 +22,14 @@ from api.study_names import study_title
             "h100-sweep-streamk-smallk-8192x8192x256",
             "8192\u00d78192\u00d7256 · sweep table h100-sweep-streamk-smallk",
         ),
+        (
+            "NVIDIA H100 80GB HBM3|4096x4096x4097|bfloat16|NT|hmma",
+            "4096\u00d74096\u00d74097 bfloat16 NT on NVIDIA H100 80GB HBM3 · hmma",
+        ),
+        (
+            "NVIDIA H100 80GB HBM3|64x64x64|float32|NN|warptile",
+            "64\u00d764\u00d764 on NVIDIA H100 80GB HBM3 · warptile",
+        ),
         ("my study", "my study"),
     ],
 )

@@ -56,3 +56,15 @@ def test_source_export_splits_samples_between_the_k_loop_and_the_rest() -> None:
     assert "warp samples = 91,309; in the k loop 0.927" in lines[2]
     assert lines[3].startswith("    samples by reason: not_selected 0.424; selected 0.211")
     assert "long_sb 0.009" in lines[4]
+
+
+def test_raw_export_reports_how_operands_reach_shared_memory_where_collected() -> None:
+    # The odd-shape profiles (issue 20) collected the copy metrics: one config of the 2048^3
+    # suite shape on 2047^3 issues four times the LDGSTS of the aligned twin.
+    odd = _summarize(NCU / "raw" / "h100-ncu-raw-odd-2047x2047x2047.csv.gz")
+    twin = _summarize(NCU / "raw" / "h100-ncu-raw-odd-2048x2048x2048.csv.gz")
+    name = "dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1"
+    assert odd[odd.index(f"  {name}") + 1].count("smsp__inst_executed_op_ldgsts.sum = 6,291,456")
+    assert twin[twin.index(f"  {name}") + 1].count("smsp__inst_executed_op_ldgsts.sum = 1,572,864")
+    older = _summarize(NCU / "raw" / "h100-ncu-raw-streamk-4096x4096x4096.csv.gz")
+    assert not any("ldgsts" in line for line in older)  # not collected there: left out

@@ -6,22 +6,10 @@ from typing import Any
 
 import pytest
 
+from tests.gpu.loaded_kernels import compile_and_load
 from tests.representative import REPRESENTATIVE
-from tuner.families import parse_config
 
 
 @pytest.fixture(scope="session")
 def kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.compile import NvrtcCompiler, compile_many, load_kernel
-    from tuner.render import render
-    from tuner.resources import live_device
-
-    dev = live_device()
-    names = [n for names in REPRESENTATIVE.values() for n in names]
-    sources = [render(parse_config(n)) for n in names]
-    results = compile_many(NvrtcCompiler(dev.arch), sources)
-    loaded = {}
-    for name, source, result in zip(names, sources, results, strict=True):
-        assert not isinstance(result, Exception), f"{name}: {result}"
-        loaded[name] = (load_kernel(result), source)
-    return loaded
+    return compile_and_load([n for names in REPRESENTATIVE.values() for n in names])

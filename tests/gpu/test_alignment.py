@@ -1,7 +1,9 @@
 """Every family against cuBLAS (strict FP32) where rows are not whole 16-byte vectors: every
 residue of M, N and K mod 16 (so mod 4 too), and operand views 4, 8 and 12 bytes past a 16-byte
-boundary. The kernels pick 16-, 8- or 4-byte accesses at run time (``row_width``): each width's
-interior path and the checked edges must give the same answer."""
+boundary. The kernels decide at run time, from the row length and the pointer, whether rows are
+16-byte vectors (``rows_are_float4``); where they are not, the ``cp.async`` families copy interior
+chunks as four unchecked 4-byte copies and the others load floats, and both those paths and the
+checked edges must give cuBLAS's answer."""
 
 from __future__ import annotations
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from tests.gpu.loaded_kernels import compile_and_load
 from tuner.config import PARAM_ABBR
-from tuner.families import HMMA, parse_config
+from tuner.families import HMMA
 from tuner.shape import SUPPORTED_LAYOUTS, Shape
 
 pytestmark = pytest.mark.gpu
@@ -45,18 +46,7 @@ def kind_config(base: str, dtype: str, layout: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.compile import NvrtcCompiler, compile_many, load_kernel
-    from tuner.render import render
-    from tuner.resources import live_device
-
-    names = [kind_config(base, *kind) for kind in KINDS for base in TILES]
-    sources = [render(parse_config(n)) for n in names]
-    results = compile_many(NvrtcCompiler(live_device().arch), sources)
-    loaded = {}
-    for name, source, result in zip(names, sources, results, strict=True):
-        assert not isinstance(result, Exception), f"{name}: {result}"
-        loaded[name] = (load_kernel(result), source)
-    return loaded
+    return compile_and_load([kind_config(base, *kind) for kind in KINDS for base in TILES])
 
 
 @pytest.mark.parametrize(("dtype", "layout"), KINDS)

@@ -183,3 +183,43 @@ def test_downgrade_below_0006_refuses_other_layouts(engine: Engine) -> None:
         )
     with pytest.raises(RuntimeError, match="layouts NT, TN or TT"):
         downgrade(engine, "0005")
+
+
+def _progress_plan(engine: Engine) -> str:
+    """How the database would run a study page's progress query (its plan, as text)."""
+    query = storage.progress_query("some study")
+    with engine.connect() as connection:
+        compiled = query.compile(connection, compile_kwargs={"literal_binds": True})
+        if connection.dialect.name == "sqlite":
+            rows = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}").all()
+            return " ".join(str(row[-1]) for row in rows)
+        # A few rows: the planner would rightly scan them; ask whether it can use an index.
+        connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        return " ".join(row[0] for row in connection.exec_driver_sql(f"EXPLAIN {compiled}"))
+
+
+def test_upgrade_from_0006_indexes_the_study_of_a_measurement(engine: Engine) -> None:
+    """A study's progress query reads its rows through an index after the upgrade, not every
+    measurement; rows written before it keep their study; downgrading drops the index only."""
+    downgrade(engine, "0006")
+    assert "ix_measurement_study_id" not in _index_names(engine)
+    assert "ix_measurement_study_id" not in _progress_plan(engine)
+    with storage.make_session_factory(engine).begin() as session:
+        storage.record_measurement(
+            session,
+            DeviceIn("H100", "sm_90", 132),
+            storage.ShapeIn(64, 64, 64),
+            storage.MeasurementIn("warptile", "cfg", {"BM": 64}, ms=1.0, study="s"),
+        )
+    upgrade(engine)
+    check_schema(engine)
+    assert "ix_measurement_study_id" in _progress_plan(engine)
+    with storage.make_session_factory(engine)() as session:
+        assert storage.study_progress(session, "s").trials == 1
+    downgrade(engine, "0006")
+    assert "ix_measurement_study_id" not in _index_names(engine)
+    assert _count(engine, "measurement") == 1
+
+
+def _index_names(engine: Engine) -> set[str]:
+    return {str(ix["name"]) for ix in inspect(engine).get_indexes("measurement")}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from storage import (
     Measurement,
@@ -26,6 +26,11 @@ from storage import (
 )
 
 from .factories import A100, H100, SQUARE, measurement
+
+
+def sessions_of(session: Session) -> sessionmaker[Session]:
+    """Sessions on the database of ``session`` (an import runs its own transactions)."""
+    return make_session_factory(session.get_bind())  # type: ignore[arg-type]
 
 
 def _fill(session: Session) -> None:
@@ -71,14 +76,12 @@ def test_export_import_round_trip(session: Session, new_database: Callable[[], s
     try:
         upgrade(target)
         factory = make_session_factory(target)
-        with factory.begin() as other:
-            assert import_json(other, data) == 7
+        assert import_json(factory, data) == 7
         with factory() as other:
             assert _summary(other) == _summary(session)
             best = best_configs(other, device=H100.name)
             assert [b.measurement.config_name for b in best] == ["c1"]  # first of the 1.0 ms ties
-        with factory.begin() as other:
-            assert import_json(other, data) == 0
+        assert import_json(factory, data) == 0
         with factory() as other:
             assert _summary(other)[1] == 7
     finally:
@@ -88,8 +91,7 @@ def test_export_import_round_trip(session: Session, new_database: Callable[[], s
 def test_import_into_same_database_adds_nothing(session: Session) -> None:
     _fill(session)
     before = _summary(session)
-    assert import_json(session, export_json(session)) == 0
-    session.commit()
+    assert import_json(sessions_of(session), export_json(session)) == 0
     assert _summary(session) == before
 
 
@@ -112,14 +114,12 @@ def test_half_shapes_of_every_layout_round_trip_and_old_exports_read_as_nn(
     try:
         upgrade(target)
         factory = make_session_factory(target)
-        with factory.begin() as other:
-            assert import_json(other, old) == 5
+        assert import_json(factory, old) == 5
         with factory() as other:
             assert _summary(other) == _summary(session)
             keys = {(b.shape.dtype, b.shape.layout) for b in best_configs(other)}
             assert keys == {("float32", "NN")} | {("bfloat16", x) for x in ("NN", "NT", "TN", "TT")}
-        with factory.begin() as other:
-            assert import_json(other, data) == 0  # the NN row is the row-major one
+        assert import_json(factory, data) == 0  # the NN row is the row-major one
     finally:
         target.dispose()
 
@@ -159,17 +159,17 @@ def test_malformed_import_names_the_field(
     sqlite_session: Session, corrupt: Callable[[dict[str, Any]], object], field: str
 ) -> None:
     data = _valid_export(sqlite_session)
-    import_json(sqlite_session, data)  # the uncorrupted export is accepted
+    import_json(sessions_of(sqlite_session), data)  # the uncorrupted export is accepted
     corrupt(data)
     with pytest.raises(StorageError) as info:
-        import_json(sqlite_session, data)
+        import_json(sessions_of(sqlite_session), data)
     assert field in str(info.value)
     assert "\n" not in str(info.value)
 
 
 def test_import_rejects_non_object(sqlite_session: Session) -> None:
     with pytest.raises(StorageError, match="`export` must be a JSON object"):
-        import_json(sqlite_session, [1, 2])
+        import_json(sessions_of(sqlite_session), [1, 2])
 
 
 def test_import_reports_progress_and_adds_in_order(session: Session, tmp_path: Path) -> None:
@@ -178,7 +178,19 @@ def test_import_reports_progress_and_adds_in_order(session: Session, tmp_path: P
     for entry in data["measurements"]:
         entry["study"] = "moved"  # new rows: not the stored ones
     calls: list[tuple[int, int]] = []
-    added = import_json(session, data, lambda done, total: calls.append((done, total)))
+    added = import_json(sessions_of(session), data, lambda done, total: calls.append((done, total)))
     assert added == len(data["measurements"]) == 7
     assert calls[-1] == (7, 7)
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+
+
+def test_export_reports_progress_as_it_reads(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fill(session)
+    monkeypatch.setattr("storage.transfer.EXPORT_CHUNK", 3)
+    calls: list[tuple[int, int]] = []
+    data = export_json(session, lambda done, total: calls.append((done, total)))
+    assert calls == [(3, 7), (6, 7), (7, 7)]  # one call per chunk of rows read
+    assert [m["config_name"] for m in data["measurements"][:4]] == ["c0", "c1", "c2", "c3"]
+    assert len({json.dumps(m, default=str) for m in data["measurements"]}) == 7  # none twice

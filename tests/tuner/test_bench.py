@@ -16,6 +16,7 @@ import pytest
 
 import storage
 from storage import open_database
+from tests.tuner.cli.test_progress import terminal
 from tests.tuner.cli.test_tune import cli, one_error_line
 from tests.tuner.fakes import Forwarding
 from tuner.bench import (
@@ -35,13 +36,14 @@ from tuner.cli import bench as bench_cli
 from tuner.config import Config
 from tuner.evaluate import Comparison
 from tuner.families import parse_config
+from tuner.finalists import FINAL_ROUNDS, screened_study
 from tuner.replay import ReplayEvaluator
 from tuner.resources import DeviceLimits
 from tuner.results import RESULTS_ENV_VAR, results_dir
 from tuner.roofline import H100_SXM, ceilings_for, min_bytes, roofline
 from tuner.runner import DEFAULT_FAMILIES, run_study
 from tuner.shape import Shape
-from tuner.study import FINAL_ROUNDS, screened_study
+from tuner.study import Progress as StudyProgress
 from tuner.suite import SuiteEntry, read_suite
 
 BIG, MID, SKINNY = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)
@@ -500,6 +502,49 @@ def test_the_command_end_to_end_with_a_fake_gpu(
     assert (tmp_path / "t.md").is_file() and (tmp_path / "c.svg").is_file()
 
 
+def test_bench_on_a_terminal_counts_shapes_and_the_candidates_of_each_study(
+    tuned_db: str,
+    fake_gpu: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    screen = terminal(monkeypatch)
+    suite = tmp_path / "suite.csv"
+    suite.write_text("square,4096,4096,4096\nodd,1000,1000,1000\n")
+    args = ("--family", "warptile", "--sampler", "exhaustive", "--trials", "3", "--rounds", "1")
+    code, _, err = cli(capsys, "bench", "--suite", str(suite), "--db", tuned_db, *args,
+                       "--out", str(tmp_path / "s.json"))  # fmt: skip
+    assert code == 0, err
+    drawn = screen.getvalue()
+    assert "suite shapes" in drawn and "2/2" in drawn
+    assert "tuning 1000x1000x1000" in drawn and "3/3" in drawn  # the tuned shape's candidates
+    assert "tuning 4096x4096x4096" not in drawn  # stored: re-measured, not tuned
+
+
+def test_run_bench_reports_every_candidate_of_the_shapes_it_tunes(
+    tuned_db: str, replay: ReplayEvaluator
+) -> None:
+    sessions = open_database(tuned_db, optuna_tables=True)
+    report = Reported()
+    suite = [SuiteEntry("square", BIG), SuiteEntry("odd", MID)]
+    run_bench(suite, FakeBench(replay), sessions, tuned_db, QUICK, None, report=report)
+    assert report.started == [(str(MID), 3)]  # BIG is stored: no study
+    assert report.evaluated == [1, 2, 3]
+
+
+class Reported:
+    def __init__(self) -> None:
+        self.started: list[tuple[str, int]] = []
+        self.evaluated: list[int] = []
+
+    def start(self, label: str, total: int) -> None:
+        self.started.append((label, total))
+
+    def update(self, progress: StudyProgress) -> None:
+        self.evaluated.append(progress.evaluated)
+
+
 def test_without_family_bench_searches_the_default_families(
     tuned_db: str, fake_gpu: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -523,3 +568,101 @@ def test_a_miss_that_rounds_to_its_threshold_shows_more_digits() -> None:
     line = next(x for x in text.splitlines() if "small_k" in x)
     assert "| 1.1992 | **no** |" in line
     assert "| 1.25 | yes |" in next(x for x in text.splitlines() if "large_k" in x)
+
+
+# 7. Half inputs: their roof, traffic and targets, and the command end to end.
+
+
+def test_half_inputs_are_bound_by_the_tensor_cores_and_move_half_the_bytes() -> None:
+    half = roofline(Shape(4096, 4096, 4096, "bfloat16", "NT"), H100_SXM)
+    # 2*(2*4096^2) + 4*4096^2 = 8*4096^2 = 134,217,728 B; 2*4096^3 / that = 1024 flop/B.
+    assert half.min_bytes == 134_217_728 and half.intensity == pytest.approx(1024.0)
+    assert (half.bound_tflops, half.limit) == (989.5, "compute")
+    # 16x4096x4096 fp16: 2*(65,536 + 16,777,216) + 4*65,536 = 33,947,648 B; 15.81 flop/B.
+    thin = roofline(Shape(16, 4096, 4096, "float16"), H100_SXM)
+    assert thin.min_bytes == 33_947_648
+    assert thin.intensity == pytest.approx(15.81467, rel=1e-6) and thin.limit == "memory"
+    assert thin.bound_tflops == pytest.approx(15.81467 * 3.35, rel=1e-6)
+    assert H100_SXM.with_bandwidth(3.0, "measured").half_tflops == 989.5  # roofs kept
+    from dataclasses import replace
+
+    unknown = replace(H100_SXM, half_tflops=None)
+    with pytest.raises(ValueError, match="no compute roof for float16"):
+        roofline(Shape(64, 64, 64, "float16"), unknown)
+    entry = SuiteEntry("x", Shape(64, 64, 64, "float16"))
+    assert shape_row(entry, Choice(None, tuned=False), None, unknown)["roofline"] is None
+
+
+def half_row(label: str, m: int, n: int, k: int, ratio: float) -> dict[str, Any]:
+    entry = SuiteEntry(label, Shape(m, n, k, "bfloat16", "NT"))
+    name = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_dt1_ly1"
+    choice = Choice(parse_config(name), tuned=True, study="s", evaluated=8)
+    reply = Comparison(name, "ok", None, (1.0,) * 3, (ratio,) * 3, 0.0)
+    return shape_row(entry, choice, reply, H100_SXM)
+
+
+def test_half_targets_depend_on_the_suite_file() -> None:
+    rows = [half_row("square", 4096, 4096, 4096, 0.5), half_row("odd", 1000, 1000, 1000, 0.8)]
+    public = summarize(rows, "benchmarks/shapes.csv")["targets"]
+    assert [(t["threshold"], t["met"]) for t in public] == [(0.6, True)]  # sqrt(0.4) = 0.632
+    assert public[0]["value"] == pytest.approx(math.sqrt(0.4))
+    assert summarize(rows)["targets"] == public  # the default suite is the public one
+    odd = summarize(rows, "/x/odd_shapes.csv")["targets"]
+    assert [(t["threshold"], t["met"]) for t in odd] == [(1.5, False)]
+    assert summarize(rows, "mine.csv")["targets"] == []
+    assert len(summarize(suite_rows(), "odd_shapes.csv")["targets"]) == 7  # float32: issue 5's
+
+
+def test_markdown_and_chart_of_a_half_bench() -> None:
+    rows = [half_row("square", 4096, 4096, 4096, 0.5)]
+    options = Options(("hmma",), rounds=3)
+    doc = document(rows, Stand(), options, H100_SXM, "benchmarks/odd_shapes.csv", 100.0)  # type: ignore[arg-type]
+    assert (doc["method"]["dtype"], doc["method"]["layout"]) == ("bfloat16", "NT")
+    text = markdown(doc)
+    assert "| 989.5 (compute) | 14 % | 28 % |" in text  # 137.4 and 274.9 TFLOP/s of 989.5
+    assert "| geometric mean over the odd-shape suite | ≥ 1.50 | 0.50 | **no** |" in text
+    assert "Inputs: bfloat16 A and B in layout NT" in text and "never TF32" in text
+    assert "against cuBLAS in bfloat16 with FP32 sums" in text and "strict FP32" not in text
+    assert "FP16/BF16 tensor-core ceiling 989.5 TFLOP/s" in text and "2(MK + KN) + 4MN" in text
+    from tuner.bench_report import chart_title
+
+    assert chart_title(doc).startswith("gemmtune vs cuBLAS BF16 NT on NVIDIA H100 80GB HBM3")
+    assert chart_title(hand_made_doc()).startswith("gemmtune vs cuBLAS FP32 on")
+
+
+def test_the_command_end_to_end_for_bfloat16_nt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.tuner.fakes import RuleEvaluator
+
+    bench = RuleEvaluator(DeviceLimits(name=H100, arch="sm_90", sm_count=132))
+    bench.provenance = dict(Stand.provenance)
+    monkeypatch.setattr(bench_cli, "start_gpu", lambda purpose, budget_ms: bench)
+    suite = tmp_path / "shapes.csv"
+    suite.write_text("square,4096,4096,4096\nodd,1000,1000,1000\n")
+    folder = tmp_path / "results"
+    monkeypatch.setenv(RESULTS_ENV_VAR, str(folder))
+    db = f"sqlite:///{tmp_path / 'half.db'}"
+    code, out, err = cli(capsys, "bench", "--suite", str(suite), "--db", db, "--dtype",
+                         "bfloat16", "--layout", "NT", "--trials", "4", "--rounds", "2",
+                         "--warm-start", "0")  # fmt: skip
+    assert code == 0, err
+    path = folder / "h100-suite-bfloat16-nt.json"
+    doc = json.loads(path.read_text())
+    assert doc["method"]["families"] == ["hmma"] and doc["method"]["dtype"] == "bfloat16"
+    assert {(r["dtype"], r["layout"]) for r in doc["shapes"]} == {("bfloat16", "NT")}
+    assert all(r["config"].startswith("hmma_") and r["config"].endswith("_dt1_ly1")
+               for r in doc["shapes"])  # fmt: skip
+    roofs = [(r["roofline"]["bound_tflops"], r["roofline"]["limit"]) for r in doc["shapes"]]
+    # 1000^3: 2e9 flop / (2*2e6 + 4e6) B = 250 flop/B x 3.35 TB/s = 837.5 < 989.5 TFLOP/s.
+    assert roofs == [(989.5, "compute"), (pytest.approx(837.5), "memory")]
+    assert [t["name"] for t in doc["summary"]["targets"]] == [
+        "geometric mean over the public suite"
+    ]
+    assert out == path.with_suffix(".md").read_text() == markdown(doc)
+    assert "cuBLAS BF16 NT" in path.with_suffix(".svg").read_text()
+    # The stored results are keyed by dtype and layout: a float32 best is not this one.
+    sessions = open_database(db)
+    with sessions() as session:
+        assert storage.best_for(session, H100, 4096, 4096, 4096) is None
+        assert storage.best_for(session, H100, 4096, 4096, 4096, "bfloat16", "NT") is not None

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from tuner.compile import CompiledKernel, CompileError, ResourceUsage
-from tuner.compile_pool import CompilePool
+from tuner.compile_pool import CompilePool, Outcome
 from tuner.families import parse_config
 from tuner.render import KernelSource
 
@@ -85,3 +88,54 @@ def test_a_warm_process_pool_leaves_this_process_one_blas_thread_until_closed() 
         finally:
             pool.close()
         assert _blas_threads() == {2}
+
+
+class CountingCompiler:
+    """Compiles to a fake cubin in a thread, counting the compiles of each config."""
+
+    arch = "sm_90"
+    version = "fake 1.0"
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        with self.lock:
+            self.counts[source.config.name] += 1
+        usage = ResourceUsage(64, 0, 0, 0, 0)
+        return CompiledKernel(source, self.arch, "fake", Path("/nonexistent"), usage, False)
+
+
+def test_studies_in_threads_share_one_pool() -> None:
+    """Two studies (one per GPU) submit the same configs at once: each config is compiled once;
+    then both ask for every result at once, and both get one."""
+    compiler = CountingCompiler()
+    pool = CompilePool(compiler, workers=2, in_processes=False)
+    start = threading.Barrier(2)
+
+    def submit_all() -> None:
+        start.wait(timeout=30)
+        for config in CONFIGS:
+            pool.submit(config)
+
+    def take_all() -> list[Outcome]:
+        start.wait(timeout=30)
+        return [pool.result(config) for config in CONFIGS]
+
+    try:
+        with ThreadPoolExecutor(2) as threads:
+            for done in [threads.submit(submit_all) for _ in range(2)]:
+                done.result(timeout=60)
+        assert pool.pending() == len(CONFIGS)
+        assert all(isinstance(pool.result(c), CompiledKernel) for c in CONFIGS)
+        assert compiler.counts == Counter(c.name for c in CONFIGS)  # once each
+        for config in CONFIGS:
+            pool.submit(config)
+        with ThreadPoolExecutor(2) as threads:
+            taken = [threads.submit(take_all) for _ in range(2)]
+            results = [outcome.result(timeout=60) for outcome in taken]
+        assert all(isinstance(r, CompiledKernel) for rs in results for r in rs)
+        assert pool.pending() == 0
+    finally:
+        pool.close()

@@ -10,6 +10,7 @@ from tuner.errors import InputError
 from tuner.families import FAMILIES, get_family, parse_config
 from tuner.render import _environment, render
 from tuner.resources import DEVICE_TABLE
+from tuner.runner import DEFAULT_FAMILIES
 from tuner.shape import Shape
 from tuner.space import Space
 
@@ -104,3 +105,13 @@ def test_cp_async_families_keep_unaligned_rows_on_the_interior_path(family: str)
         copies = code.count("cp_async_4x4(st")
         assert copies > 0 and copies % 2 == 0, name  # A's chunks and B's, in each load step
         assert "a_rows_full = a_vec" not in code and "b_cols_full = b_vec" not in code, name
+
+
+@pytest.mark.parametrize("family", DEFAULT_FAMILIES)
+def test_default_families_decide_vector_rows_from_the_pointers(family: str) -> None:
+    """Odd row lengths and unaligned views (issue 20): every family of the default search takes
+    its 16-byte path for an operand only where that operand's row length and actual base pointer
+    allow it, decided at run time, so neither is assumed."""
+    for name in REPRESENTATIVE[family]:
+        code = render(parse_config(name)).code
+        assert "rows_are_float4(A, K)" in code and "rows_are_float4(B, N)" in code, name

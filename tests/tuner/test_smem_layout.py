@@ -156,8 +156,8 @@ def hmma_ring(code: str, p: dict[str, int]) -> Layout:
     along m or n. Strides and offsets are in bytes in the code."""
     stride = number(
         code,
-        r"static_cast<unsigned>\(stage\) \* (\d+)u;",
-        r"static_cast<unsigned>\(read_stage\) \* (\d+)u;",
+        r"const unsigned st = smem_base \+ static_cast<unsigned>\(stage\) \* (\d+)u;",
+        r"return smem_base \+ static_cast<unsigned>\(stage\) \* (\d+)u;",
     )
     a_krows, b_krows = p["LAYOUT"] >= 2, p["LAYOUT"] % 2 == 0
     a_rows, a_cols = (p["BK"], p["BM"]) if a_krows else (p["BM"], p["BK"])
@@ -196,7 +196,7 @@ MORE = [
     "dmma_bm32_bn32_bk8_wm16_wn32_mk4_sk1_mb1_wd1",
     "dmma_pipelined_bm64_bn64_bk32_wm32_wn64_mk4_s4_sk1_mb1",
     "dmma_pipelined_bm32_bn32_bk8_wm16_wn32_mk4_s2_sk1_mb1",
-    "hmma_bm256_bn64_bk64_wpm4_wpn1_s5_sw1_dt1_ly2",
+    "hmma_bm256_bn64_bk64_wpm4_wpn2_s5_sw1_dt1_ly2",  # 64 sums a lane: BK = 64 allows no more
     "hmma_bm64_bn256_bk32_wpm1_wpn4_s2_sw4_dt0_ly0",
 ]
 

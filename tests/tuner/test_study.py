@@ -16,6 +16,7 @@ from tests.tuner.fakes import Forwarding
 from tuner.config import Config
 from tuner.errors import InputError
 from tuner.evaluate import Result
+from tuner.finalists import finalists_name
 from tuner.recording import MemoryRecorder
 from tuner.replay import ReplayEvaluator
 from tuner.results import RESULTS_ENV_VAR
@@ -23,7 +24,7 @@ from tuner.runner import untuned_answer, warm_starts
 from tuner.samplers import make_sampler
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
-from tuner.study import Study, finalists_name
+from tuner.study import Study
 
 BIG, MID, THIN = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)
 WARPTILE = ("warptile",)
@@ -210,3 +211,28 @@ def test_a_resumed_study_samples_knowing_the_earlier_results(replay: ReplayEvalu
         t.user_attrs.get("config") for t in resumed.optuna.trials if t.state.name == "COMPLETE"
     }
     assert set(earlier) <= finished  # the sampler's model was rebuilt from the recorder
+
+
+def test_the_starts_compile_while_the_space_is_enumerated(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tuner.study
+    from tests.tuner.fakes import RuleEvaluator
+    from tuner.families import parse_config
+    from tuner.resources import table_device
+
+    evaluator = RuleEvaluator(table_device("sm_90"))
+    starts = [
+        parse_config("warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"),
+        parse_config("warptile_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128"),
+    ]
+    prepared_before_space: list[str] = []
+    real_space = tuner.study.search_space
+
+    def search_space(*args: object) -> dict[str, Config]:
+        prepared_before_space.extend(evaluator.prepared)
+        return real_space(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tuner.study, "search_space", search_space)
+    study = Study(BIG, WARPTILE, evaluator, MemoryRecorder(), "ranked", starts=starts)
+    assert prepared_before_space == [c.name for c in starts]
+    progress = study.run(trials=4)
+    assert [r.config_name for r in progress.history[:2]] == [c.name for c in starts]

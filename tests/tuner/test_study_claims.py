@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import optuna
 import pytest
@@ -14,6 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
+import storage.claims
 import tuner.study
 from storage import Claimed, open_database
 from tests.conftest import NewDatabase
@@ -80,15 +82,53 @@ def test_a_live_claim_is_waited_for_then_reported(
     assert busy in note
 
 
+class SteppedClock:
+    """Virtual time for the claims: storage reads it as now, and a heartbeat's sleep moves it
+    on by what the heartbeat asked for, at once, until ``stop_after_s`` have passed; that sleep
+    then waits for :attr:`released`, so the claims can be looked at at that moment. A busy
+    machine delays the heartbeat's renewals in real time, never in this one."""
+
+    def __init__(self, stop_after_s: float) -> None:
+        self.start = datetime.now(UTC)
+        self.elapsed_s = 0.0
+        self.stop_after_s = stop_after_s
+        self.stopped = threading.Event()
+        self.released = threading.Event()
+
+    def now(self) -> datetime:
+        return self.start + timedelta(seconds=self.elapsed_s)
+
+    def sleep(self, seconds: float) -> None:
+        if self.elapsed_s >= self.stop_after_s:
+            self.stopped.set()
+            assert self.released.wait(timeout=60), "the test never released the heartbeat"
+        self.elapsed_s += seconds
+
+
 def test_a_heartbeat_keeps_a_slow_measurement_claimed(
-    replay: ReplayEvaluator, sessions: sessionmaker[Session]
+    replay: ReplayEvaluator, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    slow, other = SqlRecorder(sessions, lease_s=0.3), SqlRecorder(sessions)
-    config = sorted(Study(SMALL, WARPTILE, replay, slow, "exhaustive").candidates)[0]
+    lease_s = 60.0
+    clock = SteppedClock(stop_after_s=3 * lease_s)  # three leases: only the heartbeat keeps it
+    monkeypatch.setattr(storage.claims, "utcnow", clock.now)
+    slow = SqlRecorder(sessions, lease_s=lease_s, sleep=clock.sleep)
+    other = SqlRecorder(sessions)
+    config, lapsing = sorted(Study(SMALL, WARPTILE, replay, slow, "exhaustive").candidates)[:2]
+    with sessions.begin() as session:  # taken alike by a worker that never renews it
+        assert storage.claim_candidate(session, "s", lapsing, "killed:1", lease_s=lease_s)
     assert slow.claim("s", config) is Claimed.TAKEN
-    time.sleep(1.0)  # three leases: only the heartbeat keeps it
-    assert other.claim("s", config) is Claimed.HELD
-    assert other.held_elsewhere("s") == {config}
+    heartbeat = next(t for t in threading.enumerate() if t.name == f"claims-{slow.worker}")
+    assert clock.stopped.wait(timeout=60), "the heartbeat did not run through three leases"
+    try:
+        assert other.claim("s", config) is Claimed.HELD
+        assert other.held_elsewhere("s") == {config}  # the unrenewed claim lapsed
+        with sessions.begin() as session:
+            assert storage.claim_candidate(session, "s", lapsing, "third:1") is Claimed.TAKEN
+        slow.release("s", config)
+    finally:
+        clock.released.set()
+    heartbeat.join(timeout=60)  # it stops: this worker holds no claim any more
+    assert not heartbeat.is_alive()
 
 
 class Slow(Forwarding):
@@ -114,6 +154,26 @@ def test_two_workers_spend_the_trial_budget_exactly(
     name = Study(BIG, WARPTILE, replay, SqlRecorder(sessions), "random").name
     measured = _measured(sessions, name)
     assert len(measured) == len(set(measured)) == 7
+
+
+def resume_and_check_one_trial_each(
+    replay: ReplayEvaluator,
+    sessions: sessionmaker[Session],
+    url: str,
+    name: str,
+    seed: int,
+    trials: int,
+) -> None:
+    """Run the study ``name`` again to ``trials``: every measurement has one Optuna trial."""
+    resumed = Study(
+        BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=seed, optuna_storage=url
+    )
+    assert resumed.name == name
+    assert resumed.run(trials=trials).evaluated == trials
+    stored = optuna.load_study(study_name=name, storage=url).trials
+    measured = _measured(sessions, name)
+    assert sorted(t.user_attrs["config"] for t in stored) == sorted(measured)
+    assert len(measured) == len(set(measured)) == trials
 
 
 class Killed(BaseException):
@@ -149,14 +209,7 @@ def test_a_kill_between_measurement_and_trial_leaves_one_trial_each(
     with pytest.raises(Killed):
         study.run(trials=5)
     monkeypatch.undo()
-    resumed = Study(
-        BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=4, optuna_storage=url
-    )
-    assert resumed.run(trials=5).evaluated == 5
-    trials = optuna.load_study(study_name=study.name, storage=url).trials
-    measured = _measured(sessions, study.name)
-    assert sorted(t.user_attrs["config"] for t in trials) == sorted(measured)
-    assert len(measured) == len(set(measured)) == 5
+    resume_and_check_one_trial_each(replay, sessions, url, study.name, seed=4, trials=5)
     with sessions() as session:
         numbers = session.scalars(
             select(func.count()).where(
@@ -164,3 +217,82 @@ def test_a_kill_between_measurement_and_trial_leaves_one_trial_each(
             )
         ).one()
     assert numbers == 0  # every measurement knows its trial
+
+
+def test_trials_written_behind_the_study_match_its_measurements(
+    replay: ReplayEvaluator, sessions: sessionmaker[Session]
+) -> None:
+    url = str(sessions.kw["bind"].url.render_as_string(hide_password=False))
+    study = Study(
+        BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=6, optuna_storage=url
+    )
+    study.run(trials=6)
+    trials = optuna.load_study(study_name=study.name, storage=url).trials
+    with sessions() as session:
+        rows = storage.measurements_for_study(session, study.name)
+        numbers = {row.config_name: row.trial_number for row in rows}
+    assert [t.user_attrs["config"] for t in trials] == [row.config_name for row in rows]
+    assert {t.user_attrs["config"]: t.number for t in trials} == numbers
+
+
+def test_a_failed_trial_write_stops_the_study_and_the_next_run_adds_the_rest(
+    replay: ReplayEvaluator, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = str(sessions.kw["bind"].url.render_as_string(hide_password=False))
+    study = Study(
+        BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=7, optuna_storage=url
+    )
+    real_trial = study.stored.create_new_trial  # type: ignore[union-attr]
+    written: list[int] = []
+
+    def create_new_trial(*args: object, **kwargs: object) -> int:
+        if len(written) == 2:
+            raise RuntimeError("disk full")
+        written.append(real_trial(*args, **kwargs))  # type: ignore[arg-type]
+        return written[-1]
+
+    monkeypatch.setattr(study.stored, "create_new_trial", create_new_trial)
+    with pytest.raises(RuntimeError, match="disk full"):  # raised in the study, not lost
+        study.run(trials=6)
+    monkeypatch.undo()
+    assert len(optuna.load_study(study_name=study.name, storage=url).trials) == 2
+    resume_and_check_one_trial_each(replay, sessions, url, study.name, seed=7, trials=6)
+
+
+def test_trials_queued_in_another_workers_writer_are_not_added_twice(
+    replay: ReplayEvaluator, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers of one process on one study: the second starts searching while the first's
+    trials are still queued in its writer. Each measurement ends with exactly one trial."""
+    url = str(sessions.kw["bind"].url.render_as_string(hide_password=False))
+    first = Study(
+        BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=8, optuna_storage=url
+    )
+    second = Study(
+        BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=9, optuna_storage=url
+    )
+    held = threading.Event()
+    real_trial = first.stored.create_new_trial  # type: ignore[union-attr]
+
+    def held_trial(*args: object, **kwargs: object) -> int:
+        if threading.current_thread().name == "optuna-trials" and not held.is_set():
+            assert held.wait(timeout=60)
+        return real_trial(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(first.stored, "create_new_trial", held_trial)
+    searched = threading.Thread(target=lambda: first.search(trials=4))
+    searched.start()
+    deadline = time.monotonic() + 60
+    while len(_measured(sessions, first.name)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(_measured(sessions, first.name)) == 4  # measured; its trials wait in the writer
+    stored = optuna.load_study(study_name=first.name, storage=url)
+    assert stored.trials == []
+    progress = second.search(trials=6)  # starts while the first worker's trials are queued
+    held.set()
+    searched.join(timeout=60)
+    second.finish(progress)
+    trials = optuna.load_study(study_name=first.name, storage=url).trials
+    measured = _measured(sessions, first.name)
+    assert len(measured) == len(set(measured)) == 6
+    assert sorted(t.user_attrs["config"] for t in trials) == sorted(measured)

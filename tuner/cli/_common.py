@@ -65,4 +65,12 @@ LayoutOpt = Annotated[
         "(NT is x @ W.T, nn.Linear); row-major means NN",
     ),
 ]
+GpusOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpus",
+        help="all, a count N (devices 0..N-1) or device indices such as 0,2 (one alone: 1,), "
+        "among those CUDA_VISIBLE_DEVICES leaves visible; a worker per GPU (default: device 0)",
+    ),
+]
 SeedOpt = Annotated[int | None, typer.Option(help="sampler seed")]

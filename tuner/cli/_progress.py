@@ -1,4 +1,5 @@
-"""Progress bars on stderr for the long commands (tune, space --compile, import, export, bench).
+"""Progress bars on stderr for the long commands (tune, space --compile, import, export, bench:
+its shapes and, under them, the candidates of the shape being tuned).
 
 A bar is drawn only when stderr is a terminal: piped or redirected output (logs, CI, tests)
 stays free of bar frames. Library calls report through plain callbacks; these classes are the
@@ -60,12 +61,11 @@ class StepBar:
 
 
 class StudyBar:
-    """A live line per study: candidates evaluated, best so far, TFLOP/s, % of cuBLAS (the
-    runner's ``ProgressReport``)."""
+    """Live lines, one per study: candidates evaluated, best so far, TFLOP/s, % of cuBLAS
+    (several at once when studies run on several GPUs)."""
 
     def __init__(self) -> None:
         self.bar = _bar(TextColumn("{task.fields[best]}"))
-        self.task: TaskID | None = None
 
     def __enter__(self) -> StudyBar:
         self.bar.__enter__()
@@ -73,6 +73,18 @@ class StudyBar:
 
     def __exit__(self, *exc: object) -> None:
         self.bar.__exit__(None, None, None)
+
+    def line(self) -> StudyLine:
+        return StudyLine(self.bar)
+
+
+class StudyLine:
+    """One study's line of a :class:`StudyBar`, shown once the study starts (the runner's
+    ``ProgressReport``)."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.task: TaskID | None = None
 
     def start(self, label: str, total: int) -> None:
         self.task = self.bar.add_task(label, total=total, best="")
@@ -85,3 +97,31 @@ class StudyBar:
             pct = f", {100 * p.best.ratio:.0f}% of cuBLAS" if p.best.ratio else ""
             best = f"best {p.best.tflops:.1f} TFLOP/s{pct}"
         self.bar.update(self.task, completed=p.evaluated, best=best)
+
+
+class SuiteBar(StudyBar):
+    """``gemmtune bench``: the suite's shapes done, and under it the candidates of the shape
+    being tuned now (a shape whose best config is stored is re-measured without a study); the
+    runner's ``ProgressReport`` of each study in turn."""
+
+    def __init__(self, shapes: int) -> None:
+        super().__init__()
+        self.shapes = self.bar.add_task("suite shapes", total=shapes, best="")
+        self.study: StudyLine | None = None
+
+    def __enter__(self) -> SuiteBar:
+        super().__enter__()
+        return self
+
+    def start(self, label: str, total: int) -> None:
+        if self.study is not None and self.study.task is not None:
+            self.bar.remove_task(self.study.task)
+        self.study = self.line()
+        self.study.start(f"  tuning {label}", total)
+
+    def update(self, p: StudyProgress) -> None:
+        if self.study is not None:
+            self.study.update(p)
+
+    def shape_done(self) -> None:
+        self.bar.advance(self.shapes)

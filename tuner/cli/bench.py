@@ -25,7 +25,7 @@ from tuner.cli._common import (
     WarmStartOpt,
     err,
 )
-from tuner.cli._progress import StepBar
+from tuner.cli._progress import SuiteBar
 from tuner.results import default_suite, output_dir, write_suite_file
 from tuner.results.location import DEFAULT_SUITE_NAME
 from tuner.roofline import ceilings_for
@@ -129,15 +129,17 @@ def bench(
         slug = logic.device_slug(gpu.device.name)
         json_path = out_json or output_dir() / logic.suite_file_name(slug, entries[0].shape)
 
-        with StepBar("suite shapes", len(entries)) as bar:
+        with SuiteBar(len(entries)) as bar:
 
             def save(rows: list[dict[str, Any]]) -> None:
                 doc = logic.document(rows, gpu, options, ceilings, _suite_label(suite), budget_ms)
                 write_suite_file(json_path, doc)
                 err.print(_progress_line(rows[-1]), markup=False, soft_wrap=True)
-                bar.advance()
+                bar.shape_done()
 
-            rows = logic.run_bench(entries, gpu, sessions, db, options, ceilings, on_row=save)
+            rows = logic.run_bench(
+                entries, gpu, sessions, db, options, ceilings, on_row=save, report=bar
+            )
     finally:
         gpu.close()
     doc = logic.document(rows, gpu, options, ceilings, _suite_label(suite), budget_ms)

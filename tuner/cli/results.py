@@ -149,9 +149,8 @@ def export(
         check_writable(file, "export file")  # a bad path fails before the long read
     sessions = storage.open_existing_database(db)
     with StepBar("exporting") as bar, sessions() as session:
-        data = storage.export_json(session)
-        bar(len(data["measurements"]), len(data["measurements"]))
-        text = json.dumps(data, indent=1)
+        data = storage.export_json(session, bar)
+    text = json.dumps(data, indent=1)
     if to_stdout:
         sys.stdout.write(text + "\n")
     else:
@@ -165,10 +164,12 @@ def import_(
 ) -> None:
     """Add measurements from an export; already present ones are skipped. All or nothing:
     one record that names no valid config of its family, or has an implausible time, refuses
-    the file (the rules of API uploads)."""
+    the file (the rules of API uploads), and so does any error while writing. The rows are
+    staged first and merged in one short transaction, so other writers carry on meanwhile."""
     data = read_json(file, "import file")
-    with StepBar("importing") as bar, storage.open_database(db).begin() as session:
-        count = storage.import_json(session, data, bar, check=check_record)
+    sessions = storage.open_database(db)
+    with StepBar("importing") as bar:
+        count = storage.import_json(sessions, data, bar, check=check_record)
     out.print(f"imported {count} measurements from {file}")
 
 

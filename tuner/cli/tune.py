@@ -7,11 +7,12 @@ from typing import Annotated
 
 import typer
 
-from storage import open_database
+from storage import make_session_factory, open_engine
 from tuner.cli._common import (
     DbOpt,
     DtypeOpt,
     FamiliesOpt,
+    GpusOpt,
     LayoutOpt,
     ReplayTablesOpt,
     SamplerOpt,
@@ -20,15 +21,15 @@ from tuner.cli._common import (
     out,
 )
 from tuner.cli._progress import StudyBar
+from tuner.gpu_selection import choose_gpus
+from tuner.multi_gpu import TuneSettings, start_workers, tune_shapes
 from tuner.runner import (
     DEFAULT_TRIALS,
     WARM_START,
     check_answerable,
+    check_evaluator,
     check_families,
     check_sampler,
-    default_families,
-    make_evaluator,
-    run_study,
 )
 from tuner.samplers import DEFAULT_SAMPLER
 from tuner.shape import Shape, parse_shape
@@ -55,6 +56,7 @@ def tune(
     seed: SeedOpt = None,
     warm_start: WarmStartOpt = WARM_START,
     db: DbOpt = None,
+    gpus: GpusOpt = None,
 ) -> None:
     """Tune one shape; re-running the same command resumes the study."""
     _tune_shapes(
@@ -68,6 +70,7 @@ def tune(
         seed,
         warm_start,
         db,
+        gpus,
     )
 
 
@@ -90,8 +93,10 @@ def tune_batch(
     seed: SeedOpt = None,
     warm_start: WarmStartOpt = WARM_START,
     db: DbOpt = None,
+    gpus: GpusOpt = None,
 ) -> None:
-    """Tune every shape of a CSV file, one study each (resumable like ``tune``)."""
+    """Tune every shape of a CSV file, one study each, spread over the GPUs (resumable like
+    ``tune``)."""
     _tune_shapes(
         read_shapes(file, dtype, layout),
         family,
@@ -103,6 +108,7 @@ def tune_batch(
         seed,
         warm_start,
         db,
+        gpus,
     )
 
 
@@ -117,31 +123,23 @@ def _tune_shapes(
     seed: int | None,
     warm_start: int,
     db: str | None,
+    gpus: str | None,
 ) -> None:
     families = check_families(family)
     check_sampler(sampler)
-    ev = make_evaluator(evaluator, replay_table)
+    devices = choose_gpus(gpus, check_evaluator(evaluator))
+    workers = start_workers(evaluator, devices, replay_table)
+    first = workers.workers[0].evaluator
     try:
-        check_answerable(ev, shapes, families)  # before the database is touched
-        sessions = open_database(db, optuna_tables=True)
-        for shape in shapes:
-            with StudyBar() as bar:
-                progress = run_study(
-                    shape,
-                    families or default_families(ev, shape),
-                    ev,
-                    sessions,
-                    db,
-                    sampler,
-                    trials,
-                    timeout,
-                    seed,
-                    warm_start,
-                    report=bar,
-                )
-            print_outcome(progress)
+        check_answerable(first, shapes, families)  # before the database is touched
+        engine = open_engine(db, optuna_tables=True)
+        sessions = make_session_factory(engine)
+        settings = TuneSettings(families, sessions, db, sampler, trials, timeout, seed, warm_start)
+        with StudyBar() as bar:
+            tune_shapes(shapes, workers, settings, new_report=bar.line, on_done=print_outcome)
+        engine.dispose()  # the database file as the command leaves it, now
     finally:
-        ev.close()
+        workers.close()
 
 
 def print_outcome(p: Progress) -> None:

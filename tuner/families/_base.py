@@ -19,6 +19,13 @@ from tuner.shape import Shape
 
 Params = Mapping[str, int]
 FLOAT_BYTES = 4
+# ptxas fits a kernel into a __launch_bounds__ register cap some way below what it would use
+# freely (dmma_pipelined at 1000^3: 128 under a cap of 128 where the estimate says 132), and the
+# estimate is rough: by default only configs needing more than this many times the cap are
+# pruned before compiling (those ptxas refuses or spills heavily: 120 or 96 registers under caps
+# of 32 and 40). A family whose compiles show a tighter bound sets its own
+# (``Family.launch_bound_slack``).
+LAUNCH_BOUND_SLACK = 1.5
 # Extra floats per row of the A tile in shared memory: warptile's and vectorized's transposed
 # As[BK][BM + A_PAD], pipelined's As[BM][BK + A_PAD]. A multiple of 4 keeps every row 16-byte
 # aligned for float4 accesses; it moves successive rows to other banks.
@@ -118,6 +125,9 @@ class Family:
     # layout names them, so that a config's name says what it computes), by name; every other
     # value of them is left out of the shape's space.
     pinned: Callable[[Shape], dict[str, int]] = lambda shape: {}
+    # How far the register estimate (``footprint``) may exceed the cap a MINBLOCKS launch bound
+    # leaves before the config is dropped without compiling (``tuner.resources.static_check``).
+    launch_bound_slack: float = LAUNCH_BOUND_SLACK
 
     @property
     def template(self) -> str:

@@ -2,8 +2,10 @@
 
 A block computes a BM x BN tile of C with WARPS_M x WARPS_N warps; each warp a WM x WN tile as
 (WM/16) x (WN/8) ``mma.sync.m16n8k16`` tiles, fed from shared memory by ``ldmatrix``. A and B
-reach shared memory through a STAGES-deep ``cp.async`` ring, each stored as in global memory
-(so that every copy is a contiguous 16-byte chunk) with its 16-byte chunks XOR-swizzled per row;
+reach shared memory through a STAGES-deep ``cp.async`` ring (a stage refilled as soon as its
+tile's last fragments are read; fragments double-buffered in registers), each stored as in
+global memory (so that every copy is a contiguous 16-byte chunk) with its 16-byte chunks
+XOR-swizzled per row;
 ``ldmatrix.trans`` turns an operand stored along M or N into the fragment the mma wants.
 Blocks are numbered in groups of SWIZZLE block rows, so that blocks running at once share
 rows of A and columns of B in L2.
@@ -27,9 +29,11 @@ from tuner.shape import HALF_DTYPES, SUPPORTED_LAYOUTS, Shape
 
 HALF_BYTES = 2
 CHUNK = 8  # halves in one 16-byte copy (one row of an ldmatrix 8x8 matrix)
-# The most FP32 sums a lane may keep: with its A and B fragments, the ring's addresses and
-# the copy indices, 128 sums stay under the 255-register cap without spills.
+# The most FP32 sums a lane may keep: with its A and B fragments of two k16 steps (double
+# buffered), the ring's addresses and the copy indices, 128 sums stay under the 255-register
+# cap without spills at BK = 32; at BK = 64 (four k16 steps' fragment addresses) 64 do.
 MAX_ACCUMULATORS = 128
+MAX_ACCUMULATORS_BK64 = 64
 DTYPE_CODES = {dtype: code for code, dtype in enumerate(HALF_DTYPES)}  # float16 0, bfloat16 1
 LAYOUT_CODES = {layout: code for code, layout in enumerate(SUPPORTED_LAYOUTS)}  # NN 0 .. TT 3
 
@@ -117,7 +121,9 @@ def hmma_pinned(shape: Shape) -> dict[str, int]:
 
 
 def _staged(p: Params) -> int:
-    return p["STAGES"] - 1
+    """k tiles in flight: a stage is refilled once its tile's last fragments are read, before
+    that tile's last k16 step, so all STAGES stages hold tiles loaded ahead."""
+    return p["STAGES"]
 
 
 HMMA_PARAMS = (
@@ -152,6 +158,11 @@ HMMA_RULES = (
     Rule(
         f"a lane may keep at most {MAX_ACCUMULATORS} FP32 sums ((WM/16)*(WN/8)*4): more spill",
         lambda p: _accumulators(p) <= MAX_ACCUMULATORS,
+    ),
+    Rule(
+        f"with BK = 64 a lane may keep at most {MAX_ACCUMULATORS_BK64} FP32 sums: 128 beside "
+        "four k16 steps' fragment addresses spill",
+        lambda p: p["BK"] != 64 or _accumulators(p) <= MAX_ACCUMULATORS_BK64,
     ),
     block_limit(hmma_threads),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tuner.config import ABBR_PARAM, Config
+from tuner.config import ABBR_PARAM, OPERAND_PAD, PAD_TOKEN, Config
 from tuner.errors import InputError
 from tuner.families._base import Family
 from tuner.families.dmma import DMMA, DMMA_PIPELINED
@@ -50,7 +50,8 @@ _ASSIGN_RE = re.compile(r"^\s*([A-Za-z]+)\s*=\s*(-?\d+)\s*$")
 def parse_config(text: str, family: str | None = None) -> Config:
     """Read a config from its procedural name, or from ``BM=128,BN=128,...`` with ``family``.
 
-    The result has canonical order but is not checked against the rules (see ``Family``).
+    A name may end in ``_pad4``, the operand mode (``tuner.config``). The result has canonical
+    order but is not checked against the rules (see ``Family``).
     """
     text = text.strip()
     if "=" in text:
@@ -70,20 +71,46 @@ def parse_config(text: str, family: str | None = None) -> Config:
     fam = FAMILIES[names[0]]
     if family is not None and family != fam.name:
         raise InputError(f"config {text!r} belongs to family {fam.name}, not {family}")
+    tokens = text[len(fam.name) + 1 :].split("_")
+    pad = _operand_pad(text, tokens)
     params = {}
-    for token in text[len(fam.name) + 1 :].split("_"):
+    for token in tokens[: len(tokens) - (1 if pad else 0)]:
         match = _TOKEN_RE.match(token)
         if not match or match.group(1) not in ABBR_PARAM:
             raise InputError(f"config name {text!r} has an unreadable part {token!r}")
         params[ABBR_PARAM[match.group(1)]] = int(match.group(2))
-    return fam.config(params)
+    config = fam.config(params)
+    return config.padded() if pad else config
+
+
+def _operand_pad(text: str, tokens: list[str]) -> int:
+    """The operand mode a name's tokens end with (0 for none); a ``pad`` token elsewhere, or
+    with another value, raises naming it."""
+    for position, token in enumerate(tokens):
+        match = _TOKEN_RE.match(token)
+        if not match or match.group(1) != PAD_TOKEN:
+            continue
+        if int(match.group(2)) != OPERAND_PAD or position != len(tokens) - 1:
+            raise InputError(
+                f"config name {text!r} has {token!r}: the operand mode must be the last part "
+                f"and {PAD_TOKEN}{OPERAND_PAD} (rows padded to whole float4s) is the only one"
+            )
+        return OPERAND_PAD
+    return 0
 
 
 def checked_config(text: str, family: str | None = None) -> Config:
     """:func:`parse_config`, then the family's rules: an invalid config raises with the first
-    rule it breaks."""
+    rule it breaks (or, padded, with a family that computes no float32 NN product)."""
     config = parse_config(text, family)
-    broken = get_family(config.family).broken_rules(config)
+    fam = get_family(config.family)
+    broken = fam.broken_rules(config)
     if broken:
         raise InputError(f"config {config.name} is invalid: {broken[0]}")
+    if config.pad and ("float32" not in fam.dtypes or "NN" not in fam.layouts):
+        raise InputError(
+            f"config {config.name} is invalid: padded operands ({PAD_TOKEN}{OPERAND_PAD}) are "
+            f"for float32 NN kernels, and {fam.name} computes {'/'.join(fam.dtypes)} "
+            f"{'/'.join(fam.layouts)}"
+        )
     return config

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
 import tuner.cli._progress as progress
 from tests.tuner.cli.running import cli
+from tuner.render import render
+from tuner.space import Space
 
 
 def terminal(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
@@ -47,3 +51,41 @@ def test_no_bar_when_stderr_is_not_a_terminal(
     assert cli(capsys, "export", str(dump), "--db", url)[:1] == (0,)
     code, _, import_err = cli(capsys, "import", str(dump), "--db", url)
     assert code == 0 and err == "" and import_err == ""
+
+
+def test_export_on_a_terminal_counts_the_rows_it_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'rows.db'}"
+    args = ("--evaluator", "replay", "--sampler", "exhaustive", "--trials", "5", "--db", url)
+    assert cli(capsys, "tune", "--shape", "1000x1000x1000", *args)[0] == 0
+    monkeypatch.setattr("storage.transfer.EXPORT_CHUNK", 2)
+    screen = terminal(monkeypatch)
+    dump = tmp_path / "dump.json"
+    assert cli(capsys, "export", str(dump), "--db", url)[0] == 0
+    rows = len(json.loads(dump.read_text())["measurements"])
+    assert rows > 2 and "exporting" in screen.getvalue() and f"{rows}/{rows}" in screen.getvalue()
+
+
+def test_space_compile_on_a_terminal_counts_each_compiled_config(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tuner.cli.kernels as kernels
+
+    compiled: list[str] = []
+
+    def compile_each(space: Space, compiler: object, jobs: int | None, on_done: Any) -> Any:
+        checks, counts = space.evaluate()
+        for check in checks:
+            compiled.append(check.config.name)
+            on_done(render(check.config), None)
+        return [], counts
+
+    monkeypatch.setattr(kernels, "choose_compiler", lambda arch, asked: "nvcc")
+    monkeypatch.setattr(kernels, "compile_candidates", compile_each)
+    screen = terminal(monkeypatch)
+    args = ("space", "-f", "smem_tiling", "-s", "256x256x256", "--compile", "--limit", "1")
+    assert cli(capsys, *args)[0] == 0
+    total = len(compiled)
+    assert total > 1 and "compiling" in screen.getvalue()
+    assert f"{total}/{total}" in screen.getvalue()

@@ -1,0 +1,157 @@
+"""What a study costs on the CPU besides compiling and measuring: the same ``run_study`` as the
+GPU throughput benchmark (``benchmarks/search_gpu.py``: ``ranked``, no warm start, a fresh
+SQLite database with Optuna's tables, the default families), with an evaluator that answers at
+once, so every second measured is the study's own bookkeeping. The BLAS runs on one thread, as
+in a study beside the GPU evaluator's compile pool (``tuner.compile_pool.one_blas_thread``).
+
+    python benchmarks/study_overhead.py --out overhead.json [--trials 80] [--profile prof.txt]
+
+Per shape: the wall time of building the study (the space's enumeration, the sampler's ranking),
+and per candidate of the loop the wall time and the CPU time of the study's thread (a thread
+that writes Optuna trials in the background is not counted there: it runs while the study
+waits for the device). CPU time is the steadier figure on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime as dt
+import io
+import json
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import optuna
+
+from storage import open_database
+from tests.tuner.fakes import RuleEvaluator
+from tuner.compile_pool import one_blas_thread
+from tuner.resources import table_device
+from tuner.runner import DEFAULT_FAMILIES, run_study
+from tuner.shape import Shape
+from tuner.study import Progress
+
+SHAPES = (Shape(4096, 4096, 4096), Shape(1024, 1024, 512))
+
+
+class InstantEvaluator(RuleEvaluator):
+    """The tests' evaluator that answers every candidate at once with a fixed time per config
+    name (``tests.tuner.fakes.rule_ms``), keeping 15 candidates ahead as the GPU evaluator does
+    with 15 compile workers."""
+
+    parallelism = 15
+
+
+class Stopwatch:
+    """Progress report: wall and study-thread CPU from the loop's start to each candidate."""
+
+    def __init__(self) -> None:
+        self.wall0 = self.cpu0 = 0.0
+        self.walls: list[float] = []
+        self.cpus: list[float] = []
+
+    def start(self, label: str, total: int) -> None:
+        self.wall0, self.cpu0 = time.perf_counter(), time.thread_time()
+
+    def update(self, progress: Progress) -> None:
+        self.walls.append(time.perf_counter() - self.wall0)
+        self.cpus.append(time.thread_time() - self.cpu0)
+
+
+def one_study(shape: Shape, trials: int, folder: Path) -> dict[str, Any]:
+    url = f"sqlite:///{folder / f'{shape}.db'}"
+    sessions = open_database(url, optuna_tables=True)
+    watch = Stopwatch()
+    begun = time.perf_counter()
+    progress = run_study(
+        shape,
+        DEFAULT_FAMILIES,
+        InstantEvaluator(table_device("sm_90")),
+        sessions,
+        url,
+        "ranked",
+        trials,
+        None,
+        0,
+        0,
+        watch,
+    )
+    total = time.perf_counter() - begun
+    loop = watch.walls[-1]
+    return {
+        "shape": str(shape),
+        "evaluated": progress.evaluated,
+        "seconds_total": total,
+        "seconds_before_loop": watch.wall0 - begun,
+        "seconds_loop": loop,
+        "ms_per_candidate_wall": 1000 * loop / len(watch.walls),
+        "ms_per_candidate_cpu": 1000 * watch.cpus[-1] / len(watch.cpus),
+        "candidates": [r.config_name for r in progress.history],
+    }
+
+
+def commit() -> str:
+    here = Path(__file__).resolve().parent
+    done = subprocess.run(
+        ["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--trials", type=int, default=80)
+    parser.add_argument("--profile", type=Path, help="also write a cProfile of the studies here")
+    parser.add_argument("--commit", help="the code's commit, where this is no git checkout")
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="study-overhead-"))
+    blas = one_blas_thread()  # as the GPU evaluator's compile pool sets it while it runs
+    profiler = cProfile.Profile() if args.profile else None
+    studies = []
+    for shape in SHAPES:
+        if profiler is not None:
+            profiler.enable()
+        studies.append(one_study(shape, args.trials, folder))
+        if profiler is not None:
+            profiler.disable()
+        last = studies[-1]
+        print(
+            f"{shape}: {last['seconds_before_loop']:.2f} s before the loop, "
+            f"{last['ms_per_candidate_wall']:.1f} ms wall and "
+            f"{last['ms_per_candidate_cpu']:.1f} ms CPU a candidate",
+            flush=True,
+        )
+    document = {
+        "what": "the study's own CPU cost: run_study with an evaluator that answers at once",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": args.commit or commit(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared), no GPU used",
+        "python": platform.python_version(),
+        "optuna": optuna.__version__,
+        "profiled": profiler is not None,
+        "trials": args.trials,
+        "studies": studies,
+    }
+    blas.restore_original_limits()
+    args.out.write_text(json.dumps(document, indent=1) + "\n")
+    if profiler is not None and args.profile:
+        text = io.StringIO()
+        stats = pstats.Stats(profiler, stream=text)
+        stats.sort_stats("cumulative").print_stats(40)
+        args.profile.write_text(text.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""Padded configs (``_pad4``) against cuBLAS (strict FP32): every residue of M, N and K mod 4,
+operand views off a 16-byte boundary, and the caller's arrays left as they were (only C
+written, and only its M x N)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.gpu.loaded_kernels import compile_and_load
+from tuner.shape import Shape
+
+pytestmark = pytest.mark.gpu
+
+# A ring of cp.async copies with and without a K split, and a register-staged family.
+PADDED = [
+    "dmma_pipelined_bm64_bn128_bk16_wm32_wn32_mk4_s3_sk1_mb2_pad4",
+    "dmma_pipelined_bm64_bn64_bk32_wm32_wn64_mk16_s3_sk4_mb1_pad4",
+    "dmma_bm32_bn64_bk16_wm32_wn16_mk8_sk1_mb4_wd1_pad4",
+    "pipelined_bm128_bn64_bk32_wm32_wn32_wni1_tm4_tn4_t256_s4_pad4",
+]
+# Over the four shapes each of M, N and K meets every residue mod 4 (K of 129..132: a ragged
+# last k tile too).
+RESIDUE_SHAPES = [Shape(200 + r, 200 + (r + 1) % 4, 129 + (r + 2) % 4) for r in range(4)]
+# Floats past a 16-byte boundary for A, B and C.
+OFFSETS = [(1, 2, 3), (0, 0, 1), (2, 0, 0)]
+
+
+@pytest.fixture(scope="module")
+def padded_kernels() -> dict[str, tuple[Any, Any]]:
+    return compile_and_load(PADDED)
+
+
+def test_residue_shapes_cover_every_residue_mod_4() -> None:
+    for dim in ("m", "n", "k"):
+        assert {getattr(s, dim) % 4 for s in RESIDUE_SHAPES} == {0, 1, 2, 3}, dim
+
+
+@pytest.mark.parametrize("shape", RESIDUE_SHAPES, ids=str)
+def test_padded_configs_match_cublas_on_every_residue(
+    shape: Shape, padded_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    from tuner.measure import Operands, verify
+
+    operands = Operands.make(shape, seed=shape.m)
+    for name, (kernel, source) in padded_kernels.items():
+        result = verify(kernel, source, shape, operands=operands)
+        assert result.ok, f"{name} on {shape}: {result.reason}"
+
+
+def _view(rng: Any, rows: int, cols: int, offset: int) -> Any:
+    """A rows x cols matrix that starts ``offset`` floats into a fresh 16-byte aligned buffer."""
+    import cupy as cp
+
+    flat = rng.standard_normal(rows * cols + 4, dtype=cp.float32)
+    assert flat.data.ptr % 16 == 0
+    return flat[offset : offset + rows * cols].reshape(rows, cols)
+
+
+@pytest.mark.parametrize("shape", [Shape(150, 96, 64), Shape(150, 97, 66)], ids=str)
+def test_padded_configs_match_cublas_on_unaligned_views(
+    shape: Shape, padded_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """Rows of whole float4s whose bases are off (only the pointers call for copies), and
+    ragged rows on top; C read and scaled (beta 3), and C NaN-poisoned and not read (beta 0).
+    A and B are left as they were, and C's memory outside its M x N view is untouched."""
+    import cupy as cp
+
+    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+
+    rng = cp.random.default_rng(shape.n)
+    for off_a, off_b, off_c in OFFSETS:
+        a = _view(rng, shape.m, shape.k, off_a)
+        b = _view(rng, shape.k, shape.n, off_b)
+        c0 = _view(rng, shape.m, shape.n, off_c)
+        a_before, b_before = a.copy(), b.copy()
+        for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
+            ref = c0.copy()
+            cublas_gemm(alpha, a, b, beta, ref)
+            for name, (kernel, source) in padded_kernels.items():
+                base = rng.standard_normal(shape.m * shape.n + 8, dtype=cp.float32)
+                outside = base.copy()
+                c = base[4 + off_c : 4 + off_c + shape.m * shape.n].reshape(shape.m, shape.n)
+                c[...] = c0 if beta != 0.0 else cp.nan
+                launch(kernel, source, shape, alpha, a, b, beta, c)
+                err = relative_error(c, ref)
+                where = f"{name} on {shape}, views {off_a}, {off_b}, {off_c} floats off"
+                assert err <= tolerance(shape.k), f"{where}, beta {beta}: error {err:.3e}"
+                assert bool(cp.all(base[: 4 + off_c] == outside[: 4 + off_c])), where
+                assert bool(cp.all(base[4 + off_c + c.size :] == outside[4 + off_c + c.size :]))
+        assert bool(cp.all(a == a_before)) and bool(cp.all(b == b_before))

@@ -1,0 +1,103 @@
+"""A padded config's launch on the GPU: copy in, run the kernel on the padded product, copy
+back (what ``tuner.operand_padding`` plans).
+
+The buffers are made zeroed once and kept per device, stream, thread and shape, so each call
+copies only the arrays' own extents (``cudaMemcpy2DAsync``, on the current stream, in order
+with the kernel): the pads stay zero because nothing writes them, except C's extra columns,
+which are never read back. Everything is asynchronous; what a caller times around
+:func:`launch_padded` includes the copies.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from tuner.operand_padding import Copy2D, PaddingPlan, plan_padding
+from tuner.render import KernelSource
+from tuner.shape import Shape
+
+# Buffer sets kept (a study or a bench works on one shape at a time; matmul callers on a few).
+KEPT_BUFFERS = 4
+_VECTOR_BYTES = 16
+
+_buffers: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_lock = threading.Lock()
+
+RawLaunch = Callable[[Any, KernelSource, Shape, float, Any, Any, float, Any], None]
+
+
+def _aligned(array: Any) -> bool:
+    return int(array.data.ptr) % _VECTOR_BYTES == 0
+
+
+def _buffers_for(plan: PaddingPlan) -> dict[str, Any]:
+    """Zeroed A, B and C buffers of ``plan``'s padded shape for this device, stream and thread
+    (made on first use; the oldest set is dropped beyond :data:`KEPT_BUFFERS`)."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    key = (cupy.cuda.Device().id, stream.ptr, threading.get_ident(), plan.shape)
+    with _lock:
+        kept = _buffers.get(key)
+        if kept is None:
+            while len(_buffers) >= KEPT_BUFFERS:
+                _buffers.popitem(last=False)
+            kept = _buffers[key] = {
+                "a": cupy.zeros(plan.a_buffer, dtype=cupy.float32),
+                "b": cupy.zeros(plan.b_buffer, dtype=cupy.float32),
+                "c": cupy.zeros(plan.c_buffer, dtype=cupy.float32),
+            }
+        _buffers.move_to_end(key)
+        return kept
+
+
+def _copy(dst: Any, src: Any, copy: Copy2D) -> None:
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    runtime.memcpy2DAsync(
+        int(dst.data.ptr),
+        copy.dst_pitch,
+        int(src.data.ptr),
+        copy.src_pitch,
+        copy.width,
+        copy.rows,
+        runtime.memcpyDeviceToDevice,
+        cupy.cuda.get_current_stream().ptr,
+    )
+
+
+def launch_padded(
+    raw_launch: RawLaunch,
+    kernel: Any,
+    source: KernelSource,
+    shape: Shape,
+    alpha: float,
+    a: Any,
+    b: Any,
+    beta: float,
+    c: Any,
+) -> None:
+    """``C = alpha*A@B + beta*C`` through padded buffers where ``shape`` or the arrays' bases
+    need them (``tuner.operand_padding.plan_padding``), else straight on the arrays, with
+    ``raw_launch`` (``tuner.measure.launch_kernel``) running the kernel."""
+    plan = plan_padding(shape, _aligned(a), _aligned(b), _aligned(c))
+    if not plan.copies:
+        raw_launch(kernel, source, shape, alpha, a, b, beta, c)
+        return
+    buffers = _buffers_for(plan)
+    if plan.copy_a:
+        _copy(buffers["a"], a, plan.a_in())
+    if plan.copy_b:
+        _copy(buffers["b"], b, plan.b_in())
+    if plan.copy_c and beta != 0.0:
+        _copy(buffers["c"], c, plan.c_in())
+    a_run = buffers["a"] if plan.copy_a else a
+    b_run = buffers["b"] if plan.copy_b else b
+    c_run = buffers["c"] if plan.copy_c else c
+    raw_launch(kernel, source, plan.run_shape, alpha, a_run, b_run, beta, c_run)
+    if plan.copy_c:
+        _copy(c, buffers["c"], plan.c_out())
