@@ -110,6 +110,13 @@ class CompilePool:
             for _ in range(self.workers):
                 executor.submit(_load_compiler, self.compiler)
 
+    def ready(self, config: Config) -> bool:
+        """True unless ``config`` is still compiling (a config never submitted, or whose
+        answer was taken, is compiled on demand by :meth:`result`, from the disk cache)."""
+        with self._lock:
+            entry = self._pending.get(config.name)
+        return entry is None or entry[1].done()
+
     def pending(self) -> int:
         with self._lock:
             return len(self._pending)

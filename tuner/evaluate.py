@@ -97,6 +97,9 @@ class EvaluatesAtOnce:
     def evaluate(self, config: Config, shape: Shape) -> Result:
         raise NotImplementedError
 
+    def ready(self, config: Config) -> bool:
+        return True  # nothing is prepared in the background
+
     def start(self, config: Config, shape: Shape) -> Ticket:
         return Ticket(config, shape, self.evaluate(config, shape))
 
@@ -131,6 +134,11 @@ class Evaluator(Protocol):
     def prepare(self, config: Config) -> None:
         """Start what precedes measuring ``config`` (compiling) in the background, so that
         :meth:`evaluate` finds it done; an evaluator with nothing to prepare does nothing."""
+        ...
+
+    def ready(self, config: Config) -> bool:
+        """True when :meth:`start` on ``config`` would not wait for what :meth:`prepare` began
+        (its compile), so a study can measure whichever of its proposals is ready first."""
         ...
 
     def evaluate(self, config: Config, shape: Shape) -> Result:

@@ -207,6 +207,9 @@ class GpuEvaluator:
         if static_check(config, self.device).fits:
             self.pool.submit(config)
 
+    def ready(self, config: Config) -> bool:
+        return self.pool.ready(config)
+
     def compile(self, config: Config) -> Outcome:
         """The compiled kernel of ``config`` (from the pool, compiled now if not prepared)."""
         return self.pool.result(config)

@@ -3,11 +3,12 @@ record, tell; then re-measure the finalists side by side with cuBLAS.
 
 The loop keeps up to the evaluator's ``parallelism`` proposals in flight: each is claimed and
 handed to :meth:`Evaluator.prepare` (the GPU evaluator starts compiling it on a spare core), and
-the oldest is measured while the others compile. Trials that sample an invalid point (a broken
-rule, a tile larger than the matrix, a resource limit) are told PRUNED at once and cost nothing;
-so are repeats of an evaluated candidate (they are told the stored value). ``trials`` counts
-evaluated candidates, across every worker and every run of the same study, so re-running a
-command after a crash resumes where it stopped.
+the oldest that has compiled is measured while the others compile; the sampler is told the
+results in the order it proposed them (``tuner.tell_order``). Trials that sample an invalid
+point (a broken rule, a tile larger than the matrix, a resource limit) are told PRUNED at once
+and cost nothing; so are repeats of an evaluated candidate (they are told the stored value).
+``trials`` counts evaluated candidates, across every worker and every run of the same study, so
+re-running a command after a crash resumes where it stopped.
 
 A study's first candidates are its ``starts`` (the runner's warm-start list: the config the API
 would answer for this shape and device first). At the end, its fastest few and that first
@@ -54,6 +55,7 @@ from tuner.recording import Recorder
 from tuner.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
 from tuner.shape import Shape
 from tuner.space import Space
+from tuner.tell_order import ProposalOrder
 from tuner.trial_mirror import TrialMirror
 from tuner.trials import finished_trial, suggest_config, trial_params
 
@@ -68,6 +70,8 @@ STALE_PROPOSALS = 25
 INVALID_IN_A_ROW = 50
 # Candidates started on the evaluator at once: the one measured and the one queued behind it.
 IN_FLIGHT = 2
+# How often a study whose device is idle looks whether a queued proposal has compiled.
+READY_POLL_S = 0.002
 # How often a study with nothing left to do looks whether other workers' candidates are done
 # (or their claims expired, their workers dead).
 CLAIM_POLL_S = 1.0
@@ -167,6 +171,7 @@ class Study:
             self._stored_id = self.stored.get_study_id_from_name(self.name)
         self._trials: TrialMirror | None = None  # writes evaluated candidates to ``stored``
         self._known: set[str] = set()  # candidates the in-memory study has a finished trial of
+        self._proposals = ProposalOrder()  # this worker's open proposals (:meth:`_screen`)
         self._order = sorted(self.candidates)  # for stale fallbacks
         self._finalists = finalists
         self.invalid_proposals = 0
@@ -179,9 +184,11 @@ class Study:
             self._own_storage.engine.dispose()
 
     def _learn(self, results: dict[str, Result]) -> None:
-        """Give the sampler every result it has not seen (earlier runs, other workers)."""
+        """Give the sampler every result it has not seen (earlier runs, other workers); this
+        worker's own results are told through their open trials, in their turn."""
+        untold = self._proposals.untold
         for name, result in results.items():
-            if name not in self._known and name in self.candidates:
+            if name not in self._known and name in self.candidates and name not in untold:
                 self.optuna.add_trial(finished_trial(result, self.families))
                 self._known.add(name)
 
@@ -259,8 +266,10 @@ class Study:
         """The candidate loop: propose, prepare, measure and record until ``target`` candidates
         are evaluated (all workers), the space is exhausted, or ``timeout_s`` passes."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        queue: deque[tuple[Config, optuna.trial.Trial]] = deque()
+        queue: list[tuple[Config, optuna.trial.Trial]] = []
         running: deque[tuple[Config, optuna.trial.Trial, Ticket]] = deque()
+        # The sampler is told results in the order it proposed them (``tuner.tell_order``).
+        order = self._proposals = ProposalOrder()
         taken: set[str] = set()  # claimed by another worker (or by one killed mid-measurement)
         retried: set[str] = set()  # of those, the ones whose claim this run tried to take over
         stale, full = 0, False
@@ -268,12 +277,12 @@ class Study:
         while True:
             while (
                 not full
+                and not order.lagging  # propose knowing every result measured so far
                 and len(queue) < depth
                 and progress.evaluated + len(queue) + len(running) < target
                 and (deadline is None or time.monotonic() < deadline)
             ):
-                busy = {c.name for c, _ in queue} | {c.name for c, _, _ in running}
-                proposal, trial = self._propose(done, taken, stale, busy)
+                proposal, trial = self._propose(done, taken, stale, order.untold)
                 progress.invalid_proposals = self.invalid_proposals
                 if proposal is None or trial is None:
                     break  # every candidate is evaluated, queued or claimed by another worker
@@ -291,21 +300,35 @@ class Study:
                 stale = 0
                 self.evaluator.prepare(config)
                 queue.append((config, trial))
+                order.propose(config, trial)
             # Keep the device busy: the next candidate is started before the last one's result
-            # is recorded (the evaluator queues it behind the one being measured).
+            # is recorded (the evaluator queues it behind the one being measured). Of the
+            # queued proposals, the oldest that has compiled goes first.
             while len(running) < IN_FLIGHT and queue:
-                config, trial = queue.popleft()
                 if deadline is not None and time.monotonic() > deadline:
-                    self._give_back(config, trial)
+                    for config, _ in queue:
+                        self._give_back(config, order)
+                    queue.clear()
+                    break
+                ready = next((i for i, (c, _) in enumerate(queue) if self.evaluator.ready(c)), None)
+                if ready is None and running:
+                    break  # measure what is running; the compiles go on meanwhile
+                if ready is None:
+                    time.sleep(READY_POLL_S)
                     continue
+                config, trial = queue.pop(ready)
                 running.append((config, trial, self.evaluator.start(config, self.shape)))
             if not running:
+                self._tell_in_order(order)
                 if self._wait_for_others(done, taken, retried, progress, target, deadline):
                     full = False  # a claim expired or was released: its slot may be free
                     continue
                 break
             config, trial, ticket = running.popleft()
-            self._record(config, trial, self.evaluator.finish(ticket), done, progress, on_progress)
+            result = self.evaluator.finish(ticket)
+            order.measured(config.name, result)
+            self._record(result, done, progress, on_progress)
+            self._tell_in_order(order)
 
     def _wait_for_others(
         self,
@@ -345,8 +368,6 @@ class Study:
 
     def _record(
         self,
-        config: Config,
-        trial: optuna.trial.Trial,
         result: Result,
         done: dict[str, Result],
         progress: Progress,
@@ -354,18 +375,26 @@ class Study:
     ) -> None:
         self.recorder.record(result, self.device, self.shape, self.name, None)
         self._mirror(result)
-        done[config.name] = result
-        self._tell(trial, result)
+        done[result.config_name] = result
         self._account(progress, result)
         progress.last = result
         if on_progress is not None:
             on_progress(progress)
         self._absorb(done, progress)
 
-    def _give_back(self, config: Config, trial: optuna.trial.Trial) -> None:
-        """A proposal the study will not measure (time ran out): unclaimed, and told failed."""
+    def _tell_in_order(self, order: ProposalOrder) -> None:
+        """Tell the sampler every result whose turn has come (``tuner.tell_order``)."""
+        for trial, result in order.tellable():
+            if result is None:
+                self.optuna.tell(trial, state=TrialState.FAIL)
+            else:
+                self._tell(trial, result)
+
+    def _give_back(self, config: Config, order: ProposalOrder) -> None:
+        """A proposal the study will not measure (time ran out): unclaimed, and told failed
+        in its turn."""
         self.recorder.release(self.name, config.name)
-        self.optuna.tell(trial, state=TrialState.FAIL)
+        order.measured(config.name, None)
 
     def _finish(self, done: dict[str, Result], progress: Progress) -> None:
         """Re-measure the fastest candidates and the study's first answer beside cuBLAS and

@@ -30,6 +30,9 @@ class Forwarding(EvaluatesAtOnce):
     def prepare(self, config: Config) -> None:
         self.inner.prepare(config)
 
+    def ready(self, config: Config) -> bool:
+        return self.inner.ready(config)
+
     def evaluate(self, config: Config, shape: Shape) -> Result:
         return self.inner.evaluate(config, shape)
 

@@ -5,6 +5,7 @@ tests use. A study relies on exactly these promises (``tuner.evaluate.Evaluator`
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -93,6 +94,19 @@ def test_evaluate_answers_ok_with_a_consistent_ratio(subject: Subject) -> None:
         result = subject.evaluator.evaluate(config, subject.shape)
         _check_result_is_consistent(subject, config, result)
         assert result.status == "ok"
+
+
+def test_a_prepared_config_becomes_ready_and_then_starts(subject: Subject) -> None:
+    ev = subject.evaluator
+    for config in subject.configs:
+        ev.prepare(config)
+    deadline = time.monotonic() + 60
+    while not all(ev.ready(c) for c in subject.configs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert all(ev.ready(c) for c in subject.configs)
+    # Started in the order they became ready, not proposed: any order finishes in start order.
+    tickets = [ev.start(config, subject.shape) for config in reversed(subject.configs)]
+    assert [ev.finish(t).config_name for t in tickets] == [c.name for c in subject.configs][::-1]
 
 
 def test_started_tickets_finish_in_order_with_evaluate_s_answers(subject: Subject) -> None:
