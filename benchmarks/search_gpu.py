@@ -237,9 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="search-gpu-"))
-    # An empty kernel cache of this run's own (a cubin depends on the config, not the shape, so
-    # an earlier run's cache would make the first studies look faster than a new user's).
+    # Empty kernel caches of this run's own (a cubin depends on the config, not the shape, so
+    # an earlier run's cache would make the first studies look faster than a new user's): the
+    # service's, and NVRTC's (12.9 and newer keep compiles in the driver's ComputeCache).
     os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / "kernels")
+    os.environ["CUDA_CACHE_PATH"] = str(folder / "nvrtc")
     gpu = GpuEvaluator()
     document: dict[str, Any] = {
         "what": "gemmtune search on the GPU: throughput, cold and warm studies, fidelity",
