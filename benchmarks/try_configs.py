@@ -2,10 +2,12 @@
 any study.
 
     python benchmarks/try_configs.py --shape 256x256x65536 [--shape ...] --out try.json \
+        [--dtype float32] [--layout NN] \
         splitk_bm128_bn128_bk16_wm64_wn32_wni1_tm8_tn4_t256_s3_sk32 ...
 
 For trying configs a family's parameter values do not list yet (a config only has to satisfy
-its family's rules): each is compiled with NVRTC, verified against cuBLAS (strict FP32) and
+its family's rules): each is compiled with NVRTC, verified against cuBLAS (strict FP32, or the
+shapes' half dtype with FP32 sums) and
 timed beside it in alternating rounds in the GPU worker process, as ``gemmtune bench`` does.
 Prints one line per config and writes the replies, with provenance, as JSON.
 """
@@ -43,12 +45,13 @@ def _compare(
 
 
 def _row(shape: Shape, reply: Comparison) -> dict[str, object]:
-    row: dict[str, object] = {"shape": str(shape), **dataclasses.asdict(reply)}
+    row: dict[str, object] = {"shape": shape.label(), **dataclasses.asdict(reply)}
     if reply.ms is not None and reply.ratio is not None:
         row |= {"ms": reply.ms, "tflops": tflops(shape, reply.ms), "cublas_ms": reply.cublas_ms}
         row["ratio"] = reply.ratio
         print(
-            f"{shape} {reply.config_name}: {row['tflops']:.1f} TFLOP/s, x{reply.ratio:.2f} cuBLAS"
+            f"{shape.label()} {reply.config_name}: {row['tflops']:.1f} TFLOP/s, "
+            f"x{reply.ratio:.2f} cuBLAS"
         )
     else:
         print(f"{shape} {reply.config_name}: {reply.status}: {reply.reason}")
@@ -61,10 +64,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--budget-ms", type=float, default=50.0)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--dtype", default="float32", help="of every shape")
+    parser.add_argument("--layout", default="NN", help="of every shape")
     parser.add_argument("configs", nargs="+")
     args = parser.parse_args()
 
-    shapes = [parse_shape(text) for text in args.shape]
+    shapes = [parse_shape(text, args.dtype, args.layout) for text in args.shape]
     configs = [parse_config(name) for name in args.configs]
     gpu = GpuEvaluator(budget_ms=args.budget_ms)
     rows: list[dict[str, object]] = []
@@ -76,7 +81,7 @@ def main() -> None:
     finally:
         gpu.close()
     doc = {
-        "what": f"hand-picked configs on {', '.join(map(str, shapes))}, beside cuBLAS",
+        "what": f"hand-picked configs on {', '.join(s.label() for s in shapes)}, beside cuBLAS",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "provenance": gpu.provenance,
         "rounds": args.rounds,

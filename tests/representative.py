@@ -81,6 +81,10 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "hmma_bm256_bn128_bk32_wpm2_wpn4_s3_sw8_dt0_ly3",
         "hmma_bm64_bn128_bk32_wpm1_wpn4_s2_sw1_dt0_ly1",
     ],
+    "hmma_splitk": [
+        "hmma_splitk_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_sk8_dt1_ly0",
+        "hmma_splitk_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_sk3_dt0_ly1",
+    ],
 }
 
 ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

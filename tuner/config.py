@@ -39,11 +39,11 @@ PARAM_ABBR: dict[str, str] = {
     "LAYOUT": "ly",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
-# The name token of the operand mode (``_pad4``) and the one padding there is: rows rounded up
-# to a multiple of 4 floats, what the templates' 16-byte path needs (``vec_ok`` in
-# templates/_common.cuh.j2).
+# The name token of the operand mode (``_pad4``, ``_pad8``): rows rounded up to a whole number of
+# 16-byte vectors, what the templates' widest copies need; its value is that multiple in
+# elements (``tuner.operand_padding.pad_multiple``: 4 floats, 8 halves).
 PAD_TOKEN = "pad"
-OPERAND_PAD = 4
+OPERAND_PADS = (4, 8)
 
 
 @dataclass(frozen=True, order=True)
@@ -56,7 +56,7 @@ class Config:
 
     family: str
     params: tuple[tuple[str, int], ...]
-    pad: int = 0  # 0: the caller's arrays; OPERAND_PAD: zero-padded copies (module docstring)
+    pad: int = 0  # 0: the caller's arrays; one of OPERAND_PADS: zero-padded copies
 
     def __getitem__(self, key: str) -> int:
         for name, value in self.params:
@@ -90,9 +90,12 @@ class Config:
         """This config on the caller's arrays (itself when it is not padded)."""
         return Config(self.family, self.params) if self.pad else self
 
-    def padded(self) -> Config:
-        """This config on zero-padded copies of its operands."""
-        return Config(self.family, self.params, OPERAND_PAD)
+    def padded(self, multiple: int) -> Config:
+        """This config on zero-padded copies of its operands, rows rounded up to ``multiple``
+        elements (one of :data:`OPERAND_PADS`)."""
+        if multiple not in OPERAND_PADS:
+            raise ValueError(f"operands are padded to {OPERAND_PADS} elements, not {multiple}")
+        return Config(self.family, self.params, multiple)
 
     def __str__(self) -> str:
         return self.name

@@ -95,7 +95,7 @@ def launch(
     c: Any,
 ) -> None:
     """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous); a padded config
-    (``_pad4``) through its padded buffers, copies included (``tuner.padded_launch``)."""
+    (``_pad4``, ``_pad8``) through its padded buffers, copies included (``tuner.padded_launch``)."""
     if source.config.pad:
         from tuner.padded_launch import launch_padded
 

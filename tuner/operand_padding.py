@@ -1,16 +1,19 @@
-"""Padded operands: which arrays a padded config (``_pad4``) copies, into what, and how much.
+"""Padded operands: which arrays a padded config (``_pad4``, ``_pad8``) copies, into what, and
+how much.
 
-The templates read a row as 16-byte vectors only when its length is a multiple of 4 floats and
-its base is 16-byte aligned (``vec_ok`` in templates/_common.cuh.j2): A's rows are K long, B's
-and C's N long. A row of another length makes every tile of that operand take 4-byte copies,
-four times the instructions. A padded config instead runs its kernel on (M, Np, Kp), Kp and Np
-rounded up to multiples of :data:`~tuner.config.OPERAND_PAD`, on zero-padded buffers: A as
-M x Kp, B as Kp x Np, C as M x Np. The zero columns of A meet the zero rows of B, so the product
-is unchanged; C's extra columns are never copied back.
+The templates read a row as 16-byte vectors only when its length is a whole number of 16-byte
+vectors and its base is 16-byte aligned (``vec_ok`` in templates/_common.cuh.j2, ``copy_width``
+in templates/hmma.cu.j2): 4 floats, or 8 halves (:func:`pad_multiple`). A row of another length
+makes every tile of that operand take narrower copies, four (or eight) times the instructions.
+A padded config instead runs its kernel on (Mp, Np, Kp) on zero-padded buffers, where each of M,
+N and K that is the row length of a stored operand is rounded up to the multiple: K for A
+stored M x K and for B stored N x K (transposed), M for A stored K x M, N for B stored K x N.
+The zero columns (or rows) of A along K meet the zero rows (or columns) of B, so the product is
+unchanged; C's extra rows and columns are never copied back.
 
-Only what needs it is copied: A when K is ragged or A's base is off 16 bytes; B when K or N
-is ragged (the zero rows) or B's base is off; C when N is ragged or C's base is off (in before
-the kernel only when beta reads it, back after). Everything here is arithmetic on integers;
+Only what needs it is copied: A or B when its buffer is larger than the array or the array's
+base is off 16 bytes; C when Mp or Np is larger or C's base is off (in before the kernel only
+when beta reads it, back after). Everything here is arithmetic on integers;
 ``tuner.padded_launch`` does the copies on the GPU.
 """
 
@@ -19,26 +22,41 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tuner.config import OPERAND_PAD, Config
-from tuner.shape import Shape
+from tuner.config import Config
+from tuner.shape import ELEMENT_BYTES, Shape
 
-FLOAT_BYTES = 4
+VECTOR_BYTES = 16
+C_BYTES = 4  # C is float32 for every input type
 
 
-def round_up(value: int, multiple: int = OPERAND_PAD) -> int:
+def pad_multiple(dtype: str) -> int:
+    """Elements of ``dtype`` in one 16-byte vector: what a padded row length is a multiple of
+    (4 for float32, 8 for float16 and bfloat16), and the value of its config's pad token."""
+    return VECTOR_BYTES // ELEMENT_BYTES[dtype]
+
+
+def round_up(value: int, multiple: int = 4) -> int:
     """The smallest multiple of ``multiple`` that is at least ``value``."""
     return -(-value // multiple) * multiple
 
 
+def _padded_dims(shape: Shape) -> tuple[int, int, int]:
+    """(Mp, Np, Kp): each dimension that is a stored operand's row length, rounded up."""
+    multiple = pad_multiple(shape.dtype)
+    k_is_a_row = not shape.a_transposed or shape.b_transposed
+    mp = round_up(shape.m, multiple) if shape.a_transposed else shape.m
+    np_ = shape.n if shape.b_transposed else round_up(shape.n, multiple)
+    kp = round_up(shape.k, multiple) if k_is_a_row else shape.k
+    return mp, np_, kp
+
+
 def padding_refusal(shape: Shape) -> str | None:
-    """Why padded operands are not offered for ``shape`` (None when they are): only float32
-    NN products are padded, and only where a row length (K or N) is ragged."""
-    if not shape.is_default_kind:
-        return f"padded operands are for float32 NN shapes, not {shape.dtype} {shape.layout}"
-    if shape.k % OPERAND_PAD == 0 and shape.n % OPERAND_PAD == 0:
+    """Why padded operands are not offered for ``shape`` (None when they are): only where a
+    stored operand's row length is not a whole number of 16-byte vectors."""
+    if _padded_dims(shape) == (shape.m, shape.n, shape.k):
         return (
-            f"padded operands are for row lengths that are not multiples of {OPERAND_PAD}, "
-            f"and K={shape.k}, N={shape.n} are"
+            f"padded operands are for operands whose rows are not a multiple of "
+            f"{pad_multiple(shape.dtype)} {shape.dtype} elements, and {shape.label} has none"
         )
     return None
 
@@ -48,7 +66,7 @@ def padded_twins(configs: Sequence[Config], shape: Shape) -> list[Config]:
     for any other shape: the search of aligned shapes stays as it was)."""
     if padding_refusal(shape) is not None:
         return []
-    return [c.padded() for c in configs if not c.pad]
+    return [c.padded(pad_multiple(shape.dtype)) for c in configs if not c.pad]
 
 
 @dataclass(frozen=True)
@@ -62,21 +80,34 @@ class Copy2D:
     dst_pitch: int
 
 
+def _stored(rows_cols: tuple[int, int], transposed: bool) -> tuple[int, int]:
+    """A matrix of ``rows_cols`` (logical) as stored, row-major: swapped when transposed."""
+    rows, cols = rows_cols
+    return (cols, rows) if transposed else (rows, cols)
+
+
+def _copy_into(array: tuple[int, int], buffer: tuple[int, int], element: int) -> Copy2D:
+    """``array`` (rows x cols as stored) into the top left of ``buffer``."""
+    width = array[1] * element
+    return Copy2D(array[0], width, width, buffer[1] * element)
+
+
 @dataclass(frozen=True)
 class PaddingPlan:
     """The buffers a padded launch uses and the copies it makes, for one call."""
 
     shape: Shape  # the caller's product
-    kp: int
+    mp: int
     np: int
+    kp: int
     copy_a: bool
     copy_b: bool
     copy_c: bool
 
     @property
     def run_shape(self) -> Shape:
-        """The product the kernel computes: M x Np x Kp."""
-        return Shape(self.shape.m, self.np, self.kp, self.shape.dtype, self.shape.layout)
+        """The product the kernel computes: Mp x Np x Kp, in the caller's dtype and layout."""
+        return Shape(self.mp, self.np, self.kp, self.shape.dtype, self.shape.layout)
 
     @property
     def copies(self) -> bool:
@@ -84,36 +115,46 @@ class PaddingPlan:
         return self.copy_a or self.copy_b or self.copy_c
 
     @property
+    def element(self) -> int:
+        """Bytes of one A or B element."""
+        return ELEMENT_BYTES[self.shape.dtype]
+
+    @property
+    def a_array(self) -> tuple[int, int]:
+        return _stored((self.shape.m, self.shape.k), self.shape.a_transposed)
+
+    @property
+    def b_array(self) -> tuple[int, int]:
+        return _stored((self.shape.k, self.shape.n), self.shape.b_transposed)
+
+    @property
     def a_buffer(self) -> tuple[int, int]:
-        return (self.shape.m, self.kp)
+        return _stored((self.mp, self.kp), self.shape.a_transposed)
 
     @property
     def b_buffer(self) -> tuple[int, int]:
-        return (self.kp, self.np)
+        return _stored((self.kp, self.np), self.shape.b_transposed)
 
     @property
     def c_buffer(self) -> tuple[int, int]:
-        return (self.shape.m, self.np)
+        return (self.mp, self.np)
 
     def a_in(self) -> Copy2D:
-        """A (M x K) into its M x Kp buffer."""
-        k = self.shape.k * FLOAT_BYTES
-        return Copy2D(self.shape.m, k, k, self.kp * FLOAT_BYTES)
+        """A, as stored, into the top left of its buffer."""
+        return _copy_into(self.a_array, self.a_buffer, self.element)
 
     def b_in(self) -> Copy2D:
-        """B (K x N) into the top left of its Kp x Np buffer."""
-        n = self.shape.n * FLOAT_BYTES
-        return Copy2D(self.shape.k, n, n, self.np * FLOAT_BYTES)
+        """B, as stored, into the top left of its buffer."""
+        return _copy_into(self.b_array, self.b_buffer, self.element)
 
     def c_in(self) -> Copy2D:
-        """C (M x N) into its M x Np buffer (only when beta reads it)."""
-        n = self.shape.n * FLOAT_BYTES
-        return Copy2D(self.shape.m, n, n, self.np * FLOAT_BYTES)
+        """C (M x N) into its Mp x Np buffer (only when beta reads it)."""
+        return _copy_into((self.shape.m, self.shape.n), self.c_buffer, C_BYTES)
 
     def c_out(self) -> Copy2D:
         """The M x N part of the C buffer back into C."""
-        n = self.shape.n * FLOAT_BYTES
-        return Copy2D(self.shape.m, n, self.np * FLOAT_BYTES, n)
+        n = self.shape.n * C_BYTES
+        return Copy2D(self.shape.m, n, self.np * C_BYTES, n)
 
     @property
     def bytes_moved(self) -> int:
@@ -128,15 +169,15 @@ def plan_padding(
     shape: Shape, a_aligned: bool = True, b_aligned: bool = True, c_aligned: bool = True
 ) -> PaddingPlan:
     """What a padded launch of ``shape`` copies, given whether each array's base is 16-byte
-    aligned. A float32 NN shape only (``padding_refusal``'s first reason)."""
-    if not shape.is_default_kind:
-        raise ValueError(f"padded operands are for float32 NN shapes, not {shape}")
-    kp, np_ = round_up(shape.k), round_up(shape.n)
+    aligned."""
+    mp, np_, kp = _padded_dims(shape)
+    plan = PaddingPlan(shape, mp, np_, kp, False, False, False)
     return PaddingPlan(
         shape,
-        kp,
+        mp,
         np_,
-        copy_a=kp != shape.k or not a_aligned,
-        copy_b=kp != shape.k or np_ != shape.n or not b_aligned,
-        copy_c=np_ != shape.n or not c_aligned,
+        kp,
+        copy_a=plan.a_buffer != plan.a_array or not a_aligned,
+        copy_b=plan.b_buffer != plan.b_array or not b_aligned,
+        copy_c=(mp, np_) != (shape.m, shape.n) or not c_aligned,
     )

@@ -1,5 +1,5 @@
 """A padded config's launch on the GPU: copy in, run the kernel on the padded product, copy
-back (what ``tuner.operand_padding`` plans).
+back (what ``tuner.operand_padding`` plans), for any input type and layout.
 
 The buffers are made zeroed once and kept per device, stream, thread and shape, so each call
 copies only the arrays' own extents (``cudaMemcpy2DAsync``, on the current stream, in order
@@ -33,21 +33,29 @@ def _aligned(array: Any) -> bool:
     return int(array.data.ptr) % _VECTOR_BYTES == 0
 
 
-def _buffers_for(plan: PaddingPlan) -> dict[str, Any]:
-    """Zeroed A, B and C buffers of ``plan``'s padded shape for this device, stream and thread
-    (made on first use; the oldest set is dropped beyond :data:`KEPT_BUFFERS`)."""
+def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any]:
+    """Zeroed A and B buffers (of the arrays' own dtypes: FP16 or BF16 bits move as they are)
+    and a float32 C buffer of ``plan``'s padded shape for this device, stream and thread (made
+    on first use; the oldest set is dropped beyond :data:`KEPT_BUFFERS`)."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
-    key = (cupy.cuda.Device().id, stream.ptr, threading.get_ident(), plan.shape)
+    key = (
+        cupy.cuda.Device().id,
+        stream.ptr,
+        threading.get_ident(),
+        plan.shape,
+        str(a_dtype),
+        str(b_dtype),
+    )
     with _lock:
         kept = _buffers.get(key)
         if kept is None:
             while len(_buffers) >= KEPT_BUFFERS:
                 _buffers.popitem(last=False)
             kept = _buffers[key] = {
-                "a": cupy.zeros(plan.a_buffer, dtype=cupy.float32),
-                "b": cupy.zeros(plan.b_buffer, dtype=cupy.float32),
+                "a": cupy.zeros(plan.a_buffer, dtype=a_dtype),
+                "b": cupy.zeros(plan.b_buffer, dtype=b_dtype),
                 "c": cupy.zeros(plan.c_buffer, dtype=cupy.float32),
             }
         _buffers.move_to_end(key)
@@ -88,7 +96,7 @@ def launch_padded(
     if not plan.copies:
         raw_launch(kernel, source, shape, alpha, a, b, beta, c)
         return
-    buffers = _buffers_for(plan)
+    buffers = _buffers_for(plan, a.dtype, b.dtype)
     if plan.copy_a:
         _copy(buffers["a"], a, plan.a_in())
     if plan.copy_b:

@@ -15,9 +15,10 @@ would answer for this shape and device first). At the end, its fastest few and t
 answer are re-measured together in alternating rounds with cuBLAS (:meth:`Evaluator.compare`)
 and stored as final measurements (``tuner.finalists``; ``storage`` makes the fastest of them the
 best config): the stored ratio is the one a side-by-side re-measurement gives, and the best is
-never slower than the answer the study started from. On a shape with ragged rows (K or N not
-a multiple of 4), the fastest few are also re-measured on padded operands (``_pad4``, copies
-timed; see ``tuner.operand_padding``), and whichever mode is faster can become the best.
+never slower than the answer the study started from. On a shape with ragged rows (a stored
+operand's row length not a whole number of 16-byte vectors), the fastest few are also
+re-measured on padded operands (``_pad4`` for float32, ``_pad8`` for half inputs; copies timed;
+see ``tuner.operand_padding``), and whichever mode is faster can become the best.
 
 The sampler works on an in-memory Optuna study: a model-based sampler proposes about ten invalid
 points per valid one, and writing each to a database would cost more than the search itself.

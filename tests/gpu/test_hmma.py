@@ -1,6 +1,7 @@
-"""hmma against cuBLAS in the same dtype (FP32 sums) and against FP32 on the unrounded values,
-for every input type and layout, on edge shapes: M, N and K of every residue the copies care
-about (rows 16-, 8-, 4- and only 2-byte aligned), K = 1, tiny and ragged tiles."""
+"""hmma and hmma_splitk against cuBLAS in the same dtype (FP32 sums) and against FP32 on the
+unrounded values, for every input type and layout, on edge shapes: M, N and K of every residue
+the copies care about (rows 16-, 8-, 4- and only 2-byte aligned), K = 1, tiny and ragged
+tiles."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ pytestmark = pytest.mark.gpu
 
 # Tiles of each kind: 4 warps of 64x64 (128 sums a lane) in 4 stages; 32x32 warps with BK = 64
 # in 3 stages and L2 groups of 4; one warp row of 4 warps (64x32 each) in 2 stages.
+# hmma_splitk: K in 8 slices of BK = 64 (slices without a k tile on the small K) and in 3
+# slices of BK = 32.
 TILES = (
     "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8",
     "hmma_bm64_bn64_bk64_wpm2_wpn2_s3_sw4",
     "hmma_bm64_bn128_bk32_wpm1_wpn4_s2_sw1",
+    "hmma_splitk_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_sk8",
+    "hmma_splitk_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_sk3",
 )
 KINDS = [(dtype, layout) for dtype in ("float16", "bfloat16") for layout in SUPPORTED_LAYOUTS]
 # (M, N, K): 1x1x1; K = 1; tiny ragged; a row count of each residue mod 8 in every dimension
@@ -40,7 +45,7 @@ EDGE = [
 
 
 def kind_config(base: str, dtype: str, layout: str) -> str:
-    pinned = HMMA.pinned(Shape(1, 1, 1, dtype, layout))
+    pinned = HMMA.pinned(Shape(1, 1, 1, dtype, layout))  # hmma_splitk pins the same
     return "_".join([base, *(f"{PARAM_ABBR[name]}{value}" for name, value in pinned.items())])
 
 

@@ -1,6 +1,7 @@
-"""Padded configs (``_pad4``) against cuBLAS (strict FP32): every residue of M, N and K mod 4,
+"""Padded configs against cuBLAS: ``_pad4`` in strict FP32 on every residue of M, N and K mod 4,
 operand views off a 16-byte boundary, and the caller's arrays left as they were (only C
-written, and only its M x N)."""
+written, and only its M x N); ``_pad8`` (hmma) in FP16 and BF16, every layout, every residue of
+M, N and K mod 8."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.gpu.loaded_kernels import compile_and_load
+from tests.gpu.test_hmma import KINDS, kind_config
 from tuner.shape import Shape
 
 pytestmark = pytest.mark.gpu
@@ -23,6 +25,9 @@ PADDED = [
 # Over the four shapes each of M, N and K meets every residue mod 4 (K of 129..132: a ragged
 # last k tile too).
 RESIDUE_SHAPES = [Shape(200 + r, 200 + (r + 1) % 4, 129 + (r + 2) % 4) for r in range(4)]
+# Over the eight shapes each of M, N and K meets every residue mod 8 (8 halves to a vector).
+HALF_RESIDUE_SHAPES = [(136 + r, 136 + (r + 3) % 8, 96 + (r + 5) % 8) for r in range(8)]
+HALF_TILE = "hmma_bm64_bn64_bk64_wpm2_wpn2_s3_sw4"
 # Floats past a 16-byte boundary for A, B and C.
 OFFSETS = [(1, 2, 3), (0, 0, 1), (2, 0, 0)]
 
@@ -90,3 +95,27 @@ def test_padded_configs_match_cublas_on_unaligned_views(
                 assert bool(cp.all(base[: 4 + off_c] == outside[: 4 + off_c])), where
                 assert bool(cp.all(base[4 + off_c + c.size :] == outside[4 + off_c + c.size :]))
         assert bool(cp.all(a == a_before)) and bool(cp.all(b == b_before))
+
+
+@pytest.fixture(scope="module")
+def half_padded_kernels() -> dict[str, tuple[Any, Any]]:
+    return compile_and_load([kind_config(HALF_TILE, *kind) + "_pad8" for kind in KINDS])
+
+
+def test_half_residue_shapes_cover_every_residue_mod_8() -> None:
+    for dim in range(3):
+        assert {s[dim] % 8 for s in HALF_RESIDUE_SHAPES} == set(range(8)), dim
+
+
+@pytest.mark.parametrize(("dtype", "layout"), KINDS)
+def test_half_padded_configs_match_cublas_on_every_residue(
+    dtype: str, layout: str, half_padded_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    from tuner.measure import verify
+
+    name = kind_config(HALF_TILE, dtype, layout) + "_pad8"
+    kernel, source = half_padded_kernels[name]
+    for mnk in HALF_RESIDUE_SHAPES:
+        shape = Shape(*mnk, dtype, layout)
+        result = verify(kernel, source, shape, seed=sum(mnk))
+        assert result.ok, f"{name} on {shape.label()}: {result.reason}"

@@ -649,9 +649,10 @@ def test_the_command_end_to_end_for_bfloat16_nt(
     assert code == 0, err
     path = folder / "h100-suite-bfloat16-nt.json"
     doc = json.loads(path.read_text())
-    assert doc["method"]["families"] == ["hmma"] and doc["method"]["dtype"] == "bfloat16"
+    assert doc["method"]["families"] == ["hmma", "hmma_splitk"]
+    assert doc["method"]["dtype"] == "bfloat16"
     assert {(r["dtype"], r["layout"]) for r in doc["shapes"]} == {("bfloat16", "NT")}
-    assert all(r["config"].startswith("hmma_") and r["config"].endswith("_dt1_ly1")
+    assert all(r["config"].startswith("hmma") and r["config"].endswith("_dt1_ly1")
                for r in doc["shapes"])  # fmt: skip
     roofs = [(r["roofline"]["bound_tflops"], r["roofline"]["limit"]) for r in doc["shapes"]]
     # 1000^3: 2e9 flop / (2*2e6 + 4e6) B = 250 flop/B x 3.35 TB/s = 837.5 < 989.5 TFLOP/s.

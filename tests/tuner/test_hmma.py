@@ -105,17 +105,18 @@ def test_tiles_are_stored_with_k_along_rows_exactly_where_the_operand_is_stored_
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_a_half_shape_is_searched_by_hmma_alone_with_its_dtype_and_layout(
+def test_a_half_shape_is_searched_by_the_hmma_families_alone_with_its_dtype_and_layout(
     dtype: str, layout: str
 ) -> None:
     shape = Shape(1000, 1000, 1000, dtype, layout)
-    configs = Space("hmma", shape, H100).candidates()
-    assert configs
-    assert {(c["DTYPE"], c["LAYOUT"]) for c in configs} == {
-        (["float16", "bfloat16"].index(dtype), ["NN", "NT", "TN", "TT"].index(layout))
-    }
+    for half_family in ("hmma", "hmma_splitk"):
+        configs = Space(half_family, shape, H100).candidates()
+        assert configs
+        assert {(c["DTYPE"], c["LAYOUT"]) for c in configs} == {
+            (["float16", "bfloat16"].index(dtype), ["NN", "NT", "TN", "TT"].index(layout))
+        }
     for name, family in FAMILIES.items():
-        if name != "hmma":
+        if name not in ("hmma", "hmma_splitk"):
             checks, counts = Space(family, shape, H100).evaluate()
             assert checks == [] and f"not {dtype} {layout}" in next(iter(counts.pruned))
 
@@ -150,3 +151,27 @@ def test_representatives_compile_for_sm80_without_spills() -> None:
         assert not isinstance(result, CompileError), getattr(result, "log", "")
         assert not result.usage.spills, (name, result.usage)
         assert result.rejection(A100) is None
+
+
+def test_hmma_splitk_is_hmma_with_the_split_k_hand_off_over_grid_z() -> None:
+    split = render(checked_config("hmma_splitk_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_sk4_dt1_ly0"))
+    plain = render(checked_config("hmma_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_dt1_ly0"))
+    assert "splitk_arrivals" in split.code and "red.global.add.v2.f32" in split.code
+    assert "splitk_arrivals" not in plain.code and "add_c2" not in plain.code
+    shape = Shape(100, 200, 5000, "bfloat16", "NN")
+    assert split.launch(shape).grid == (4, 2, 4)
+    assert plain.launch(shape).grid == (4, 2, 1)
+    assert FAMILIES["hmma_splitk"].module_counters and not HMMA.module_counters
+
+
+def test_the_space_keeps_splits_that_fill_the_chip_for_a_large_k_shape() -> None:
+    """256 x 256 output in 64 x 64 tiles is 16 blocks: splits that reach the 132 SMs stay, and
+    the cost model ranks a split config above every unsplit one."""
+    shape = Shape(256, 256, 65536, "bfloat16", "NN")
+    splits = {c["SPLITK"] for c in Space("hmma_splitk", shape, H100).candidates()}
+    assert {8, 16} <= splits
+    best_split = min(
+        estimate(c, shape, H100).ms for c in Space("hmma_splitk", shape, H100).candidates()
+    )
+    best_plain = min(estimate(c, shape, H100).ms for c in Space("hmma", shape, H100).candidates())
+    assert best_split < best_plain

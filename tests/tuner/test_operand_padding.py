@@ -1,5 +1,6 @@
-"""Padded operands (``_pad4``): the name, its validation, where it is offered, and the padding
-arithmetic (buffer shapes and copy extents) on row lengths of every residue mod 4."""
+"""Padded operands (``_pad4``, ``_pad8``): the name, its validation, where it is offered, and
+the padding arithmetic (buffer shapes and copy extents) on row lengths of every residue mod 4,
+and for half inputs in every layout."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import pytest
 from tests.tuner.fakes import RuleEvaluator
 from tuner.errors import InputError
 from tuner.families import checked_config, parse_config
-from tuner.operand_padding import padded_twins, padding_refusal, plan_padding, round_up
+from tuner.operand_padding import (
+    pad_multiple,
+    padded_twins,
+    padding_refusal,
+    plan_padding,
+    round_up,
+)
 from tuner.recording import MemoryRecorder
 from tuner.render import render
 from tuner.resources import table_device
@@ -17,6 +24,7 @@ from tuner.study import Study
 
 DIRECT = "dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1"
 PADDED = DIRECT + "_pad4"
+HALF = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_dt0_ly0"
 
 
 def test_padded_name_reads_back_as_the_same_config() -> None:
@@ -26,12 +34,18 @@ def test_padded_name_reads_back_as_the_same_config() -> None:
     assert config.kernel_name == DIRECT
     assert config.direct == parse_config(DIRECT)
     assert config != config.direct
-    assert config.direct.padded() == config
+    assert config.direct.padded(4) == config
+    half = checked_config(HALF + "_pad8")
+    assert (half.pad, half.name, half.direct.name) == (8, HALF + "_pad8", HALF)
+
+
+def test_a_pad_is_a_whole_16_byte_vector_of_the_input_type() -> None:
+    assert [pad_multiple(d) for d in ("float32", "float16", "bfloat16")] == [4, 8, 8]
 
 
 @pytest.mark.parametrize(
     "name",
-    [DIRECT + "_pad8", DIRECT + "_pad0", DIRECT.replace("_s3_", "_pad4_s3_")],
+    [DIRECT + "_pad16", DIRECT + "_pad0", DIRECT.replace("_s3_", "_pad4_s3_")],
     ids=["other value", "zero", "not last"],
 )
 def test_other_operand_modes_are_refused_naming_them(name: str) -> None:
@@ -39,9 +53,14 @@ def test_other_operand_modes_are_refused_naming_them(name: str) -> None:
         parse_config(name)
 
 
-def test_padding_is_refused_for_a_half_input_family() -> None:
-    with pytest.raises(InputError, match="float32 NN"):
-        checked_config("hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_dt0_ly0_pad4")
+@pytest.mark.parametrize(
+    ("name", "allowed"), [(HALF + "_pad4", "pad8"), (DIRECT + "_pad8", "pad4")], ids=str
+)
+def test_a_pad_of_another_input_type_is_refused_naming_the_right_one(
+    name: str, allowed: str
+) -> None:
+    with pytest.raises(InputError, match=allowed):
+        checked_config(name)
 
 
 def test_a_padded_config_runs_the_unpadded_kernel() -> None:
@@ -59,23 +78,78 @@ def test_a_padded_config_runs_the_unpadded_kernel() -> None:
         (Shape(511, 32001, 4096), True),  # N alone
         (Shape(1023, 4096, 4096), False),  # M does not lengthen any row
         (Shape(4096, 4096, 4096), False),
-        (Shape(2047, 2047, 2047, "float16"), False),
-        (Shape(2047, 2047, 2047, "float32", "NT"), False),
     ],
     ids=str,
 )
-def test_padding_is_offered_only_for_ragged_float32_nn_rows(shape: Shape, offered: bool) -> None:
+def test_padding_is_offered_only_for_ragged_float32_rows(shape: Shape, offered: bool) -> None:
     configs = [parse_config(DIRECT), parse_config(PADDED)]
     assert (padding_refusal(shape) is None) == offered
     twins = padded_twins(configs, shape)
     assert [c.name for c in twins] == ([PADDED] if offered else [])
 
 
+@pytest.mark.parametrize(
+    ("shape", "offered"),
+    [
+        (Shape(2047, 2047, 2047, "bfloat16"), True),
+        (Shape(4096, 4096, 4092, "float16"), True),  # a multiple of 4 floats, not of 8 halves
+        (Shape(1023, 4096, 4096, "bfloat16", "NT"), False),  # M is no stored row's length
+        (Shape(1023, 4096, 4096, "bfloat16", "TN"), True),  # A stored K x M: rows of M
+        (Shape(4096, 4093, 4096, "float16", "NT"), False),  # B stored N x K: rows of K
+        (Shape(4096, 4096, 4093, "float16", "TN"), False),  # K is no stored row's length
+    ],
+    ids=lambda v: v.label() if isinstance(v, Shape) else str(v),
+)
+def test_half_padding_follows_the_stored_rows(shape: Shape, offered: bool) -> None:
+    configs = [parse_config(HALF)]
+    assert (padding_refusal(shape) is None) == offered
+    assert [c.name for c in padded_twins(configs, shape)] == ([HALF + "_pad8"] if offered else [])
+
+
+def test_half_padding_arithmetic_in_every_layout() -> None:
+    m, n, k = 37, 61, 101  # each ragged for 8 halves
+    expected = {  # (Mp, Np, Kp), A's buffer, B's buffer
+        "NN": ((37, 64, 104), (37, 104), (104, 64)),
+        "NT": ((37, 61, 104), (37, 104), (61, 104)),
+        "TN": ((40, 64, 101), (101, 40), (101, 64)),
+        "TT": ((40, 61, 104), (104, 40), (61, 104)),
+    }
+    for layout, (dims, a_buffer, b_buffer) in expected.items():
+        plan = plan_padding(Shape(m, n, k, "bfloat16", layout))
+        assert (plan.mp, plan.np, plan.kp) == dims, layout
+        assert (plan.a_buffer, plan.b_buffer, plan.c_buffer) == (a_buffer, b_buffer, dims[:2])
+        assert plan.run_shape == Shape(*dims, "bfloat16", layout)
+        assert (plan.copy_a, plan.copy_b, plan.copy_c) == (True, True, dims[:2] != (m, n))
+        a, b = plan.a_in(), plan.b_in()
+        assert (a.rows, a.width, a.dst_pitch) == (
+            plan.a_array[0],
+            2 * plan.a_array[1],
+            2 * a_buffer[1],
+        )
+        assert (b.rows, b.width, b.dst_pitch) == (
+            plan.b_array[0],
+            2 * plan.b_array[1],
+            2 * b_buffer[1],
+        )
+        c = plan.c_out()
+        assert (c.rows, c.width, c.src_pitch, c.dst_pitch) == (m, 4 * n, 4 * dims[1], 4 * n)
+
+
+def test_half_padding_copies_only_the_ragged_operand() -> None:
+    """NT with K whole and N ragged: B's rows are K long, so nothing needs a copy but a C whose
+    base is off (C's rows are N floats: its width changes nothing here)."""
+    shape = Shape(64, 61, 96, "float16", "NT")
+    assert not plan_padding(shape).copies
+    plan = plan_padding(Shape(64, 96, 90, "float16", "NT"))
+    assert (plan.copy_a, plan.copy_b, plan.copy_c) == (True, True, False)
+    assert plan.run_shape == Shape(64, 96, 96, "float16", "NT")
+
+
 @pytest.mark.parametrize("residue", [1, 2, 3])
 def test_padding_arithmetic_for_each_residue_of_k(residue: int) -> None:
     shape = Shape(37, 64, 100 + residue)
     plan = plan_padding(shape)
-    assert (plan.kp, plan.np) == (104, 64)
+    assert (plan.mp, plan.kp, plan.np) == (37, 104, 64)
     assert plan.run_shape == Shape(37, 64, 104)
     assert (plan.copy_a, plan.copy_b, plan.copy_c) == (True, True, False)
     assert plan.a_buffer == (37, 104) and plan.b_buffer == (104, 64)
@@ -111,9 +185,9 @@ def test_round_up() -> None:
     assert [round_up(v) for v in (1, 2, 3, 4, 5, 4093)] == [4, 4, 4, 4, 8, 4096]
 
 
-def _finals(shape: Shape) -> list[list[str]]:
+def _finals(shape: Shape, family: str = "dmma_pipelined") -> list[list[str]]:
     evaluator = RuleEvaluator(table_device("sm_90"))
-    study = Study(shape, ("dmma_pipelined",), evaluator, MemoryRecorder(), sampler="random")
+    study = Study(shape, (family,), evaluator, MemoryRecorder(), sampler="random")
     study.run(trials=6)
     return evaluator.compared
 
@@ -125,6 +199,15 @@ def test_a_study_remeasures_its_fastest_padded_only_where_rows_are_ragged() -> N
     padded = [name for name in ragged[0] if name.endswith("_pad4")]
     assert padded
     assert all(name.removesuffix("_pad4") in ragged[0] for name in padded)
+
+
+def test_a_half_input_study_remeasures_its_fastest_with_eight_half_rows() -> None:
+    aligned = _finals(Shape(512, 512, 512, "bfloat16", "NT"), "hmma")
+    assert aligned and not any("_pad" in name for name in aligned[0])
+    ragged = _finals(Shape(512, 512, 509, "bfloat16", "NT"), "hmma")
+    padded = [name for name in ragged[0] if "_pad" in name]
+    assert padded and all(name.endswith("_pad8") for name in padded)
+    assert all(name.removesuffix("_pad8") in ragged[0] for name in padded)
 
 
 def test_the_transfer_prior_ignores_padded_times() -> None:

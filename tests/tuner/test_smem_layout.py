@@ -184,6 +184,7 @@ LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "dmma": dmma_buffers,
     "dmma_pipelined": DMMA_RING.layout,
     "hmma": hmma_ring,
+    "hmma_splitk": hmma_ring,
 }
 DYNAMIC = [
     name

@@ -21,7 +21,7 @@ from tuner.families._base import (
     Rule,
 )
 from tuner.families.dmma import DMMA, DMMA_PIPELINED, DMMA_PIPELINED_A_PADS, DMMA_ROW_PADS
-from tuner.families.hmma import HMMA
+from tuner.families.hmma import HMMA, HMMA_SPLITK
 from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
 from tuner.families.registry import FAMILIES, checked_config, get_family, parse_config
 from tuner.families.skinny import SKINNY, SKINNY_MAX_ROW_BLOCKS
@@ -53,6 +53,7 @@ __all__ = [
     "FAMILIES",
     "FLOAT_BYTES",
     "HMMA",
+    "HMMA_SPLITK",
     "PIPELINED",
     "SKINNY",
     "SKINNY_MAX_ROW_BLOCKS",

@@ -12,11 +12,16 @@ rows of A and columns of B in L2.
 
 The template is compiled per input type and layout: DTYPE and LAYOUT are parameters the shape
 pins (``Family.pinned``), so a config's name says what it computes.
+
+``hmma_splitk`` is the same kernel with K split SPLITK ways over grid z, the slices meeting in
+C by the split-K hand-off (as ``splitk`` does for FP32): for output grids too small to fill the
+chip, such as skinny, narrow and large-K shapes.
 """
 
 from __future__ import annotations
 
 from tuner.families._base import (
+    SPLITK_IN_GRID_Z,
     CostTraits,
     Family,
     Footprint,
@@ -25,6 +30,7 @@ from tuner.families._base import (
     Rule,
     block_limit,
 )
+from tuner.families.split import SPLITK, SPLITK_MAX_TILES
 from tuner.shape import HALF_DTYPES, SUPPORTED_LAYOUTS, Shape
 
 HALF_BYTES = 2
@@ -98,6 +104,8 @@ def hmma_derive(p: Params) -> dict[str, int]:
         **operand_tile(b_rows, b_cols, threads, "B"),
         "A_HALVES": a_halves,
         "STAGE_HALVES": a_halves + p["BN"] * p["BK"],
+        "SPLITK": p.get("SPLITK", 1),
+        "MAX_TILES": SPLITK_MAX_TILES,
     }
 
 
@@ -180,5 +188,22 @@ HMMA = Family(
     min_arch=80,  # mma.sync.m16n8k16 with bf16 inputs, ldmatrix and cp.async: sm_80
     dtypes=HALF_DTYPES,
     layouts=SUPPORTED_LAYOUTS,
+    pinned=hmma_pinned,
+)
+
+HMMA_SPLITK = Family(
+    name="hmma_splitk",
+    doc="hmma with K split over SPLITK blocks per output tile (grid z), reduced in C in ticket "
+    "order; for output grids too small to fill the chip.",
+    params=(*HMMA_PARAMS[:7], SPLITK.params[-1], *HMMA_PARAMS[7:]),
+    rules=(*HMMA_RULES, SPLITK_IN_GRID_Z),
+    threads=hmma_threads,
+    footprint=hmma_footprint,
+    derive=hmma_derive,
+    module_counters=True,
+    cost=HMMA.cost,
+    min_arch=HMMA.min_arch,
+    dtypes=HMMA.dtypes,
+    layouts=HMMA.layouts,
     pinned=hmma_pinned,
 )

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import re
 
-from tuner.config import ABBR_PARAM, OPERAND_PAD, PAD_TOKEN, Config
+from tuner.config import ABBR_PARAM, OPERAND_PADS, PAD_TOKEN, Config
 from tuner.errors import InputError
 from tuner.families._base import Family
 from tuner.families.dmma import DMMA, DMMA_PIPELINED
-from tuner.families.hmma import HMMA
+from tuner.families.hmma import HMMA, HMMA_SPLITK
 from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
 from tuner.families.skinny import SKINNY
 from tuner.families.split import SPLITK, STREAMK, WARPTILE_SPLITK
 from tuner.families.warptile import DOUBLEBUF, PIPELINED, WARPTILE
+from tuner.operand_padding import pad_multiple
 
 FAMILIES: dict[str, Family] = {
     f.name: f
@@ -31,6 +32,7 @@ FAMILIES: dict[str, Family] = {
         DMMA,
         DMMA_PIPELINED,
         HMMA,
+        HMMA_SPLITK,
     )
 }
 
@@ -50,8 +52,8 @@ _ASSIGN_RE = re.compile(r"^\s*([A-Za-z]+)\s*=\s*(-?\d+)\s*$")
 def parse_config(text: str, family: str | None = None) -> Config:
     """Read a config from its procedural name, or from ``BM=128,BN=128,...`` with ``family``.
 
-    A name may end in ``_pad4``, the operand mode (``tuner.config``). The result has canonical
-    order but is not checked against the rules (see ``Family``).
+    A name may end in ``_pad4`` or ``_pad8``, the operand mode (``tuner.config``). The result
+    has canonical order but is not checked against the rules (see ``Family``).
     """
     text = text.strip()
     if "=" in text:
@@ -80,7 +82,7 @@ def parse_config(text: str, family: str | None = None) -> Config:
             raise InputError(f"config name {text!r} has an unreadable part {token!r}")
         params[ABBR_PARAM[match.group(1)]] = int(match.group(2))
     config = fam.config(params)
-    return config.padded() if pad else config
+    return config.padded(pad) if pad else config
 
 
 def _operand_pad(text: str, tokens: list[str]) -> int:
@@ -90,27 +92,29 @@ def _operand_pad(text: str, tokens: list[str]) -> int:
         match = _TOKEN_RE.match(token)
         if not match or match.group(1) != PAD_TOKEN:
             continue
-        if int(match.group(2)) != OPERAND_PAD or position != len(tokens) - 1:
+        if int(match.group(2)) not in OPERAND_PADS or position != len(tokens) - 1:
+            modes = " or ".join(f"{PAD_TOKEN}{pad}" for pad in OPERAND_PADS)
             raise InputError(
                 f"config name {text!r} has {token!r}: the operand mode must be the last part "
-                f"and {PAD_TOKEN}{OPERAND_PAD} (rows padded to whole float4s) is the only one"
+                f"and one of {modes} (rows padded to whole 16-byte vectors of floats or halves)"
             )
-        return OPERAND_PAD
+        return int(match.group(2))
     return 0
 
 
 def checked_config(text: str, family: str | None = None) -> Config:
     """:func:`parse_config`, then the family's rules: an invalid config raises with the first
-    rule it breaks (or, padded, with a family that computes no float32 NN product)."""
+    rule it breaks (or, padded, with a pad that is not its input type's 16-byte vector)."""
     config = parse_config(text, family)
     fam = get_family(config.family)
     broken = fam.broken_rules(config)
     if broken:
         raise InputError(f"config {config.name} is invalid: {broken[0]}")
-    if config.pad and ("float32" not in fam.dtypes or "NN" not in fam.layouts):
+    allowed = {pad_multiple(dtype) for dtype in fam.dtypes}
+    if config.pad and config.pad not in allowed:
+        modes = " or ".join(f"{PAD_TOKEN}{pad}" for pad in sorted(allowed))
         raise InputError(
-            f"config {config.name} is invalid: padded operands ({PAD_TOKEN}{OPERAND_PAD}) are "
-            f"for float32 NN kernels, and {fam.name} computes {'/'.join(fam.dtypes)} "
-            f"{'/'.join(fam.layouts)}"
+            f"config {config.name} is invalid: {fam.name} computes "
+            f"{'/'.join(fam.dtypes)} inputs, whose 16-byte rows take {modes}"
         )
     return config

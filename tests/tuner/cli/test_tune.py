@@ -433,7 +433,7 @@ def test_default_families_are_a_replay_tables_own_or_the_gpu_set(replay: ReplayE
     assert default_families(NoTable()) == DEFAULT_FAMILIES  # type: ignore[arg-type]
     # Without a replay table, the defaults that compute the shape's dtype and layout.
     half = Shape(64, 64, 64, "bfloat16", "NT")
-    assert default_families(NoTable(), half) == ("hmma",)  # type: ignore[arg-type]
+    assert default_families(NoTable(), half) == ("hmma", "hmma_splitk")  # type: ignore[arg-type]
     assert default_families(NoTable(), Shape(64, 64, 64)) == DEFAULT_FAMILIES  # type: ignore[arg-type]
     assert default_families(replay, half) == (
         "warptile",
