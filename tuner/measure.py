@@ -115,25 +115,34 @@ def launch_kernel(
     c: Any,
 ) -> None:
     """Run the kernel itself on ``shape`` and these arrays, whatever the config's operand mode
-    (asynchronous)."""
+    (asynchronous). A kernel that takes leading dimensions gets each array's row pitch (its
+    rows must be contiguous; a padded buffer's pitch is its padded row length)."""
     import numpy as np
 
     geo = source.launch(shape, sm_count() if source.persistent else None)
-    kernel(
-        geo.grid,
-        geo.block,
-        (
-            np.int32(shape.m),
-            np.int32(shape.n),
-            np.int32(shape.k),
-            np.float32(alpha),
-            a,
-            b,
-            np.float32(beta),
-            c,
-        ),
-        shared_mem=geo.dynamic_smem_bytes,
-    )
+    head = (np.int32(shape.m), np.int32(shape.n), np.int32(shape.k), np.float32(alpha))
+    args: tuple[Any, ...]
+    if source.leading_dims:
+        pitch = [np.int32(row_pitch(x)) for x in (a, b, c)]
+        args = (*head, a, pitch[0], b, pitch[1], np.float32(beta), c, pitch[2])
+    else:
+        args = (*head, a, b, np.float32(beta), c)
+    kernel(geo.grid, geo.block, args, shared_mem=geo.dynamic_smem_bytes)
+
+
+def row_pitch(array: Any) -> int:
+    """Elements from one row of a 2-D array to the next: the ``ld`` its kernel is given. Rows
+    must be contiguous and must not overlap."""
+    rows, cols = array.shape
+    step, item = array.strides[0], array.itemsize
+    if rows == 1:
+        return int(cols)
+    if (cols > 1 and array.strides[1] != item) or step % item or step // item < cols:
+        raise ValueError(
+            f"a {rows} x {cols} array with strides {array.strides} has no row pitch a kernel "
+            "can take: rows must be contiguous and must not overlap"
+        )
+    return int(step // item)
 
 
 def sm_count() -> int:

@@ -5,16 +5,21 @@ The templates read a row as 16-byte vectors only when its length is a whole numb
 vectors and its base is 16-byte aligned (``vec_ok`` in templates/_common.cuh.j2, ``copy_width``
 in templates/hmma.cu.j2): 4 floats, or 8 halves (:func:`pad_multiple`). A row of another length
 makes every tile of that operand take narrower copies, four (or eight) times the instructions.
-A padded config instead runs its kernel on (Mp, Np, Kp) on zero-padded buffers, where each of M,
-N and K that is the row length of a stored operand is rounded up to the multiple: K for A
-stored M x K and for B stored N x K (transposed), M for A stored K x M, N for B stored K x N.
-The zero columns (or rows) of A along K meet the zero rows (or columns) of B, so the product is
-unchanged; C's extra rows and columns are never copied back.
+A padded config instead runs its kernel on buffers whose rows are whole vectors. Two ways:
 
-Only what needs it is copied: A or B when its buffer is larger than the array or the array's
-base is off 16 bytes; C when Mp or Np is larger or C's base is off (in before the kernel only
-when beta reads it, back after). Everything here is arithmetic on integers;
-``tuner.padded_launch`` does the copies on the GPU.
+* The kernel takes leading dimensions (``Family.leading_dims``: ``hmma``, ``hmma_splitk``): a
+  ragged or misaligned operand is copied row by row into a buffer whose row pitch is its row
+  length rounded up to the multiple; the kernel runs on the caller's M x N x K with that pitch,
+  never reads past a row's end, and writes C in place. Nothing else is copied.
+* It does not (the float32 families): the kernel runs on (Mp, Np, Kp) on zero-padded buffers,
+  where each of M, N and K that is the row length of a stored operand is rounded up: K for A
+  stored M x K and for B stored N x K (transposed), M for A stored K x M, N for B stored K x N.
+  The zero columns (or rows) of A along K meet the zero rows (or columns) of B, so the product
+  is unchanged; A or B is copied when its buffer is larger than the array or the array's base
+  is off 16 bytes, and C when Mp or Np is larger or C's base is off (in before the kernel only
+  when beta reads it, back after); C's extra rows and columns are never copied back.
+
+Everything here is arithmetic on integers; ``tuner.padded_launch`` does the copies on the GPU.
 """
 
 from __future__ import annotations
@@ -103,11 +108,15 @@ class PaddingPlan:
     copy_a: bool
     copy_b: bool
     copy_c: bool
+    leading_dims: bool = False  # the kernel takes row pitches: buffers widen rows only
 
     @property
     def run_shape(self) -> Shape:
         """The product the kernel computes: Mp x Np x Kp, in the caller's dtype and layout."""
         return Shape(self.mp, self.np, self.kp, self.shape.dtype, self.shape.layout)
+
+    def _widened(self, array: tuple[int, int]) -> tuple[int, int]:
+        return (array[0], round_up(array[1], pad_multiple(self.shape.dtype)))
 
     @property
     def copies(self) -> bool:
@@ -129,10 +138,14 @@ class PaddingPlan:
 
     @property
     def a_buffer(self) -> tuple[int, int]:
+        if self.leading_dims:
+            return self._widened(self.a_array)
         return _stored((self.mp, self.kp), self.shape.a_transposed)
 
     @property
     def b_buffer(self) -> tuple[int, int]:
+        if self.leading_dims:
+            return self._widened(self.b_array)
         return _stored((self.kp, self.np), self.shape.b_transposed)
 
     @property
@@ -166,12 +179,17 @@ class PaddingPlan:
 
 
 def plan_padding(
-    shape: Shape, a_aligned: bool = True, b_aligned: bool = True, c_aligned: bool = True
+    shape: Shape,
+    a_aligned: bool = True,
+    b_aligned: bool = True,
+    c_aligned: bool = True,
+    leading_dims: bool = False,
 ) -> PaddingPlan:
     """What a padded launch of ``shape`` copies, given whether each array's base is 16-byte
-    aligned."""
-    mp, np_, kp = _padded_dims(shape)
-    plan = PaddingPlan(shape, mp, np_, kp, False, False, False)
+    aligned and whether the kernel takes leading dimensions (then the product keeps its
+    dimensions and C is never copied)."""
+    mp, np_, kp = (shape.m, shape.n, shape.k) if leading_dims else _padded_dims(shape)
+    plan = PaddingPlan(shape, mp, np_, kp, False, False, False, leading_dims)
     return PaddingPlan(
         shape,
         mp,
@@ -179,5 +197,6 @@ def plan_padding(
         kp,
         copy_a=plan.a_buffer != plan.a_array or not a_aligned,
         copy_b=plan.b_buffer != plan.b_array or not b_aligned,
-        copy_c=(mp, np_) != (shape.m, shape.n) or not c_aligned,
+        copy_c=not leading_dims and ((mp, np_) != (shape.m, shape.n) or not c_aligned),
+        leading_dims=leading_dims,
     )

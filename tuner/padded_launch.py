@@ -1,11 +1,13 @@
 """A padded config's launch on the GPU: copy in, run the kernel on the padded product, copy
 back (what ``tuner.operand_padding`` plans), for any input type and layout.
 
-The buffers are made zeroed once and kept per device, stream, thread and shape, so each call
-copies only the arrays' own extents (``cudaMemcpy2DAsync``, on the current stream, in order
-with the kernel): the pads stay zero because nothing writes them, except C's extra columns,
-which are never read back. Everything is asynchronous; what a caller times around
-:func:`launch_padded` includes the copies.
+The buffers are made zeroed once and kept per device, stream, thread, shape and operand mode,
+so each call copies only the arrays' own extents (``cudaMemcpy2DAsync``, on the current stream,
+in order with the kernel): the pads stay zero because nothing writes them, except C's extra
+columns, which are never read back. A kernel that takes leading dimensions is given each
+buffer's padded row length as its pitch and the caller's C (``tuner.measure.launch_kernel``).
+Everything is asynchronous; what a caller times around :func:`launch_padded` includes the
+copies.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ def _aligned(array: Any) -> bool:
 
 
 def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any]:
-    """Zeroed A and B buffers (of the arrays' own dtypes: FP16 or BF16 bits move as they are)
-    and a float32 C buffer of ``plan``'s padded shape for this device, stream and thread (made
-    on first use; the oldest set is dropped beyond :data:`KEPT_BUFFERS`)."""
+    """Zeroed buffers of the arrays ``plan`` copies (A and B of the arrays' own dtypes: FP16
+    or BF16 bits move as they are; C float32) for this device, stream and thread (made on
+    first use; the oldest set is dropped beyond :data:`KEPT_BUFFERS`)."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
@@ -44,7 +46,7 @@ def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any
         cupy.cuda.Device().id,
         stream.ptr,
         threading.get_ident(),
-        plan.shape,
+        plan,
         str(a_dtype),
         str(b_dtype),
     )
@@ -53,10 +55,15 @@ def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any
         if kept is None:
             while len(_buffers) >= KEPT_BUFFERS:
                 _buffers.popitem(last=False)
+            wanted = {
+                "a": (plan.copy_a, plan.a_buffer, a_dtype),
+                "b": (plan.copy_b, plan.b_buffer, b_dtype),
+                "c": (plan.copy_c, plan.c_buffer, cupy.float32),
+            }
             kept = _buffers[key] = {
-                "a": cupy.zeros(plan.a_buffer, dtype=a_dtype),
-                "b": cupy.zeros(plan.b_buffer, dtype=b_dtype),
-                "c": cupy.zeros(plan.c_buffer, dtype=cupy.float32),
+                name: cupy.zeros(extent, dtype=dtype)
+                for name, (copied, extent, dtype) in wanted.items()
+                if copied
             }
         _buffers.move_to_end(key)
         return kept
@@ -92,7 +99,7 @@ def launch_padded(
     """``C = alpha*A@B + beta*C`` through padded buffers where ``shape`` or the arrays' bases
     need them (``tuner.operand_padding.plan_padding``), else straight on the arrays, with
     ``raw_launch`` (``tuner.measure.launch_kernel``) running the kernel."""
-    plan = plan_padding(shape, _aligned(a), _aligned(b), _aligned(c))
+    plan = plan_padding(shape, _aligned(a), _aligned(b), _aligned(c), source.leading_dims)
     if not plan.copies:
         raw_launch(kernel, source, shape, alpha, a, b, beta, c)
         return

@@ -70,6 +70,11 @@ class KernelSource:
         return hashlib.sha256(self.code.encode()).hexdigest()
 
     @property
+    def leading_dims(self) -> bool:
+        """Whether the kernel takes lda, ldb and ldc after its matrices (``Family``)."""
+        return get_family(self.config.family).leading_dims
+
+    @property
     def persistent(self) -> bool:
         """Whether the grid is sized by the device (SMBLOCKS per SM) rather than the shape."""
         return get_family(self.config.family).cost.schedule == "persistent"

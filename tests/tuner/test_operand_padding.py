@@ -106,43 +106,58 @@ def test_half_padding_follows_the_stored_rows(shape: Shape, offered: bool) -> No
     assert [c.name for c in padded_twins(configs, shape)] == ([HALF + "_pad8"] if offered else [])
 
 
-def test_half_padding_arithmetic_in_every_layout() -> None:
+def test_half_padding_widens_only_the_ragged_rows_in_every_layout() -> None:
+    """hmma takes leading dimensions: a ragged operand's rows are copied to a whole number of
+    8 halves, the product keeps its dimensions and C is never copied."""
     m, n, k = 37, 61, 101  # each ragged for 8 halves
-    expected = {  # (Mp, Np, Kp), A's buffer, B's buffer
-        "NN": ((37, 64, 104), (37, 104), (104, 64)),
-        "NT": ((37, 61, 104), (37, 104), (61, 104)),
-        "TN": ((40, 64, 101), (101, 40), (101, 64)),
-        "TT": ((40, 61, 104), (104, 40), (61, 104)),
+    expected = {  # A's array -> buffer, B's array -> buffer (as stored)
+        "NN": (((37, 101), (37, 104)), ((101, 61), (101, 64))),
+        "NT": (((37, 101), (37, 104)), ((61, 101), (61, 104))),
+        "TN": (((101, 37), (101, 40)), ((101, 61), (101, 64))),
+        "TT": (((101, 37), (101, 40)), ((61, 101), (61, 104))),
     }
-    for layout, (dims, a_buffer, b_buffer) in expected.items():
-        plan = plan_padding(Shape(m, n, k, "bfloat16", layout))
-        assert (plan.mp, plan.np, plan.kp) == dims, layout
-        assert (plan.a_buffer, plan.b_buffer, plan.c_buffer) == (a_buffer, b_buffer, dims[:2])
-        assert plan.run_shape == Shape(*dims, "bfloat16", layout)
-        assert (plan.copy_a, plan.copy_b, plan.copy_c) == (True, True, dims[:2] != (m, n))
+    for layout, ((a_array, a_buffer), (b_array, b_buffer)) in expected.items():
+        shape = Shape(m, n, k, "bfloat16", layout)
+        plan = plan_padding(shape, leading_dims=True)
+        assert plan.run_shape == shape, layout
+        assert (plan.a_array, plan.a_buffer) == (a_array, a_buffer), layout
+        assert (plan.b_array, plan.b_buffer) == (b_array, b_buffer), layout
+        assert (plan.copy_a, plan.copy_b, plan.copy_c) == (True, True, False)
         a, b = plan.a_in(), plan.b_in()
-        assert (a.rows, a.width, a.dst_pitch) == (
-            plan.a_array[0],
-            2 * plan.a_array[1],
+        assert (a.rows, a.width, a.src_pitch, a.dst_pitch) == (
+            a_array[0],
+            2 * a_array[1],
+            2 * a_array[1],
             2 * a_buffer[1],
         )
-        assert (b.rows, b.width, b.dst_pitch) == (
-            plan.b_array[0],
-            2 * plan.b_array[1],
+        assert (b.rows, b.width, b.src_pitch, b.dst_pitch) == (
+            b_array[0],
+            2 * b_array[1],
+            2 * b_array[1],
             2 * b_buffer[1],
         )
-        c = plan.c_out()
-        assert (c.rows, c.width, c.src_pitch, c.dst_pitch) == (m, 4 * n, 4 * dims[1], 4 * n)
+        assert plan.bytes_moved == 2 * 2 * (m * k + k * n)  # A and B read and written
 
 
 def test_half_padding_copies_only_the_ragged_operand() -> None:
-    """NT with K whole and N ragged: B's rows are K long, so nothing needs a copy but a C whose
-    base is off (C's rows are N floats: its width changes nothing here)."""
-    shape = Shape(64, 61, 96, "float16", "NT")
-    assert not plan_padding(shape).copies
-    plan = plan_padding(Shape(64, 96, 90, "float16", "NT"))
-    assert (plan.copy_a, plan.copy_b, plan.copy_c) == (True, True, False)
-    assert plan.run_shape == Shape(64, 96, 96, "float16", "NT")
+    assert not plan_padding(Shape(64, 61, 96, "float16", "NT"), leading_dims=True).copies
+    plan = plan_padding(Shape(64, 61, 96, "float16", "NN"), leading_dims=True)
+    assert (plan.copy_a, plan.copy_b, plan.copy_c) == (False, True, False)
+    plan = plan_padding(Shape(64, 96, 96, "float16", "NN"), False, True, False, True)
+    assert (plan.copy_a, plan.copy_b, plan.copy_c) == (True, False, False)  # C's base: no copy
+
+
+def test_without_leading_dimensions_padding_grows_the_product_in_every_layout() -> None:
+    """The float32 way (the kernel's rows are its dimensions), for any layout: each dimension
+    that is a stored row's length grows, and C is copied when M or N did."""
+    m, n, k = 37, 61, 101
+    expected = {"NN": (37, 64, 104), "NT": (37, 61, 104), "TN": (40, 64, 101), "TT": (40, 61, 104)}
+    for layout, dims in expected.items():
+        plan = plan_padding(Shape(m, n, k, "bfloat16", layout))
+        assert (plan.mp, plan.np, plan.kp) == dims, layout
+        assert plan.c_buffer == dims[:2] and plan.copy_c == (dims[:2] != (m, n))
+        c = plan.c_out()
+        assert (c.rows, c.width, c.src_pitch, c.dst_pitch) == (m, 4 * n, 4 * dims[1], 4 * n)
 
 
 @pytest.mark.parametrize("residue", [1, 2, 3])

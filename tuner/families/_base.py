@@ -113,6 +113,10 @@ class Family:
     # of one loaded module must not overlap (templates/README.md); a caller that launches on
     # several streams loads one module per stream (tuner.client).
     module_counters: bool = False
+    # The kernel takes each matrix's leading dimension after it (A, lda, B, ldb, ..., C, ldc):
+    # rows may be further apart than their length, so a padded launch copies only the ragged
+    # operands and writes C in place (``tuner.operand_padding``). Else rows are packed.
+    leading_dims: bool = False
     cost: CostTraits = field(default_factory=CostTraits)
     # The oldest architecture the template compiles for (compute capability x 10): cp.async
     # needs sm_80; the FP64 mma shapes m16n8k{4,8,16} need sm_90.

@@ -185,6 +185,7 @@ HMMA = Family(
     footprint=hmma_footprint,
     derive=hmma_derive,
     cost=CostTraits(math="half_tensor", loads_ahead=_staged, warp_tile=warp_tile),
+    leading_dims=True,
     min_arch=80,  # mma.sync.m16n8k16 with bf16 inputs, ldmatrix and cp.async: sm_80
     dtypes=HALF_DTYPES,
     layouts=SUPPORTED_LAYOUTS,
@@ -201,6 +202,7 @@ HMMA_SPLITK = Family(
     footprint=hmma_footprint,
     derive=hmma_derive,
     module_counters=True,
+    leading_dims=True,
     cost=HMMA.cost,
     min_arch=HMMA.min_arch,
     dtypes=HMMA.dtypes,
