@@ -71,3 +71,24 @@ def test_hmma_matches_cublas_and_fp32(
             f"fp32_error={result.reference_error:.3e}"
         )
         assert result.ok, f"{name} on {shape.label()}: {result.reason}"
+
+
+@pytest.mark.parametrize("base", [t for t in TILES if t.startswith("hmma_splitk_")])
+def test_split_counters_reset_between_launches(
+    base: str, kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """The same loaded split kernel, launched again and again with other shapes in between and
+    a grid too large to split (65 x 257 output tiles of 64 x 64, or 33 x 129 of 128 x 128, over
+    the 16384 counters only for the first: then slice 0 does all of K), is right every time."""
+    import cupy as cp
+
+    from tuner.measure import verify
+
+    name = kind_config(base, "bfloat16", "NN")
+    kernel, source = kernels[name]
+    shapes = [(16, 4096, 4096), (33, 100, 5000), (4097, 16448, 64), (16, 4096, 4096)]
+    for i, mnk in enumerate(shapes):
+        shape = Shape(*mnk, "bfloat16", "NN")
+        result = verify(kernel, source, shape, seed=i)
+        assert result.ok, f"{name} on {shape.label()} (launch {i + 1}): {result.reason}"
+    cp.cuda.get_current_stream().synchronize()
