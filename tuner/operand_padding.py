@@ -61,7 +61,7 @@ def padding_refusal(shape: Shape) -> str | None:
     if _padded_dims(shape) == (shape.m, shape.n, shape.k):
         return (
             f"padded operands are for operands whose rows are not a multiple of "
-            f"{pad_multiple(shape.dtype)} {shape.dtype} elements, and {shape.label} has none"
+            f"{pad_multiple(shape.dtype)} {shape.dtype} elements, and {shape.label()} has none"
         )
     return None
 

@@ -1,5 +1,5 @@
-"""A padded config's launch on the GPU: copy in, run the kernel on the padded product, copy
-back (what ``tuner.operand_padding`` plans), for any input type and layout.
+"""A padded config's launch on the GPU: copy in, run the kernel, copy back (what
+``tuner.operand_padding`` plans), for any input type and layout.
 
 The buffers are made zeroed once and kept per device, stream, thread, shape and operand mode,
 so each call copies only the arrays' own extents (``cudaMemcpy2DAsync``, on the current stream,

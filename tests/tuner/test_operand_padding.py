@@ -83,7 +83,9 @@ def test_a_padded_config_runs_the_unpadded_kernel() -> None:
 )
 def test_padding_is_offered_only_for_ragged_float32_rows(shape: Shape, offered: bool) -> None:
     configs = [parse_config(DIRECT), parse_config(PADDED)]
-    assert (padding_refusal(shape) is None) == offered
+    refusal = padding_refusal(shape)
+    assert (refusal is None) == offered
+    assert refusal is None or f"{shape} has none" in refusal  # names the shape
     twins = padded_twins(configs, shape)
     assert [c.name for c in twins] == ([PADDED] if offered else [])
 
