@@ -54,7 +54,7 @@ def _row(shape: Shape, reply: Comparison) -> dict[str, object]:
             f"x{reply.ratio:.2f} cuBLAS"
         )
     else:
-        print(f"{shape} {reply.config_name}: {reply.status}: {reply.reason}")
+        print(f"{shape.label()} {reply.config_name}: {reply.status}: {reply.reason}")
     return row
 
 
