@@ -25,13 +25,13 @@ Everything here is arithmetic on integers; ``tuner.padded_launch`` does the copi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tuner.config import Config
 from tuner.shape import ELEMENT_BYTES, Shape
 
 VECTOR_BYTES = 16
-C_BYTES = 4  # C is float32 for every input type
+C_BYTES = ELEMENT_BYTES["float32"]  # C is float32 for every input type
 
 
 def pad_multiple(dtype: str) -> int:
@@ -190,13 +190,9 @@ def plan_padding(
     dimensions and C is never copied)."""
     mp, np_, kp = (shape.m, shape.n, shape.k) if leading_dims else _padded_dims(shape)
     plan = PaddingPlan(shape, mp, np_, kp, False, False, False, leading_dims)
-    return PaddingPlan(
-        shape,
-        mp,
-        np_,
-        kp,
+    return replace(
+        plan,
         copy_a=plan.a_buffer != plan.a_array or not a_aligned,
         copy_b=plan.b_buffer != plan.b_array or not b_aligned,
         copy_c=not leading_dims and ((mp, np_) != (shape.m, shape.n) or not c_aligned),
-        leading_dims=leading_dims,
     )

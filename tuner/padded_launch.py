@@ -17,13 +17,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from tuner.operand_padding import Copy2D, PaddingPlan, plan_padding
+from tuner.operand_padding import VECTOR_BYTES, Copy2D, PaddingPlan, plan_padding
 from tuner.render import KernelSource
 from tuner.shape import Shape
 
 # Buffer sets kept (a study or a bench works on one shape at a time; matmul callers on a few).
 KEPT_BUFFERS = 4
-_VECTOR_BYTES = 16
 
 _buffers: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
 _lock = threading.Lock()
@@ -32,7 +31,7 @@ RawLaunch = Callable[[Any, KernelSource, Shape, float, Any, Any, float, Any], No
 
 
 def _aligned(array: Any) -> bool:
-    return int(array.data.ptr) % _VECTOR_BYTES == 0
+    return int(array.data.ptr) % VECTOR_BYTES == 0
 
 
 def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any]:

@@ -168,10 +168,8 @@ def test_the_space_keeps_splits_that_fill_the_chip_for_a_large_k_shape() -> None
     """256 x 256 output in 64 x 64 tiles is 16 blocks: splits that reach the 132 SMs stay, and
     the cost model ranks a split config above every unsplit one."""
     shape = Shape(256, 256, 65536, "bfloat16", "NN")
-    splits = {c["SPLITK"] for c in Space("hmma_splitk", shape, H100).candidates()}
-    assert {8, 16} <= splits
-    best_split = min(
-        estimate(c, shape, H100).ms for c in Space("hmma_splitk", shape, H100).candidates()
-    )
+    split_configs = Space("hmma_splitk", shape, H100).candidates()
+    assert {8, 16} <= {c["SPLITK"] for c in split_configs}
+    best_split = min(estimate(c, shape, H100).ms for c in split_configs)
     best_plain = min(estimate(c, shape, H100).ms for c in Space("hmma", shape, H100).candidates())
     assert best_split < best_plain
