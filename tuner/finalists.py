@@ -7,7 +7,7 @@ slower than the answer the study started from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from storage.records import FINAL_PHASE
@@ -46,6 +46,31 @@ def choose_finalists(done: Mapping[str, Result], first: str | None, count: int) 
     chosen = [r.config_name for r in ok[:count]]
     if first is not None and done[first].status == "ok" and first not in chosen:
         chosen.append(first)
+    return chosen
+
+
+def padding_candidates(
+    done: Mapping[str, Result],
+    fastest: list[str],
+    leading: Collection[str],
+) -> list[str]:
+    """What a study of a ragged shape re-measures on padded operands: its ``fastest``
+    finalists, then the fastest ok candidate of each family in ``leading`` (those that take
+    leading dimensions) not among them. Such a family's padded launch copies only the ragged
+    operands and then runs at its aligned rate, so its best padded time may beat those of
+    finalists chosen by their direct times (benchmarks/speed.md)."""
+    chosen = list(fastest)
+    best: dict[str, Result] = {}
+    for result in done.values():
+        family = result.family
+        if family not in leading or result.status != "ok" or result.ms is None:
+            continue
+        held = best.get(family)
+        if held is None or (result.ms, result.config_name) < (held.ms or 0.0, held.config_name):
+            best[family] = result
+    for family in sorted(best):
+        if best[family].config_name not in chosen:
+            chosen.append(best[family].config_name)
     return chosen
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner import half_arrays
+from tuner.operand_padding import row_pitch
 from tuner.render import KernelSource
 from tuner.shape import UNIT_ROUNDOFF, Shape
 
@@ -126,23 +127,15 @@ def launch_kernel(
         pitch = [np.int32(row_pitch(x)) for x in (a, b, c)]
         args = (*head, a, pitch[0], b, pitch[1], np.float32(beta), c, pitch[2])
     else:
+        for name, x in (("A", a), ("B", b), ("C", c)):
+            if row_pitch(x) != x.shape[1]:
+                raise ValueError(
+                    f"{source.config.family} reads packed rows: {name} is a {x.shape[0]} x "
+                    f"{x.shape[1]} view with a row pitch of {row_pitch(x)} (copy it, or use a "
+                    "padded config or a family that takes leading dimensions)"
+                )
         args = (*head, a, b, np.float32(beta), c)
     kernel(geo.grid, geo.block, args, shared_mem=geo.dynamic_smem_bytes)
-
-
-def row_pitch(array: Any) -> int:
-    """Elements from one row of a 2-D array to the next: the ``ld`` its kernel is given. Rows
-    must be contiguous and must not overlap."""
-    rows, cols = array.shape
-    step, item = array.strides[0], array.itemsize
-    if rows == 1:
-        return int(cols)
-    if (cols > 1 and array.strides[1] != item) or step % item or step // item < cols:
-        raise ValueError(
-            f"a {rows} x {cols} array with strides {array.strides} has no row pitch a kernel "
-            "can take: rows must be contiguous and must not overlap"
-        )
-    return int(step // item)
 
 
 def sm_count() -> int:

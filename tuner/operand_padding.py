@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from tuner.config import Config
 from tuner.shape import ELEMENT_BYTES, Shape
@@ -196,3 +197,18 @@ def plan_padding(
         copy_b=plan.b_buffer != plan.b_array or not b_aligned,
         copy_c=not leading_dims and ((mp, np_) != (shape.m, shape.n) or not c_aligned),
     )
+
+
+def row_pitch(array: Any) -> int:
+    """Elements from one row of a 2-D array to the next: the ``ld`` its kernel is given. Rows
+    must be contiguous and must not overlap."""
+    rows, cols = array.shape
+    step, item = array.strides[0], array.itemsize
+    if rows == 1:
+        return int(cols)
+    if (cols > 1 and array.strides[1] != item) or step % item or step // item < cols:
+        raise ValueError(
+            f"a {rows} x {cols} array with strides {array.strides} has no row pitch a kernel "
+            "can take: rows must be contiguous and must not overlap"
+        )
+    return int(step // item)

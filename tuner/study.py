@@ -49,6 +49,7 @@ from tuner.finalists import (
     choose_finalists,
     final_result,
     finalists_name,
+    padding_candidates,
 )
 from tuner.operand_padding import padded_twins
 from tuner.rates import DeviceRates
@@ -405,7 +406,7 @@ class Study:
         if not chosen:
             return
         configs = [self.candidates[name] for name in chosen]
-        padded = self._padded(configs[: self._finalists])
+        padded = self._padded(done, chosen[: self._finalists])
         screened = {**done, **{c.name: done[c.direct.name] for c in padded}}
         comparisons = self.evaluator.compare(
             [*configs, *padded], self.shape, FINAL_ROUNDS, FINAL_BUDGET_MS
@@ -423,11 +424,14 @@ class Study:
         if progress.finalists:
             progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
 
-    def _padded(self, fastest: list[Config]) -> list[Config]:
-        """The fastest finalists on padded operands, where the shape has ragged rows and the
-        evaluator can measure them (``tuner.operand_padding``)."""
+    def _padded(self, done: dict[str, Result], fastest: list[str]) -> list[Config]:
+        """The fastest finalists, and the fastest candidate of each family that takes leading
+        dimensions, on padded operands, where the shape has ragged rows and the evaluator can
+        measure them (``tuner.operand_padding``, ``tuner.finalists.padding_candidates``)."""
+        leading = [f for f in self.families if get_family(f).leading_dims]
+        names = padding_candidates(done, fastest, leading)
         held = self.evaluator.measured_configs(self.shape)
-        twins = padded_twins(fastest, self.shape)
+        twins = padded_twins([self.candidates[n] for n in names], self.shape)
         return [c for c in twins if held is None or c.name in held]
 
     def _open_trials(self) -> TrialMirror | None:

@@ -102,3 +102,42 @@ def test_unaligned_views_match_cublas(
                     f"{name} on {shape}, views {off_a * 4}, {off_b * 4}, {off_c * 4} bytes past "
                     f"16-byte alignment, alpha {alpha}, beta {beta}: relative error {err:.3e}"
                 )
+
+
+# Row pitches this many floats past the row's length: ragged pitches of each residue mod 4, and
+# whole-vector ones (the 16-byte path on a pitch that is not the row length).
+PITCH_EXTRAS = [(1, 2, 3), (4, 8, 4), (3, 4, 1)]
+LEADING_DIMS_FAMILIES = [f for f in FP32_FAMILIES if FAMILIES[f].leading_dims]
+
+
+@pytest.mark.parametrize("shape", [*OFFSET_SHAPES, RESIDUE_SHAPES[5]], ids=str)
+@pytest.mark.parametrize("family", LEADING_DIMS_FAMILIES)
+def test_leading_dimensions_wider_than_rows_match_cublas(
+    family: str, shape: Shape, kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """The families that take leading dimensions, on A, B and C that are column slices of
+    wider arrays (``tuner.operand_padding.row_pitch``): cuBLAS's answer, and C's columns past its
+    view left as they were."""
+    import cupy as cp
+
+    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+
+    rng = cp.random.default_rng(shape.k)
+    for extra_a, extra_b, extra_c in PITCH_EXTRAS:
+        a = rng.standard_normal((shape.m, shape.k + extra_a), dtype=cp.float32)[:, : shape.k]
+        b = rng.standard_normal((shape.k, shape.n + extra_b), dtype=cp.float32)[:, : shape.n]
+        c0 = rng.standard_normal((shape.m, shape.n), dtype=cp.float32)
+        for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
+            ref = c0.copy()
+            cublas_gemm(alpha, cp.ascontiguousarray(a), cp.ascontiguousarray(b), beta, ref)
+            for name in REPRESENTATIVE[family]:
+                kernel, source = kernels[name]
+                wide = rng.standard_normal((shape.m, shape.n + extra_c), dtype=cp.float32)
+                outside = wide[:, shape.n :].copy()
+                c = wide[:, : shape.n]
+                c[...] = c0 if beta != 0.0 else cp.nan
+                launch(kernel, source, shape, alpha, a, b, beta, c)
+                where = f"{name} on {shape}, pitches +{extra_a}, +{extra_b}, +{extra_c}"
+                err = relative_error(c, ref)
+                assert err <= tolerance(shape.k), f"{where}, beta {beta}: error {err:.3e}"
+                assert bool(cp.all(wide[:, shape.n :] == outside)), where

@@ -97,6 +97,35 @@ def test_padded_configs_match_cublas_on_unaligned_views(
         assert bool(cp.all(a == a_before)) and bool(cp.all(b == b_before))
 
 
+@pytest.mark.parametrize("shape", [Shape(150, 97, 66), Shape(131, 64, 64)], ids=str)
+def test_padded_configs_read_and_write_rows_at_their_own_pitch(
+    shape: Shape, padded_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """A, B and C as column slices of wider arrays: the copies read (and C's copy back writes)
+    each row at the array's own pitch, whether the kernel takes leading dimensions or runs on
+    packed buffers; C's columns past its view stay as they were."""
+    import cupy as cp
+
+    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+
+    rng = cp.random.default_rng(shape.k)
+    a = rng.standard_normal((shape.m, shape.k + 3), dtype=cp.float32)[:, : shape.k]
+    b = rng.standard_normal((shape.k, shape.n + 5), dtype=cp.float32)[:, : shape.n]
+    c0 = rng.standard_normal((shape.m, shape.n), dtype=cp.float32)
+    for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
+        ref = c0.copy()
+        cublas_gemm(alpha, cp.ascontiguousarray(a), cp.ascontiguousarray(b), beta, ref)
+        for name, (kernel, source) in padded_kernels.items():
+            wide = rng.standard_normal((shape.m, shape.n + 2), dtype=cp.float32)
+            outside = wide[:, shape.n :].copy()
+            c = wide[:, : shape.n]
+            c[...] = c0 if beta != 0.0 else cp.nan
+            launch(kernel, source, shape, alpha, a, b, beta, c)
+            err = relative_error(c, ref)
+            assert err <= tolerance(shape.k), f"{name} on {shape}, beta {beta}: error {err:.3e}"
+            assert bool(cp.all(wide[:, shape.n :] == outside)), name
+
+
 @pytest.fixture(scope="module")
 def half_padded_kernels() -> dict[str, tuple[Any, Any]]:
     return compile_and_load([kind_config(HALF_TILE, *kind) + "_pad8" for kind in KINDS])

@@ -218,6 +218,30 @@ def test_a_study_remeasures_its_fastest_padded_only_where_rows_are_ragged() -> N
     assert all(name.removesuffix("_pad4") in ragged[0] for name in padded)
 
 
+def test_a_study_also_pads_the_fastest_of_each_family_taking_leading_dimensions() -> None:
+    """Beyond its one finalist, a ragged shape's study re-measures padded the fastest candidate
+    of dmma and of dmma_pipelined (their padded launches copy only ragged operands)."""
+    evaluator = RuleEvaluator(table_device("sm_90"))
+    recorder = MemoryRecorder()
+    families = ("warptile", "dmma", "dmma_pipelined")
+    study = Study(
+        Shape(511, 509, 507), families, evaluator, recorder, sampler="random", seed=3, finalists=1
+    )
+    study.run(trials=24)
+    measured = [
+        r for r in recorder.evaluated(study.name).values() if r.status == "ok" and r.ms is not None
+    ]
+    fastest = {
+        family: min((r for r in measured if r.family == family), key=lambda r: r.ms or 0.0)
+        for family in ("dmma", "dmma_pipelined")
+    }
+    final = evaluator.compared[-1]
+    for family, result in fastest.items():
+        assert result.config_name + "_pad4" in final, family
+    padded = [name for name in final if name.endswith("_pad4")]
+    assert len(padded) <= 3  # the finalist's twin and at most one per such family
+
+
 def test_a_half_input_study_remeasures_its_fastest_with_eight_half_rows() -> None:
     aligned = _finals(Shape(512, 512, 512, "bfloat16", "NT"), "hmma")
     assert aligned and not any("_pad" in name for name in aligned[0])

@@ -113,5 +113,7 @@ def test_default_families_decide_vector_rows_from_the_pointers(family: str) -> N
     its 16-byte path for an operand only where that operand's row length and actual base pointer
     allow it, decided at run time, so neither is assumed."""
     for name in REPRESENTATIVE[family]:
-        code = render(parse_config(name)).code
-        assert "rows_are_float4(A, K)" in code and "rows_are_float4(B, N)" in code, name
+        source = render(parse_config(name))
+        a, b = ("lda", "ldb") if source.leading_dims else ("K", "N")  # the row pitches
+        assert f"rows_are_float4(A, {a})" in source.code, name
+        assert f"rows_are_float4(B, {b})" in source.code, name

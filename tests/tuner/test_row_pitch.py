@@ -1,14 +1,15 @@
-"""The leading dimension a kernel is given (``tuner.measure.row_pitch``): an array's row pitch
-in elements, or a clear refusal where its rows are not contiguous or overlap. NumPy arrays
-stand in for CuPy's (the same strides)."""
+"""The leading dimension a kernel is given (``tuner.operand_padding.row_pitch``): an array's
+row pitch in elements, or a clear refusal where its rows are not contiguous or overlap. NumPy
+arrays stand in for CuPy's (the same strides)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from tests.representative import REPRESENTATIVE
 from tuner.families import checked_config
-from tuner.measure import row_pitch
+from tuner.operand_padding import row_pitch
 from tuner.render import render
 
 
@@ -34,11 +35,24 @@ def test_rows_a_kernel_cannot_walk_are_refused(view: np.ndarray) -> None:
         row_pitch(view)
 
 
-def test_only_the_half_families_take_leading_dimensions() -> None:
-    half = render(checked_config("hmma_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_dt1_ly0"))
-    split = render(checked_config("hmma_splitk_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_sk4_dt1_ly0"))
-    fp32 = render(checked_config("dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1"))
-    assert half.leading_dims and split.leading_dims and not fp32.leading_dims
-    for source in (half, split):
-        assert "int lda" in source.code and "int ldb" in source.code and "int ldc" in source.code
-    assert "int lda" not in fp32.code
+LEADING_DIMS_FAMILIES = {"hmma", "hmma_splitk", "dmma", "dmma_pipelined"}
+
+
+@pytest.mark.parametrize("family", sorted(REPRESENTATIVE))
+def test_a_family_takes_leading_dimensions_exactly_when_it_says_so(family: str) -> None:
+    source = render(checked_config(REPRESENTATIVE[family][0]))
+    assert source.leading_dims == (family in LEADING_DIMS_FAMILIES)
+    for ld in ("lda", "ldb", "ldc"):
+        assert (f"int {ld}" in source.code) == source.leading_dims, ld
+
+
+def test_a_family_reading_packed_rows_refuses_a_view_in_wider_rows() -> None:
+    """Before any launch: such a kernel would read the view's rows at the wrong pitch."""
+    from tuner.measure import launch_kernel
+    from tuner.shape import Shape
+
+    source = render(checked_config(REPRESENTATIVE["pipelined"][0]))
+    a = np.zeros((8, 12), dtype=np.float32)[:, :8]
+    b, c = np.zeros((8, 8), dtype=np.float32), np.zeros((8, 8), dtype=np.float32)
+    with pytest.raises(ValueError, match="A is a 8 x 8 view with a row pitch of 12"):
+        launch_kernel(None, source, Shape(8, 8, 8), 1.0, a, b, 0.0, c)

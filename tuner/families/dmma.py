@@ -146,6 +146,7 @@ DMMA = Family(
     footprint=_dmma_footprint,
     derive=_dmma_derive,
     module_counters=True,
+    leading_dims=True,
     # two shared buffers, the next k tile fetched into registers during the current one
     cost=CostTraits(math="fp64_tensor", loads_ahead=lambda p: 1),
     min_arch=90,  # mma.sync.m16n8k{4,8,16}.f64 (ptxas: "requires .target sm_90 or higher")
@@ -216,6 +217,7 @@ DMMA_PIPELINED = Family(
     footprint=_dmma_pipelined_footprint,
     derive=_dmma_pipelined_derive,
     module_counters=True,
+    leading_dims=True,
     cost=CostTraits(math="fp64_tensor", loads_ahead=staged_tiles),
     min_arch=90,
     # nvcc 13.0 for sm_90 spilled every one of 52 configs whose estimate exceeds 1.29 times the
