@@ -55,20 +55,32 @@ def _mma_tiling(p: Params) -> dict[str, int]:
     }
 
 
+def _staged_c(p: Params, tiling: dict[str, int], smem_bytes: int) -> dict[str, int]:
+    """Whether C can go through shared memory where its rows cannot take float4 stores
+    (templates/_staged_c.cuh.j2): each warp's WM rows of WN + 1 floats, BM * (BN + WARPS_N)
+    floats in all, must fit in the tile buffers the kernel already has."""
+    floats = p["BM"] * (p["BN"] + tiling["WARPS_N"])
+    return {"STAGED_C": int(floats * FLOAT_BYTES <= smem_bytes)}
+
+
 def _dmma_derive(p: Params) -> dict[str, int]:
     """Constants of dmma.cu.j2: the padded row lengths of a buffer's As[BM][A_LD] and
     Bs[BK][B_LD] and its size, in elements (doubles, or floats when WIDEN)."""
     a_pad, b_pad = DMMA_ROW_PADS[p["WIDEN"]]
     a_ld, b_ld = p["BK"] + a_pad, p["BN"] + b_pad
     a_elems = p["BM"] * a_ld
+    buffer_elems = a_elems + p["BK"] * b_ld
+    tiling = _mma_tiling(p)
+    element = FLOAT_BYTES if p["WIDEN"] else DOUBLE_BYTES
     return {
-        **_mma_tiling(p),
+        **tiling,
         "A_ROW_PAD": a_pad,
         "A_LD": a_ld,
         "B_LD": b_ld,
         "A_ELEMS": a_elems,
-        "BUFFER_ELEMS": a_elems + p["BK"] * b_ld,
+        "BUFFER_ELEMS": buffer_elems,
         "MAX_TILES": SPLITK_MAX_TILES,
+        **_staged_c(p, tiling, 2 * buffer_elems * element),
     }
 
 
@@ -169,18 +181,20 @@ def _dmma_pipelined_derive(p: Params) -> dict[str, int]:
     tiling = _mma_tiling(p)
     kq = p["BK"] // 4
     vw = min(kq, 4)
+    stage_floats = a_floats + p["BK"] * p["BN"]
     return {
         **tiling,
         **float4_row_steps(p, _dmma_threads(p)),
         "A_LD": a_ld,
         "A_FLOATS": a_floats,
-        "STAGE_FLOATS": a_floats + p["BK"] * p["BN"],
+        "STAGE_FLOATS": stage_floats,
         "KQ": kq,
         "VW": vw,
         "VGROUPS": kq // vw,
         "BVW": min(tiling["NT"], 4),
         "STEP_K": p["MK"] // 4,
         "MAX_TILES": SPLITK_MAX_TILES,
+        **_staged_c(p, tiling, p["STAGES"] * stage_floats * FLOAT_BYTES),
     }
 
 
