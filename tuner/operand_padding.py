@@ -7,17 +7,18 @@ in templates/hmma.cu.j2): 4 floats, or 8 halves (:func:`pad_multiple`). A row of
 makes every tile of that operand take narrower copies, four (or eight) times the instructions.
 A padded config instead runs its kernel on buffers whose rows are whole vectors. Two ways:
 
-* The kernel takes leading dimensions (``Family.leading_dims``: ``hmma``, ``hmma_splitk``): a
-  ragged or misaligned operand is copied row by row into a buffer whose row pitch is its row
-  length rounded up to the multiple; the kernel runs on the caller's M x N x K with that pitch,
-  never reads past a row's end, and writes C in place. Nothing else is copied.
-* It does not (the float32 families): the kernel runs on (Mp, Np, Kp) on zero-padded buffers,
-  where each of M, N and K that is the row length of a stored operand is rounded up: K for A
-  stored M x K and for B stored N x K (transposed), M for A stored K x M, N for B stored K x N.
-  The zero columns (or rows) of A along K meet the zero rows (or columns) of B, so the product
-  is unchanged; A or B is copied when its buffer is larger than the array or the array's base
-  is off 16 bytes, and C when Mp or Np is larger or C's base is off (in before the kernel only
-  when beta reads it, back after); C's extra rows and columns are never copied back.
+* The kernel takes leading dimensions (``Family.leading_dims``: ``hmma``, ``hmma_splitk``,
+  ``dmma``, ``dmma_pipelined``): a ragged or misaligned operand is copied row by row into a
+  buffer whose row pitch is its row length rounded up to the multiple; the kernel runs on the
+  caller's M x N x K with that pitch, never reads past a row's end, and writes C in place.
+  Nothing else is copied.
+* It does not (the other float32 families): the kernel runs on (Mp, Np, Kp) on zero-padded
+  buffers, where each of M, N and K that is the row length of a stored operand is rounded up: K
+  for A stored M x K and for B stored N x K (transposed), M for A stored K x M, N for B stored
+  K x N. The zero columns (or rows) of A along K meet the zero rows (or columns) of B, so the
+  product is unchanged; A or B is copied when its buffer is larger than the array or the array's
+  base is off 16 bytes, and C when Mp or Np is larger or C's base is off (in before the kernel
+  only when beta reads it, back after); C's extra rows and columns are never copied back.
 
 Everything here is arithmetic on integers; ``tuner.padded_launch`` does the copies on the GPU.
 """
