@@ -24,6 +24,7 @@ KERNELS = {4: "copy_rows_4", 2: "copy_rows_2"}  # by element bytes
 _lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=256)
 def copy_geometry(rows: int, cols: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(grid, block) of a copy of ``rows`` x ``cols`` elements: blocks of :data:`THREADS`
     threads, a row's lanes as few as cover its columns in :data:`UNROLL` passes (at least a
@@ -49,6 +50,13 @@ def _module(device: int) -> Any:
     return cupy.RawModule(code=code, options=("--std=c++17",))
 
 
+@functools.cache
+def _kernel(device: int, element: int) -> Any:
+    """The copy kernel of ``element``-byte items on ``device`` (looked up once)."""
+    with _lock:
+        return _module(device).get_function(KERNELS[element])
+
+
 def copy_rows(dst: Any, src: Any, copy: Copy2D, element: int) -> None:
     """``copy`` (its widths and pitches in bytes) from ``src``'s base to ``dst``'s, both CuPy
     arrays of ``element``-byte items, on the current stream (asynchronous)."""
@@ -66,8 +74,7 @@ def copy_rows(dst: Any, src: Any, copy: Copy2D, element: int) -> None:
     import cupy
     import numpy as np
 
-    with _lock:
-        kernel = _module(cupy.cuda.Device().id).get_function(KERNELS[element])
+    kernel = _kernel(cupy.cuda.Device().id, element)
     cols = copy.width // element
     grid, block = copy_geometry(copy.rows, cols)
     args = (

@@ -7,15 +7,18 @@ stream, in order with the product's): the pads stay zero because nothing writes 
 C's extra columns, which are never read back. A kernel that takes leading dimensions is given each
 buffer's padded row length as its pitch and the caller's C (``tuner.measure.launch_kernel``).
 Everything is asynchronous; what a caller times around :func:`launch_padded` includes the
-copies.
+copies. What a call does depends only on the shape and on each array's alignment and pitch
+(:func:`launch_steps`, cached), so a repeated call spends its host time on the launches alone:
+a timed launch whose host work outlasts the GPU's would count the host's time.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tuner.operand_padding import (
@@ -39,16 +42,74 @@ _lock = threading.Lock()
 RawLaunch = Callable[[Any, KernelSource, Shape, float, Any, Any, float, Any], None]
 
 
-def _in_place(array: Any, leading_dims: bool) -> bool:
-    """Whether the kernel may read (or write) ``array`` where it lies as far as its base and
-    pitch go: a base on 16 bytes, and rows whole 16-byte vectors apart (a kernel that takes
-    leading dimensions) or packed (one that does not). Else the plan copies it."""
-    pitch, cols = row_pitch(array), int(array.shape[1])
-    if int(array.data.ptr) % VECTOR_BYTES:
-        return False
+@dataclass(frozen=True)
+class Layout:
+    """What a launch needs to know of one array: whether its base is on 16 bytes, its row
+    pitch in bytes, and its row length in bytes."""
+
+    aligned: bool
+    pitch: int
+    width: int
+
+    @classmethod
+    def of(cls, array: Any) -> Layout:
+        item = int(array.itemsize)
+        aligned = int(array.data.ptr) % VECTOR_BYTES == 0
+        return cls(aligned, row_pitch(array) * item, int(array.shape[1]) * item)
+
+    @property
+    def vector_rows(self) -> bool:
+        """A base on 16 bytes and rows whole 16-byte vectors apart: what a kernel that takes
+        leading dimensions reads as vectors where the array lies, whatever the row length."""
+        return self.aligned and self.pitch % VECTOR_BYTES == 0
+
+    def in_place(self, leading_dims: bool) -> bool:
+        """Whether the kernel may read (or write) the array where it lies as far as its base
+        and pitch go: a base on 16 bytes, and rows whole 16-byte vectors apart (a kernel that
+        takes leading dimensions) or packed (one that does not). Else the plan copies it."""
+        if not self.aligned:
+            return False
+        if leading_dims:
+            return self.vector_rows or self.pitch == self.width
+        return self.pitch == self.width
+
+
+@dataclass(frozen=True)
+class LaunchSteps:
+    """A padded launch's plan and its copies with the arrays' own pitches (None: not copied)."""
+
+    plan: PaddingPlan
+    a_in: Copy2D | None
+    b_in: Copy2D | None
+    c_in: Copy2D | None  # made only when beta reads C
+    c_out: Copy2D | None
+
+
+@functools.lru_cache(maxsize=256)
+def launch_steps(shape: Shape, leading_dims: bool, a: Layout, b: Layout, c: Layout) -> LaunchSteps:
+    """The plan of ``shape`` for arrays laid out as ``a``, ``b``, ``c``, and each copy reading
+    (or, C's copy back, writing) the caller's rows at their own pitch."""
+    plan = plan_padding(
+        shape,
+        a.in_place(leading_dims),
+        b.in_place(leading_dims),
+        c.in_place(leading_dims),
+        leading_dims,
+    )
     if leading_dims:
-        return pitch * int(array.itemsize) % VECTOR_BYTES == 0 or pitch == cols
-    return pitch == cols
+        # The plan pads packed rows; a ragged view already in rows of whole vectors needs none.
+        plan = replace(
+            plan,
+            copy_a=plan.copy_a and not a.vector_rows,
+            copy_b=plan.copy_b and not b.vector_rows,
+        )
+    return LaunchSteps(
+        plan,
+        replace(plan.a_in(), src_pitch=a.pitch) if plan.copy_a else None,
+        replace(plan.b_in(), src_pitch=b.pitch) if plan.copy_b else None,
+        replace(plan.c_in(), src_pitch=c.pitch) if plan.copy_c else None,
+        replace(plan.c_out(), dst_pitch=c.pitch) if plan.copy_c else None,
+    )
 
 
 def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any]:
@@ -63,8 +124,8 @@ def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any
         stream.ptr,
         threading.get_ident(),
         plan,
-        str(a_dtype),
-        str(b_dtype),
+        a_dtype,
+        b_dtype,
     )
     with _lock:
         kept = _buffers.get(key)
@@ -85,11 +146,6 @@ def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any
         return kept
 
 
-def _from(array: Any, copy: Copy2D, element: int) -> Copy2D:
-    """``copy`` reading ``array``'s rows at their own pitch (a view may sit in wider rows)."""
-    return replace(copy, src_pitch=row_pitch(array) * element)
-
-
 def launch_padded(
     raw_launch: RawLaunch,
     kernel: Any,
@@ -104,22 +160,21 @@ def launch_padded(
     """``C = alpha*A@B + beta*C`` through padded buffers where ``shape`` or the arrays' bases
     need them (``tuner.operand_padding.plan_padding``), else straight on the arrays, with
     ``raw_launch`` (``tuner.measure.launch_kernel``) running the kernel."""
-    ld = source.leading_dims
-    plan = plan_padding(shape, _in_place(a, ld), _in_place(b, ld), _in_place(c, ld), ld)
+    steps = launch_steps(shape, source.leading_dims, Layout.of(a), Layout.of(b), Layout.of(c))
+    plan = steps.plan
     if not plan.copies:
         raw_launch(kernel, source, shape, alpha, a, b, beta, c)
         return
     buffers = _buffers_for(plan, a.dtype, b.dtype)
-    if plan.copy_a:
-        copy_rows(buffers["a"], a, _from(a, plan.a_in(), plan.element), plan.element)
-    if plan.copy_b:
-        copy_rows(buffers["b"], b, _from(b, plan.b_in(), plan.element), plan.element)
-    if plan.copy_c and beta != 0.0:
-        copy_rows(buffers["c"], c, _from(c, plan.c_in(), C_BYTES), C_BYTES)
+    if steps.a_in is not None:
+        copy_rows(buffers["a"], a, steps.a_in, plan.element)
+    if steps.b_in is not None:
+        copy_rows(buffers["b"], b, steps.b_in, plan.element)
+    if steps.c_in is not None and beta != 0.0:
+        copy_rows(buffers["c"], c, steps.c_in, C_BYTES)
     a_run = buffers["a"] if plan.copy_a else a
     b_run = buffers["b"] if plan.copy_b else b
     c_run = buffers["c"] if plan.copy_c else c
     raw_launch(kernel, source, plan.run_shape, alpha, a_run, b_run, beta, c_run)
-    if plan.copy_c:
-        out = plan.c_out()
-        copy_rows(c, buffers["c"], replace(out, dst_pitch=row_pitch(c) * C_BYTES), C_BYTES)
+    if steps.c_out is not None:
+        copy_rows(c, buffers["c"], steps.c_out, C_BYTES)

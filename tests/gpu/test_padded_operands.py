@@ -97,20 +97,24 @@ def test_padded_configs_match_cublas_on_unaligned_views(
         assert bool(cp.all(a == a_before)) and bool(cp.all(b == b_before))
 
 
+# Floats added to A's and B's rows: pitches that are not whole float4s (copied), and pitches
+# that are (150 x 97 x 66: 68 and 100), which a kernel taking leading dimensions reads in place.
+@pytest.mark.parametrize("extra", [(3, 5), (2, 3)], ids=str)
 @pytest.mark.parametrize("shape", [Shape(150, 97, 66), Shape(131, 64, 64)], ids=str)
 def test_padded_configs_read_and_write_rows_at_their_own_pitch(
-    shape: Shape, padded_kernels: dict[str, tuple[Any, Any]]
+    shape: Shape, extra: tuple[int, int], padded_kernels: dict[str, tuple[Any, Any]]
 ) -> None:
     """A, B and C as column slices of wider arrays: the copies read (and C's copy back writes)
     each row at the array's own pitch, whether the kernel takes leading dimensions or runs on
-    packed buffers; C's columns past its view stay as they were."""
+    packed buffers, and views in rows of whole vectors are read where they lie; C's columns
+    past its view stay as they were."""
     import cupy as cp
 
     from tuner.measure import cublas_gemm, launch, relative_error, tolerance
 
     rng = cp.random.default_rng(shape.k)
-    a = rng.standard_normal((shape.m, shape.k + 3), dtype=cp.float32)[:, : shape.k]
-    b = rng.standard_normal((shape.k, shape.n + 5), dtype=cp.float32)[:, : shape.n]
+    a = rng.standard_normal((shape.m, shape.k + extra[0]), dtype=cp.float32)[:, : shape.k]
+    b = rng.standard_normal((shape.k, shape.n + extra[1]), dtype=cp.float32)[:, : shape.n]
     c0 = rng.standard_normal((shape.m, shape.n), dtype=cp.float32)
     for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
         ref = c0.copy()
