@@ -46,6 +46,11 @@ RAW_METRICS = (
     "smsp__inst_executed_op_global_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+    # Where SpeedOfLight was collected: how busy the average SM and the busiest one were against
+    # the kernel's elapsed cycles (a busiest SM far above the average is a tail, not a slow loop).
+    "sm__cycles_active.avg",
+    "sm__cycles_active.max",
+    "gpc__cycles_elapsed.max",
 )
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"

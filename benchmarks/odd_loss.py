@@ -3,6 +3,7 @@
 
     python benchmarks/odd_loss.py --out odd-loss.json [--rounds 7] \
         --case 2047x2047x2047:dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1 ...
+    ncu ... python benchmarks/odd_loss.py --profile prepadded --case ...   # one way, no timing
 
 For an odd shape M x N x K and its aligned twin (each dimension rounded to the nearest multiple
 of 4, ties up, as ``benchmarks/odd_report.py`` pairs them):
@@ -65,7 +66,8 @@ def _in_wider_rows(cp: Any, values: Any) -> Any:
     return buffer[:, :cols]
 
 
-def _case(cp: Any, shape: Shape, name: str, rounds: int) -> dict[str, Any]:
+def _ways(cp: Any, shape: Shape, name: str) -> dict[str, Callable[[], None]]:
+    """Each way's launch of ``name`` on ``shape`` (or its twin), each checked once."""
     config = parse_config(name)
     if config.pad:
         raise SystemExit(f"{name}: name the unpadded config; its _pad4 twin is timed too")
@@ -108,6 +110,12 @@ def _case(cp: Any, shape: Shape, name: str, rounds: int) -> dict[str, Any]:
         error = relative_error(c[way], twin_ref if way == "twin" else ref)
         if not error <= tolerance(shape.k):
             raise SystemExit(f"{name} on {shape.label()}, {way}: relative error {error:.3e}")
+    return runs
+
+
+def _case(cp: Any, shape: Shape, name: str, rounds: int) -> dict[str, Any]:
+    runs = _ways(cp, shape, name)
+    twin = twin_of(shape)
     flush = cp.empty(L2_FLUSH_BYTES // 4, dtype=cp.float32)
     times: dict[str, list[float]] = {way: [] for way in WAYS}
     host: dict[str, list[float]] = {way: [] for way in WAYS}
@@ -143,14 +151,29 @@ def _case(cp: Any, shape: Shape, name: str, rounds: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument(
         "--case", action="append", required=True, help="MxNxK:config (unpadded name)"
     )
+    parser.add_argument(
+        "--profile",
+        choices=WAYS,
+        help="for a profiler: after the checks, launch only this way, twice, and time nothing",
+    )
     args = parser.parse_args()
+    if args.profile is None and args.out is None:
+        parser.error("--out is needed unless --profile is given")
     import cupy as cp
 
+    if args.profile is not None:
+        for case in args.case:
+            shape_text, _, name = case.partition(":")
+            run = _ways(cp, parse_shape(shape_text), name)[args.profile]
+            run()
+            run()
+        cp.cuda.Device().synchronize()
+        return
     rows = []
     for case in args.case:
         shape_text, _, name = case.partition(":")
