@@ -1,0 +1,42 @@
+"""benchmarks/odd_loss.py without a GPU: the twin it times against is the one the odd-shape
+report pairs, its pre-padded views hold the operand in rows of whole float4s, and it refuses a
+run that would time without saying where to write."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.odd_loss import _in_wider_rows, twin_of
+from tuner.suite import read_suite
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_twins_are_the_aligned_suites_rows() -> None:
+    odd = read_suite(ROOT / "benchmarks" / "odd_shapes.csv")
+    aligned = read_suite(ROOT / "benchmarks" / "odd_shapes_aligned.csv")
+    assert [twin_of(e.shape) for e in odd] == [e.shape for e in aligned]
+
+
+def test_prepadded_views_keep_values_in_rows_of_whole_vectors() -> None:
+    values = np.arange(5 * 7, dtype=np.float32).reshape(5, 7)
+    view = _in_wider_rows(np, values)
+    assert view.shape == (5, 7)
+    assert view.strides[0] == 8 * 4  # 7 floats rounded up to 8
+    assert np.array_equal(view, values)
+    assert not np.shares_memory(view, values)
+
+
+def test_timing_needs_an_output_file() -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "odd_loss.py"), "--case", "5x5x5:x"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert run.returncode == 2
+    assert "--out is needed unless --profile is given" in run.stderr
