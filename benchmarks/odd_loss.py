@@ -66,8 +66,8 @@ def _in_wider_rows(cp: Any, values: Any) -> Any:
     return buffer[:, :cols]
 
 
-def _ways(cp: Any, shape: Shape, name: str) -> dict[str, Callable[[], None]]:
-    """Each way's launch of ``name`` on ``shape`` (or its twin), each checked once."""
+def _ways(cp: Any, shape: Shape, twin: Shape, name: str) -> dict[str, Callable[[], None]]:
+    """Each way's launch of ``name`` on ``shape`` (or ``twin``), each checked once."""
     config = parse_config(name)
     if config.pad:
         raise SystemExit(f"{name}: name the unpadded config; its _pad4 twin is timed too")
@@ -80,7 +80,6 @@ def _ways(cp: Any, shape: Shape, name: str) -> dict[str, Callable[[], None]]:
     kernel = load_kernel(compiled)
     direct, padded = sources
 
-    twin = twin_of(shape)
     rng = cp.random.default_rng(shape.m * 7 + shape.n)
     a = rng.standard_normal((shape.m, shape.k), dtype=cp.float32)
     b = rng.standard_normal((shape.k, shape.n), dtype=cp.float32)
@@ -114,8 +113,8 @@ def _ways(cp: Any, shape: Shape, name: str) -> dict[str, Callable[[], None]]:
 
 
 def _case(cp: Any, shape: Shape, name: str, rounds: int) -> dict[str, Any]:
-    runs = _ways(cp, shape, name)
     twin = twin_of(shape)
+    runs = _ways(cp, shape, twin, name)
     flush = cp.empty(L2_FLUSH_BYTES // 4, dtype=cp.float32)
     times: dict[str, list[float]] = {way: [] for way in WAYS}
     host: dict[str, list[float]] = {way: [] for way in WAYS}
@@ -169,7 +168,8 @@ def main() -> None:
     if args.profile is not None:
         for case in args.case:
             shape_text, _, name = case.partition(":")
-            run = _ways(cp, parse_shape(shape_text), name)[args.profile]
+            shape = parse_shape(shape_text)
+            run = _ways(cp, shape, twin_of(shape), name)[args.profile]
             run()
             run()
         cp.cuda.Device().synchronize()

@@ -60,18 +60,14 @@ class Layout:
     @property
     def vector_rows(self) -> bool:
         """A base on 16 bytes and rows whole 16-byte vectors apart: what a kernel that takes
-        leading dimensions reads as vectors where the array lies, whatever the row length."""
+        leading dimensions reads where the array lies, whatever the row length."""
         return self.aligned and self.pitch % VECTOR_BYTES == 0
 
-    def in_place(self, leading_dims: bool) -> bool:
-        """Whether the kernel may read (or write) the array where it lies as far as its base
-        and pitch go: a base on 16 bytes, and rows whole 16-byte vectors apart (a kernel that
-        takes leading dimensions) or packed (one that does not). Else the plan copies it."""
-        if not self.aligned:
-            return False
-        if leading_dims:
-            return self.vector_rows or self.pitch == self.width
-        return self.pitch == self.width
+    @property
+    def packed_in_place(self) -> bool:
+        """A base on 16 bytes and packed rows: what a kernel without leading dimensions may
+        read (or write) where the array lies, if its rows need no padding."""
+        return self.aligned and self.pitch == self.width
 
 
 @dataclass(frozen=True)
@@ -89,20 +85,16 @@ class LaunchSteps:
 def launch_steps(shape: Shape, leading_dims: bool, a: Layout, b: Layout, c: Layout) -> LaunchSteps:
     """The plan of ``shape`` for arrays laid out as ``a``, ``b``, ``c``, and each copy reading
     (or, C's copy back, writing) the caller's rows at their own pitch."""
-    plan = plan_padding(
-        shape,
-        a.in_place(leading_dims),
-        b.in_place(leading_dims),
-        c.in_place(leading_dims),
-        leading_dims,
-    )
     if leading_dims:
-        # The plan pads packed rows; a ragged view already in rows of whole vectors needs none.
+        # The kernel reads A and B in rows of whole vectors wherever they lie (the plan's own
+        # rule assumes packed rows), and writes C in place.
         plan = replace(
-            plan,
-            copy_a=plan.copy_a and not a.vector_rows,
-            copy_b=plan.copy_b and not b.vector_rows,
+            plan_padding(shape, leading_dims=True),
+            copy_a=not a.vector_rows,
+            copy_b=not b.vector_rows,
         )
+    else:
+        plan = plan_padding(shape, a.packed_in_place, b.packed_in_place, c.packed_in_place)
     return LaunchSteps(
         plan,
         replace(plan.a_in(), src_pitch=a.pitch) if plan.copy_a else None,
