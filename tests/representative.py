@@ -85,6 +85,19 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "hmma_splitk_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_sk8_dt1_ly0",
         "hmma_splitk_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_sk3_dt0_ly1",
     ],
+    # Each layout and both input types; two warpgroups of m64n256 (128 sums a thread), one of
+    # two m64n128 tiles, one of m64n64; two warpgroups of two m64n64 (BM 256); 3 to 6 stages;
+    # MN-major tiles of one, two and four 64-wide columns; L2 groups of 1, 4 and 8.
+    "wgmma": [
+        "wgmma_bm128_bn256_bk64_wgm2_s4_sw8_dt1_ly0",
+        "wgmma_bm128_bn128_bk64_wgm1_s3_sw4_dt0_ly1",
+        "wgmma_bm64_bn64_bk64_wgm1_s6_sw1_dt1_ly2",
+        "wgmma_bm256_bn64_bk64_wgm2_s5_sw8_dt0_ly3",
+    ],
+    "wgmma_splitk": [
+        "wgmma_splitk_bm64_bn128_bk64_wgm1_s4_sw4_sk8_dt1_ly0",
+        "wgmma_splitk_bm128_bn64_bk64_wgm2_s3_sw1_sk3_dt0_ly3",
+    ],
 }
 
 ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

@@ -161,22 +161,30 @@ class _CachingCompiler:
     def _usage(self, log: str, source: KernelSource, cubin: Path) -> ResourceUsage:
         return parse_ptxas_report(log, source.entry)
 
+    def target(self, source: KernelSource) -> str:
+        """The architecture ``source`` is compiled for: the compiler's, or its
+        architecture-specific variant (``sm_90`` -> ``sm_90a``) for a family that needs it."""
+        if source.arch_specific and not self.arch.endswith("a"):
+            return self.arch + "a"
+        return self.arch
+
     def cache_key(self, source: KernelSource) -> str:
-        blob = json.dumps([source.code, self.arch, self.version, self.options])
+        blob = json.dumps([source.code, self.target(source), self.version, self.options])
         return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
     def compile(self, source: KernelSource) -> CompiledKernel:
         folder = cache_root() / self.cache_key(source)
         cubin, report = folder / "kernel.cubin", folder / "usage.json"
+        arch = self.target(source)
         if cubin.is_file() and report.is_file():
             usage = ResourceUsage(**json.loads(report.read_text()))
-            return CompiledKernel(source, self.arch, self.version, cubin, usage, cached=True)
+            return CompiledKernel(source, arch, self.version, cubin, usage, cached=True)
         binary, log = self._build(source)
         folder.mkdir(parents=True, exist_ok=True)
         _write_atomic(cubin, binary)
         usage = self._usage(log, source, cubin)
         _write_atomic(report, json.dumps(asdict(usage)).encode())
-        return CompiledKernel(source, self.arch, self.version, cubin, usage, cached=False)
+        return CompiledKernel(source, arch, self.version, cubin, usage, cached=False)
 
 
 class NvccCompiler(_CachingCompiler):
@@ -201,7 +209,7 @@ class NvccCompiler(_CachingCompiler):
             cmd = [
                 self.nvcc,
                 "-cubin",
-                f"-arch={self.arch}",
+                f"-arch={self.target(source)}",
                 *self.options,
                 "-o",
                 str(out),
@@ -249,7 +257,7 @@ class NvrtcCompiler(_CachingCompiler):
 
         prog = nvrtc.createProgram(source.code, f"{source.entry}.cu", (), ())
         try:
-            options = (f"-arch={self.arch}", *self.options)
+            options = (f"-arch={self.target(source)}", *self.options)
             try:
                 nvrtc.compileProgram(prog, options)
             except nvrtc.NVRTCError as exc:

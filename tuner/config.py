@@ -34,6 +34,7 @@ PARAM_ABBR: dict[str, str] = {
     "WIDEN": "wd",
     "WARPS_M": "wpm",
     "WARPS_N": "wpn",
+    "WG_M": "wgm",
     "SWIZZLE": "sw",
     "DTYPE": "dt",
     "LAYOUT": "ly",

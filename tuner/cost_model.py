@@ -21,7 +21,9 @@ estimates a kernel's time in SM clock cycles:
     shared-memory and L2 bandwidth;
   - FP16/BF16 tensor-core families (``"half_tensor"``): the mma.sync rate of the architecture
     (``Throughput.hmma_per_clk``, a table figure: no probe measures it yet), the issue of mma,
-    ldmatrix and copy instructions, shared-memory and L2 bandwidth at two bytes a value;
+    ldmatrix and copy instructions, shared-memory and L2 bandwidth at two bytes a value; by
+    warpgroup (``"half_wgmma"``): the wgmma rate (``Throughput.wgmma_per_clk``, a table figure),
+    the issue of the copies alone, and the same bandwidths;
 * split-K adds, per wave, one hand-off (about two global-memory latencies) and the atomic adds
   of the SPLITK-1 later slices into C (one 16-byte reduction per four values,
   ``REDUCTIONS_PER_CLK`` chip-wide);
@@ -63,6 +65,9 @@ class Throughput:
     # 312 TFLOP/s (1024); on the H100 mma.sync, not wgmma, is taken at the same 1024, about half
     # of what wgmma reaches; GA10x and AD10x at half the A100's rate with FP32 sums.
     hmma_per_clk: float = 1024.0
+    # The same by wgmma (Hopper's warpgroup mma, operands from shared memory): the H100's dense
+    # 989 TFLOP/s at 1.83 GHz over 132 SMs is 2048; 0 where the instruction does not exist.
+    wgmma_per_clk: float = 0.0
 
 
 # The structure of an architecture's SM (published figures, not measured by this project); the
@@ -71,7 +76,7 @@ STRUCTURE: dict[str, Throughput] = {
     "sm_80": Throughput(1.41, 64, 64.0, 128, 32, 600, 1400),
     "sm_86": Throughput(1.80, 128, 2.0, 128, 32, 600, 550, hmma_per_clk=512.0),
     "sm_89": Throughput(2.52, 128, 2.0, 128, 32, 600, 400, hmma_per_clk=512.0),
-    "sm_90": Throughput(1.98, 128, 128.0, 128, 32, 600, 1690),
+    "sm_90": Throughput(1.98, 128, 128.0, 128, 32, 600, 1690, wgmma_per_clk=2048.0),
 }
 
 # 16-byte atomic reductions into C that L2 completes per SM clock, chip-wide (an assumption of
@@ -319,6 +324,39 @@ def _half_tensor_tile(
     return cycles
 
 
+def _wgmma_tile(
+    family: Family,
+    params: dict[str, int],
+    threads: int,
+    rates: Throughput,
+    warp_size: int,
+    shape: Shape,
+) -> TileCycles:
+    """Clocks of one k tile of ``resident`` blocks on one SM, for a family that multiplies FP16
+    or BF16 by warpgroup (``wgmma``): the tensor cores read each warpgroup's BM/WG_M rows of A
+    and all of B's tile from shared memory themselves, so the warps issue only the tile's copies
+    (as ``hmma``'s) and a few wgmma a k tile."""
+    bm, bn, bk = params["BM"], params["BN"], params["BK"]
+    groups = params["WG_M"]
+    warps = -(-threads // warp_size)
+    a_ld = shape.m if shape.a_transposed else shape.k
+    b_ld = shape.k if shape.b_transposed else shape.n
+    pieces = (bm * bk * _pieces_per_chunk(a_ld) + bn * bk * _pieces_per_chunk(b_ld)) / 8 / threads
+    ahead = family.cost.loads_ahead(params)
+    per_clk = rates.wgmma_per_clk or rates.hmma_per_clk
+
+    def cycles(resident: int) -> float:
+        math = resident * bm * bn * bk / per_clk
+        issue = resident * warps * pieces / SCHEDULERS
+        issue /= issue_efficiency(resident * warps)
+        smem_bytes = ((bm + groups * bn) * bk + (bm + bn) * bk) * 2
+        smem = resident * smem_bytes / rates.smem_bytes_per_clk
+        l2 = resident * (bm + bn) * bk * 2 / rates.l2_bytes_per_clk
+        return _with_latency(max(math, issue, smem, l2), resident, ahead, rates)
+
+    return cycles
+
+
 def _pieces_per_chunk(ld: int) -> int:
     """Copies per 16 bytes of a half-precision row of ``ld`` elements: one cp.async of 16, 8 or
     4 bytes as the row's alignment allows, or 8 two-byte loads and their stores."""
@@ -328,7 +366,11 @@ def _pieces_per_chunk(ld: int) -> int:
     return 16
 
 
-TILE_MODELS = {"fp64_tensor": _fp64_tensor_tile, "half_tensor": _half_tensor_tile}
+TILE_MODELS = {
+    "fp64_tensor": _fp64_tensor_tile,
+    "half_tensor": _half_tensor_tile,
+    "half_wgmma": _wgmma_tile,
+}
 
 
 def _with_latency(busy: float, resident: int, ahead: int, rates: Throughput) -> float:

@@ -215,7 +215,11 @@ def peak_tflops(arch: str, sm_count: int, math: MathUnit) -> float:
 
 
 def _per_clk(figures: ArchFigures, math: MathUnit) -> float:
-    tensor = {"fp64_tensor": figures.dmma_per_clk, "half_tensor": figures.hmma_per_clk}
+    tensor = {
+        "fp64_tensor": figures.dmma_per_clk,
+        "half_tensor": figures.hmma_per_clk,
+        "half_wgmma": figures.hmma_per_clk,
+    }
     return tensor.get(math, figures.ffma_per_clk)
 
 

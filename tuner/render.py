@@ -75,6 +75,11 @@ class KernelSource:
         return get_family(self.config.family).leading_dims
 
     @property
+    def arch_specific(self) -> bool:
+        """Whether it compiles for the architecture-specific target (``sm_90a``: ``Family``)."""
+        return get_family(self.config.family).arch_specific
+
+    @property
     def persistent(self) -> bool:
         """Whether the grid is sized by the device (SMBLOCKS per SM) rather than the shape."""
         return get_family(self.config.family).cost.schedule == "persistent"

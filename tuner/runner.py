@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # elsewhere its proposals are invalid points, which cost nothing.
 DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_pipelined")
 # What a study of float16 or bfloat16 inputs searches without --family.
-DEFAULT_HALF_FAMILIES = ("hmma", "hmma_splitk")
+DEFAULT_HALF_FAMILIES = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk")
 WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
 # Evaluated candidates of a study by default: the cold search reaches 5 % of the best known
 # config within this many on held-out shapes (benchmarks/search.md).

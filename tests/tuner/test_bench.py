@@ -41,7 +41,7 @@ from tuner.replay import ReplayEvaluator
 from tuner.resources import DeviceLimits
 from tuner.results import RESULTS_ENV_VAR, results_dir
 from tuner.roofline import H100_SXM, ceilings_for, min_bytes, roofline
-from tuner.runner import DEFAULT_FAMILIES, run_study
+from tuner.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, run_study
 from tuner.shape import Shape
 from tuner.study import Progress as StudyProgress
 from tuner.suite import SuiteEntry, read_suite
@@ -649,10 +649,10 @@ def test_the_command_end_to_end_for_bfloat16_nt(
     assert code == 0, err
     path = folder / "h100-suite-bfloat16-nt.json"
     doc = json.loads(path.read_text())
-    assert doc["method"]["families"] == ["hmma", "hmma_splitk"]
+    assert doc["method"]["families"] == list(DEFAULT_HALF_FAMILIES)
     assert doc["method"]["dtype"] == "bfloat16"
     assert {(r["dtype"], r["layout"]) for r in doc["shapes"]} == {("bfloat16", "NT")}
-    assert all(r["config"].startswith("hmma") and r["config"].endswith("_dt1_ly1")
+    assert all(r["config"].startswith(("hmma", "wgmma")) and r["config"].endswith("_dt1_ly1")
                for r in doc["shapes"])  # fmt: skip
     roofs = [(r["roofline"]["bound_tflops"], r["roofline"]["limit"]) for r in doc["shapes"]]
     # 1000^3: 2e9 flop / (2*2e6 + 4e6) B = 250 flop/B x 3.35 TB/s = 837.5 < 989.5 TFLOP/s.

@@ -105,18 +105,19 @@ def test_tiles_are_stored_with_k_along_rows_exactly_where_the_operand_is_stored_
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_a_half_shape_is_searched_by_the_hmma_families_alone_with_its_dtype_and_layout(
+def test_a_half_shape_is_searched_by_the_half_families_alone_with_its_dtype_and_layout(
     dtype: str, layout: str
 ) -> None:
     shape = Shape(1000, 1000, 1000, dtype, layout)
-    for half_family in ("hmma", "hmma_splitk"):
+    half_families = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk")
+    for half_family in half_families:
         configs = Space(half_family, shape, H100).candidates()
         assert configs
         assert {(c["DTYPE"], c["LAYOUT"]) for c in configs} == {
             (["float16", "bfloat16"].index(dtype), ["NN", "NT", "TN", "TT"].index(layout))
         }
     for name, family in FAMILIES.items():
-        if name not in ("hmma", "hmma_splitk"):
+        if name not in half_families:
             checks, counts = Space(family, shape, H100).evaluate()
             assert checks == [] and f"not {dtype} {layout}" in next(iter(counts.pruned))
 

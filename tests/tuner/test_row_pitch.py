@@ -35,7 +35,7 @@ def test_rows_a_kernel_cannot_walk_are_refused(view: np.ndarray) -> None:
         row_pitch(view)
 
 
-LEADING_DIMS_FAMILIES = {"hmma", "hmma_splitk", "dmma", "dmma_pipelined"}
+LEADING_DIMS_FAMILIES = {"hmma", "hmma_splitk", "wgmma", "wgmma_splitk", "dmma", "dmma_pipelined"}
 
 
 @pytest.mark.parametrize("family", sorted(REPRESENTATIVE))

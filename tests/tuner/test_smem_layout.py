@@ -38,6 +38,7 @@ class Layout:
     b_cols: int
     b_ld: int
     element: int
+    spare: int = 0  # bytes before the first buffer, where the code rounds its base up
 
     def overlaps(self) -> list[str]:
         problems = []
@@ -52,7 +53,7 @@ class Layout:
     @property
     def extent_bytes(self) -> int:
         last_b_end = (self.buffers - 1) * self.stride + self.b_offset + self.b_rows * self.b_ld
-        return last_b_end * self.element
+        return last_b_end * self.element + self.spare
 
 
 def number(code: str, *patterns: str) -> int:
@@ -177,6 +178,36 @@ def hmma_ring(code: str, p: dict[str, int]) -> Layout:
     )
 
 
+def wgmma_ring(code: str, p: dict[str, int]) -> Layout:
+    """wgmma: STAGES stages of A's tile then B's in 128-byte rows (swizzled, so counted in
+    bytes), from the first 1024-byte boundary of the dynamic shared memory. Both tiles' byte
+    counts come from the code: where B starts in a stage, and the stage stride."""
+    stride = number(
+        code,
+        r"const unsigned st = smem_base \+ static_cast<unsigned>\(stage\) \* (\d+)u;",
+        r"a_tile = smem_base \+ static_cast<unsigned>\(read_stage\) \* (\d+)u;",
+    )
+    b_offset = number(
+        code, r"const unsigned tile = st \+ ([1-9]\d*)u;", r"b_tile = a_tile \+ (\d+)u;"
+    )
+    rounding = r"__cvta_generic_to_shared\(smem\)\) \+ (\d+)u\) & ~\d+u;"
+    align = number(code, rounding) + 1
+    row = 128
+    return Layout(
+        number(code, r"read_stage == (\d+) \?") + 1,
+        stride,
+        p["BM"] * p["BK"] * 2 // row,
+        row,
+        row,
+        b_offset,
+        p["BN"] * p["BK"] * 2 // row,
+        row,
+        row,
+        1,
+        align,
+    )
+
+
 LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "doublebuf": warptile_buffers,
     "pipelined": PIPELINED_RING.layout,
@@ -185,6 +216,8 @@ LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "dmma_pipelined": DMMA_RING.layout,
     "hmma": hmma_ring,
     "hmma_splitk": hmma_ring,
+    "wgmma": wgmma_ring,
+    "wgmma_splitk": wgmma_ring,
 }
 DYNAMIC = [
     name

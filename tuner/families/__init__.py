@@ -3,7 +3,8 @@
 Each family matches one template, ``templates/<name>.cu.j2``, and lives in the module of its
 group: ``ladder`` (the first SGEMM rungs), ``warptile`` (warp-tiled, one block per output tile),
 ``split`` (K split across blocks: split-K and stream-K), ``skinny`` (B streamed for small M),
-``dmma`` (FP32 on the FP64 tensor cores) and ``hmma`` (FP16/BF16 inputs on the tensor cores).
+``dmma`` (FP32 on the FP64 tensor cores), ``hmma`` (FP16/BF16 inputs on the tensor cores, by
+warp) and ``wgmma`` (the same by warpgroup, on Hopper).
 The building blocks are in ``_base``; the registry of names and the config-name parser in
 ``registry``.
 """
@@ -40,6 +41,7 @@ from tuner.families.warptile import (
     warptile_prefetches,
     warptile_register_budget,
 )
+from tuner.families.wgmma import WGMMA, WGMMA_SPLITK
 
 __all__ = [
     "A_PAD",
@@ -65,6 +67,8 @@ __all__ = [
     "VECTORIZED",
     "WARPTILE",
     "WARPTILE_SPLITK",
+    "WGMMA",
+    "WGMMA_SPLITK",
     "CostTraits",
     "Family",
     "Footprint",

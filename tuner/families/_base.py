@@ -61,7 +61,7 @@ class Footprint:
 
 
 Schedule = Literal["grid", "persistent", "stream"]
-MathUnit = Literal["ffma", "fp64_tensor", "half_tensor"]
+MathUnit = Literal["ffma", "fp64_tensor", "half_tensor", "half_wgmma"]
 
 
 def _no_loads_ahead(p: Params) -> int:
@@ -75,8 +75,9 @@ class CostTraits:
     ``schedule``: ``grid`` launches one block per output tile (times SPLITK along grid z);
     ``persistent`` launches SMBLOCKS blocks per SM that walk the tiles (stream-K); ``stream``
     keeps no shared-memory tiles and streams B from memory (``skinny``).
-    ``math``: the unit that does the products, FP32 FMA pipes, the FP64 tensor cores or the
-    FP16/BF16 tensor cores.
+    ``math``: the unit that does the products, FP32 FMA pipes, the FP64 tensor cores, the
+    FP16/BF16 tensor cores fed by warps (``mma.sync``) or by warpgroups from shared memory
+    (``wgmma``, Hopper).
     ``loads_ahead``: how many k tiles a block requests before it needs them (0: each tile's
     load latency is exposed).
     ``warp_tile``: rows and columns of C one warp computes, for families whose parameters do not
@@ -121,6 +122,12 @@ class Family:
     # The oldest architecture the template compiles for (compute capability x 10): cp.async
     # needs sm_80; the FP64 mma shapes m16n8k{4,8,16} need sm_90.
     min_arch: int = 80
+    # The newest architecture it runs on, where a later one drops an instruction it uses (the
+    # warpgroup mma of sm_90), or None.
+    max_arch: int | None = None
+    # Compiled for the architecture-specific target (``sm_90a``): the features that do not carry
+    # forward to later chips, such as wgmma.
+    arch_specific: bool = False
     # The input types and layouts (``tuner.shape``) the template computes: a shape of any other
     # has no configs of this family.
     dtypes: tuple[str, ...] = ("float32",)

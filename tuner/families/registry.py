@@ -13,6 +13,7 @@ from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTO
 from tuner.families.skinny import SKINNY
 from tuner.families.split import SPLITK, STREAMK, WARPTILE_SPLITK
 from tuner.families.warptile import DOUBLEBUF, PIPELINED, WARPTILE
+from tuner.families.wgmma import WGMMA, WGMMA_SPLITK
 from tuner.operand_padding import pad_multiple
 
 FAMILIES: dict[str, Family] = {
@@ -33,6 +34,8 @@ FAMILIES: dict[str, Family] = {
         DMMA_PIPELINED,
         HMMA,
         HMMA_SPLITK,
+        WGMMA,
+        WGMMA_SPLITK,
     )
 }
 

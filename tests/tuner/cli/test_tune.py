@@ -30,7 +30,7 @@ from tests.tuner.cli.running import cli, one_error_line
 from tuner.finalists import FINALISTS_SUFFIX, finalists_name
 from tuner.replay import ReplayEvaluator
 from tuner.results import results_dir
-from tuner.runner import DEFAULT_FAMILIES, default_families
+from tuner.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, default_families
 from tuner.shape import Shape
 from tuner.study import study_name
 
@@ -433,7 +433,8 @@ def test_default_families_are_a_replay_tables_own_or_the_gpu_set(replay: ReplayE
     assert default_families(NoTable()) == DEFAULT_FAMILIES  # type: ignore[arg-type]
     # Without a replay table, the defaults that compute the shape's dtype and layout.
     half = Shape(64, 64, 64, "bfloat16", "NT")
-    assert default_families(NoTable(), half) == ("hmma", "hmma_splitk")  # type: ignore[arg-type]
+    assert default_families(NoTable(), half) == DEFAULT_HALF_FAMILIES  # type: ignore[arg-type]
+    assert {"hmma", "wgmma"} <= set(DEFAULT_HALF_FAMILIES)
     assert default_families(NoTable(), Shape(64, 64, 64)) == DEFAULT_FAMILIES  # type: ignore[arg-type]
     assert default_families(replay, half) == (
         "warptile",

@@ -1,0 +1,196 @@
+"""``wgmma``: FP16/BF16 inputs on Hopper's warpgroup tensor-core instructions, FP32 sums.
+
+A block of WG_M warpgroups (128 threads each) computes a BM x BN tile of C; each warpgroup
+MT = BM / WG_M / 64 tiles of 64 rows, one ``wgmma.mma_async.m64nBNk16`` per m64 tile and k16
+step, both operands read by the tensor cores from shared memory through descriptors. A and B
+reach shared memory through a STAGES-deep ``cp.async`` ring (the copies are ``hmma``'s), each
+k tile of 64 stored in the 128-byte swizzled layout the descriptors name, along K or along M/N
+as the operand lies in global memory (the instruction's transpose flags say which). The
+products of one k tile run while the next ones are waited for and copied.
+
+``wgmma`` needs the architecture-specific target ``sm_90a`` (``Family.arch_specific``) and runs
+on sm_90 only (``Family.max_arch``): later chips drop the instruction.
+
+``wgmma_splitk`` is the same kernel with K split SPLITK ways over grid z, the slices meeting in
+C by the split-K hand-off, as ``hmma_splitk`` does.
+"""
+
+from __future__ import annotations
+
+from tuner.families._base import (
+    SPLITK_IN_GRID_Z,
+    CostTraits,
+    Family,
+    Footprint,
+    Param,
+    Params,
+    Rule,
+)
+from tuner.families.hmma import CHUNK, HALF_BYTES, hmma_pinned, operand_tile
+from tuner.families.split import SPLITK, SPLITK_MAX_TILES
+from tuner.shape import HALF_DTYPES, SUPPORTED_LAYOUTS
+
+WARPGROUP = 128  # threads of one warpgroup
+M_TILE = 64  # rows of one wgmma
+K_TILE = 64  # halves of one 128-byte swizzled row: the k tile
+ROW_BYTES = 128
+# Shared memory past the ring: the ring starts at the first 1024-byte boundary (the swizzle
+# atoms must), which may be up to this far into the block's dynamic shared memory.
+ALIGN_SPARE = 1024
+# The most FP32 sums a thread may keep: 128 (m64n256, or two m64n128) leaves registers for the
+# copy indices and descriptors under the 255 cap.
+MAX_ACCUMULATORS = 128
+
+
+def wgmma_threads(p: Params) -> int:
+    return WARPGROUP * p["WG_M"]
+
+
+def m64_tiles(p: Params) -> int:
+    """m64 tiles each warpgroup computes."""
+    return p["BM"] // p["WG_M"] // M_TILE
+
+
+def _accumulators(p: Params) -> int:
+    return m64_tiles(p) * p["BN"] // 2
+
+
+def stage_bytes(p: Params) -> int:
+    return (p["BM"] + p["BN"]) * p["BK"] * HALF_BYTES
+
+
+def wgmma_derive(p: Params) -> dict[str, int]:
+    """Constants of wgmma.cu.j2: each operand's tile as its copies see it (rows along the
+    operand's contiguous dimension, as hmma's) and the bytes of one column of 64 m or n in the
+    swizzled layout (MN-major tiles are stored column by column)."""
+    threads = wgmma_threads(p)
+    # As in hmma: A is stored M x K (NN, NT) or K x M (TN, TT), B K x N (NN, TN) or N x K.
+    a_mn, b_mn = p["LAYOUT"] // 2, 1 - p["LAYOUT"] % 2
+    a_rows, a_cols = (p["BK"], p["BM"]) if a_mn else (p["BM"], p["BK"])
+    b_rows, b_cols = (p["BK"], p["BN"]) if b_mn else (p["BN"], p["BK"])
+    copies = {
+        key: value
+        for key, value in (
+            *operand_tile(a_rows, a_cols, threads, "A").items(),
+            *operand_tile(b_rows, b_cols, threads, "B").items(),
+        )
+        if "_SWZ_" not in key  # hmma's swizzle; the 128-byte one here is fixed
+    }
+    return {
+        "MT": m64_tiles(p),
+        "A_MN_MAJOR": a_mn,
+        "B_MN_MAJOR": b_mn,
+        **copies,
+        "A_COLUMN_BYTES": a_rows * ROW_BYTES,
+        "B_COLUMN_BYTES": b_rows * ROW_BYTES,
+        "STAGE_BYTES": stage_bytes(p),
+        "SPLITK": p.get("SPLITK", 1),
+        "MAX_TILES": SPLITK_MAX_TILES,
+    }
+
+
+def wgmma_footprint(p: Params) -> Footprint:
+    # The tensor cores read A and B from shared memory: no fragments in registers, but each
+    # thread keeps the 64-bit source address of every chunk it copies a k tile.
+    copies = (p["BM"] + p["BN"]) * p["BK"] // CHUNK // wgmma_threads(p)
+    return Footprint(
+        threads=wgmma_threads(p),
+        smem_bytes=p["STAGES"] * stage_bytes(p) + ALIGN_SPARE,
+        dynamic_smem=True,
+        accumulators=_accumulators(p),
+        fragments=2 * copies,
+    )
+
+
+def _loads_ahead(p: Params) -> int:
+    """k tiles copied ahead of the one multiplied: the ring keeps one stage for the tile the
+    previous wgmma group may still read."""
+    return p["STAGES"] - 2
+
+
+def _warp_tile(p: Params) -> tuple[int, int]:
+    """Rows and columns of C one warp holds: 16 rows of each of its warpgroup's m64 tiles."""
+    return m64_tiles(p) * 16, p["BN"]
+
+
+WGMMA_PARAMS = (
+    Param("BM", (64, 128, 256), "rows of C per block"),
+    Param("BN", (64, 128, 256), "columns of C per block (the wgmma's N)"),
+    Param("BK", (K_TILE,), "depth of the k tile: one 128-byte swizzled row of halves"),
+    Param("WG_M", (1, 2), "warpgroups along m (each computes BM/WG_M rows)"),
+    Param("STAGES", (3, 4, 5, 6), "shared-memory buffers of the cp.async ring"),
+    Param("SWIZZLE", (1, 4, 8), "block rows numbered together, for L2 reuse (1: row by row)"),
+    Param("DTYPE", (0, 1), "input type: 0 float16, 1 bfloat16 (pinned by the shape)"),
+    Param("LAYOUT", (0, 1, 2, 3), "0 NN, 1 NT, 2 TN, 3 TT (pinned by the shape)"),
+)
+
+WGMMA_RULES = (
+    Rule(
+        "BK must be 64: a k tile is one 128-byte swizzled row of halves",
+        lambda p: p["BK"] == K_TILE,
+    ),
+    Rule(
+        "BM/WG_M must be a multiple of 64: a warpgroup computes whole m64 wgmma tiles",
+        lambda p: p["BM"] % (p["WG_M"] * M_TILE) == 0,
+    ),
+    Rule(
+        "BN must be a multiple of 64: a tile stored along N is whole 128-byte columns",
+        lambda p: p["BN"] % 64 == 0 and 8 <= p["BN"] <= 256,
+    ),
+    Rule(
+        "BM*BK/8 and BN*BK/8 must be multiples of the threads: the tiles copy in whole passes "
+        "of 16-byte chunks",
+        lambda p: (
+            (p["BM"] * p["BK"] // CHUNK) % wgmma_threads(p) == 0
+            and (p["BN"] * p["BK"] // CHUNK) % wgmma_threads(p) == 0
+        ),
+    ),
+    Rule(
+        f"a thread may keep at most {MAX_ACCUMULATORS} FP32 sums (BM/WG_M/64 * BN/2): more spill",
+        lambda p: _accumulators(p) <= MAX_ACCUMULATORS,
+    ),
+    Rule(
+        "STAGES must be at least 3: one stage for the tile a wgmma group may still read, one "
+        "multiplied, one or more copied ahead",
+        lambda p: p["STAGES"] >= 3,
+    ),
+)
+
+WGMMA = Family(
+    name="wgmma",
+    doc="FP16/BF16 inputs, FP32 sums on Hopper: wgmma.mma_async m64nBNk16 per warpgroup from "
+    "128-byte swizzled shared tiles filled by a STAGES-deep cp.async ring (sm_90a).",
+    params=WGMMA_PARAMS,
+    rules=WGMMA_RULES,
+    threads=wgmma_threads,
+    footprint=wgmma_footprint,
+    derive=wgmma_derive,
+    cost=CostTraits(math="half_wgmma", loads_ahead=_loads_ahead, warp_tile=_warp_tile),
+    leading_dims=True,
+    min_arch=90,
+    max_arch=90,
+    arch_specific=True,
+    dtypes=HALF_DTYPES,
+    layouts=SUPPORTED_LAYOUTS,
+    pinned=hmma_pinned,
+)
+
+WGMMA_SPLITK = Family(
+    name="wgmma_splitk",
+    doc="wgmma with K split over SPLITK blocks per output tile (grid z), reduced in C in ticket "
+    "order; for output grids too small to fill the chip.",
+    params=(*WGMMA_PARAMS[:6], SPLITK.params[-1], *WGMMA_PARAMS[6:]),
+    rules=(*WGMMA_RULES, SPLITK_IN_GRID_Z),
+    threads=wgmma_threads,
+    footprint=wgmma_footprint,
+    derive=wgmma_derive,
+    module_counters=True,
+    leading_dims=True,
+    cost=WGMMA.cost,
+    min_arch=WGMMA.min_arch,
+    max_arch=WGMMA.max_arch,
+    arch_specific=True,
+    dtypes=WGMMA.dtypes,
+    layouts=WGMMA.layouts,
+    pinned=hmma_pinned,
+)
