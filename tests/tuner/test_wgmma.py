@@ -12,7 +12,7 @@ from tests.representative import REPRESENTATIVE
 from tuner.compile import CompileError, NvccCompiler, compile_many
 from tuner.cost_model import estimate
 from tuner.families import HMMA, WGMMA, checked_config, parse_config
-from tuner.families.wgmma import wgmma_derive
+from tuner.families.wgmma import stage_bytes, staged_c_bytes, wgmma_derive
 from tuner.render import render
 from tuner.resources import DEVICE_TABLE, static_check
 from tuner.shape import Shape
@@ -129,3 +129,15 @@ def test_wgmma_splitk_is_wgmma_with_the_split_k_hand_off_over_grid_z() -> None:
     shape = Shape(100, 200, 5000, "bfloat16", "NT")
     assert split.launch(shape).grid == (2, 2, 4)
     assert plain.launch(shape).grid == (2, 2, 1)
+
+
+def test_c_through_shared_memory_fits_in_the_ring_of_every_valid_config() -> None:
+    """The epilogue for an odd ldc reuses the ring: 16 rows of BN + 8 floats per warp."""
+    shape = Shape(4097, 4097, 4097, "bfloat16", "NN")
+    configs = Space("wgmma", shape, H100).candidates()
+    assert configs
+    for cfg in configs:
+        p = cfg.as_dict()
+        assert staged_c_bytes(p) <= p["STAGES"] * stage_bytes(p), cfg.name
+    code = render(configs[0]).code
+    assert "if (!c_vec && (beta == 0.0f || !first))" in code and "atomicAdd(c, v)" in code

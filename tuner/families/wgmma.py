@@ -37,6 +37,9 @@ ROW_BYTES = 128
 # Shared memory past the ring: the ring starts at the first 1024-byte boundary (the swizzle
 # atoms must), which may be up to this far into the block's dynamic shared memory.
 ALIGN_SPARE = 1024
+# Floats added to each row of a warp's C region when C goes through shared memory (rows of
+# BN + 8: the float2 writes of a warp's 8 rows x 4 lanes fall in distinct bank pairs).
+C_STAGE_PAD = 8
 # The most FP32 sums a thread may keep: 128 (m64n256, or two m64n128) leaves registers for the
 # copy indices and descriptors under the 255 cap.
 MAX_ACCUMULATORS = 128
@@ -84,9 +87,17 @@ def wgmma_derive(p: Params) -> dict[str, int]:
         "A_COLUMN_BYTES": a_rows * ROW_BYTES,
         "B_COLUMN_BYTES": b_rows * ROW_BYTES,
         "STAGE_BYTES": stage_bytes(p),
+        "C_STAGE_PAD": C_STAGE_PAD,
         "SPLITK": p.get("SPLITK", 1),
         "MAX_TILES": SPLITK_MAX_TILES,
     }
+
+
+def staged_c_bytes(p: Params) -> int:
+    """Shared memory the C epilogue through shared memory uses: 16 rows of BN + C_STAGE_PAD
+    floats per warp. It fits in the ring for every config the rules allow (BM >= 64 WG_M and
+    STAGES >= 3 make the ring at least 3 * 128 (64 WG_M + BN) bytes)."""
+    return wgmma_threads(p) // 32 * 16 * (p["BN"] + C_STAGE_PAD) * 4
 
 
 def wgmma_footprint(p: Params) -> Footprint:
