@@ -79,6 +79,9 @@ STRUCTURE: dict[str, Throughput] = {
     "sm_90": Throughput(1.98, 128, 128.0, 128, 32, 600, 1690, wgmma_per_clk=2048.0),
 }
 
+# How many load latencies a wgmma k tile's copies take to land (``_wgmma_tile``).
+BURST_LATENCY_FACTOR = 3
+
 # 16-byte atomic reductions into C that L2 completes per SM clock, chip-wide (an assumption of
 # this model, not a measured figure).
 REDUCTIONS_PER_CLK = 64
@@ -344,6 +347,14 @@ def _wgmma_tile(
     pieces = (bm * bk * _pieces_per_chunk(a_ld) + bn * bk * _pieces_per_chunk(b_ld)) / 8 / threads
     ahead = family.cost.loads_ahead(params)
     per_clk = rates.wgmma_per_clk or rates.hmma_per_clk
+    # Every thread copies its share of a whole stage ((BM + BN) x 64 halves) in one burst after
+    # the k tile's barrier, behind the bursts of the tiles before it: the model's load latency
+    # is too short for it. Calibrated on one public-suite shape, BF16 4096^3 on the H100
+    # (tries/h100-try-wgmma-first.json): 128x256 tiles ran at 443 TFLOP/s with one k tile
+    # copied ahead (STAGES 3) and 528 with two (STAGES 4), 1.19 times the time; with the model's
+    # 1536 clocks a k tile (L2-bound), three times the load latency (1800 clocks over one tile
+    # ahead) gives 1.17.
+    latency_rates = replace(rates, global_latency=BURST_LATENCY_FACTOR * rates.global_latency)
 
     def cycles(resident: int) -> float:
         math = resident * bm * bn * bk / per_clk
@@ -352,7 +363,7 @@ def _wgmma_tile(
         smem_bytes = ((bm + groups * bn) * bk + (bm + bn) * bk) * 2
         smem = resident * smem_bytes / rates.smem_bytes_per_clk
         l2 = resident * (bm + bn) * bk * 2 / rates.l2_bytes_per_clk
-        return _with_latency(max(math, issue, smem, l2), resident, ahead, rates)
+        return _with_latency(max(math, issue, smem, l2), resident, ahead, latency_rates)
 
     return cycles
 
