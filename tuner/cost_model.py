@@ -310,9 +310,7 @@ def _half_tensor_tile(
     warps = -(-threads // warp_size)
     mmas = (wm // 16) * (wn // 8) * (bk // 16)
     reads = (wm // 16 + wn // 16) * (bk // 16)
-    a_ld = shape.m if shape.a_transposed else shape.k
-    b_ld = shape.k if shape.b_transposed else shape.n
-    pieces = (bm * bk * _pieces_per_chunk(a_ld) + bn * bk * _pieces_per_chunk(b_ld)) / 8 / threads
+    pieces = _half_copies(bm, bn, bk, threads, shape)
     ahead = family.cost.loads_ahead(params)
 
     def cycles(resident: int) -> float:
@@ -342,9 +340,7 @@ def _wgmma_tile(
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     groups = params["WG_M"]
     warps = -(-threads // warp_size)
-    a_ld = shape.m if shape.a_transposed else shape.k
-    b_ld = shape.k if shape.b_transposed else shape.n
-    pieces = (bm * bk * _pieces_per_chunk(a_ld) + bn * bk * _pieces_per_chunk(b_ld)) / 8 / threads
+    pieces = _half_copies(bm, bn, bk, threads, shape)
     ahead = family.cost.loads_ahead(params)
     per_clk = rates.wgmma_per_clk or rates.hmma_per_clk
     # Every thread copies its share of a whole stage ((BM + BN) x 64 halves) in one burst after
@@ -366,6 +362,13 @@ def _wgmma_tile(
         return _with_latency(max(math, issue, smem, l2), resident, ahead, latency_rates)
 
     return cycles
+
+
+def _half_copies(bm: int, bn: int, bk: int, threads: int, shape: Shape) -> float:
+    """Copy instructions per thread and k tile of a half-input family's A and B tiles."""
+    a_ld = shape.m if shape.a_transposed else shape.k
+    b_ld = shape.k if shape.b_transposed else shape.n
+    return (bm * bk * _pieces_per_chunk(a_ld) + bn * bk * _pieces_per_chunk(b_ld)) / 8 / threads
 
 
 def _pieces_per_chunk(ld: int) -> int:
