@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 # faster than dmma on every shape of its sweeps). skinny has candidates only for small M;
 # elsewhere its proposals are invalid points, which cost nothing.
 DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_pipelined")
-# What a study of float16 or bfloat16 inputs searches without --family.
+# What a study of float16 or bfloat16 inputs searches without --family: mma.sync by warp (any
+# sm_80+ chip) and Hopper's warpgroup mma (sm_90 only; elsewhere its space is empty), each with
+# its split-K twin for grids too small to fill the chip.
 DEFAULT_HALF_FAMILIES = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk")
 WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
 # Evaluated candidates of a study by default: the cold search reaches 5 % of the best known
