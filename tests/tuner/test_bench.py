@@ -667,3 +667,25 @@ def test_the_command_end_to_end_for_bfloat16_nt(
     with sessions() as session:
         assert storage.best_for(session, H100, 4096, 4096, 4096) is None
         assert storage.best_for(session, H100, 4096, 4096, 4096, "bfloat16", "NT") is not None
+
+
+def test_a_half_bench_on_an_a100_runs_without_the_hopper_families(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default half families include wgmma, which has no configs before sm_90: on an sm_80
+    device the study searches hmma and hmma_splitk alone and never compiles a wgmma config."""
+    from tests.tuner.fakes import RuleEvaluator
+
+    bench = RuleEvaluator(DeviceLimits(name="NVIDIA A100-SXM4-80GB", arch="sm_80", sm_count=108))
+    bench.provenance = dict(Stand.provenance)
+    monkeypatch.setattr(bench_cli, "start_gpu", lambda purpose, budget_ms: bench)
+    suite = tmp_path / "shapes.csv"
+    suite.write_text("square,2048,2048,2048\nodd,1001,999,1003\n")
+    monkeypatch.setenv(RESULTS_ENV_VAR, str(tmp_path / "results"))
+    db = f"sqlite:///{tmp_path / 'a100.db'}"
+    code, _out, err = cli(capsys, "bench", "--suite", str(suite), "--db", db, "--dtype",
+                         "float16", "--trials", "6", "--rounds", "2",
+                         "--warm-start", "0")  # fmt: skip
+    assert code == 0, err
+    asked = bench.asked + bench.prepared
+    assert asked and all(name.startswith("hmma") for name in asked), asked
