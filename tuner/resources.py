@@ -192,16 +192,9 @@ def static_check(config: Config, dev: DeviceLimits) -> ResourceCheck:
     fp = family.footprint(config.as_dict())
     regs = estimate_registers(fp.accumulators, fp.fragments)
     problems = []
-    if arch_number(dev.arch) < family.min_arch:
-        problems.append(
-            f"architecture: {family.name} needs sm_{family.min_arch} or newer, "
-            f"the device is {dev.arch}"
-        )
-    if family.max_arch is not None and arch_number(dev.arch) > family.max_arch:
-        problems.append(
-            f"architecture: {family.name} runs on nothing newer than sm_{family.max_arch} (later "
-            f"chips drop its instructions), the device is {dev.arch}"
-        )
+    arch_problem = family.arch_problem(arch_number(dev.arch))
+    if arch_problem is not None:
+        problems.append(f"architecture: {arch_problem}, the device is {dev.arch}")
     if fp.threads > dev.max_threads_per_block:
         problems.append(f"{fp.threads} threads > {dev.max_threads_per_block} per block")
     if not fp.dynamic_smem and fp.smem_bytes > STATIC_SMEM_LIMIT:

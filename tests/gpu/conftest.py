@@ -12,15 +12,16 @@ from tests.representative import REPRESENTATIVE
 
 @pytest.fixture(scope="session")
 def kernels() -> dict[str, tuple[Any, Any]]:
-    """The representatives of every family the GPU runs (``wgmma`` only on sm_90, the dmma
-    families from sm_90: a family's architecture range, ``Family.min_arch``/``max_arch``)."""
+    """The representatives of every family the GPU runs (``Family.arch_problem``: ``wgmma``
+    only on sm_90, the dmma families from sm_90)."""
     from tuner.families import get_family
     from tuner.resources import arch_number, live_device
 
     arch = arch_number(live_device().arch)
-    names = []
-    for family, configs in REPRESENTATIVE.items():
-        fam = get_family(family)
-        if fam.min_arch <= arch and (fam.max_arch is None or arch <= fam.max_arch):
-            names += configs
+    names = [
+        name
+        for family, configs in REPRESENTATIVE.items()
+        if get_family(family).arch_problem(arch) is None
+        for name in configs
+    ]
     return compile_and_load(names)

@@ -144,6 +144,18 @@ class Family:
     def template(self) -> str:
         return f"{self.name}.cu.j2"
 
+    def arch_problem(self, arch: int) -> str | None:
+        """Why the family does not run on architecture ``arch`` (compute capability x 10, as
+        ``min_arch``), or None."""
+        if arch < self.min_arch:
+            return f"{self.name} needs sm_{self.min_arch} or newer"
+        if self.max_arch is not None and arch > self.max_arch:
+            return (
+                f"{self.name} runs on nothing newer than sm_{self.max_arch} (later chips drop "
+                "its instructions)"
+            )
+        return None
+
     def unsupported(self, shape: Shape) -> str | None:
         """Why this family computes nothing for ``shape`` (its input type or layout), or None."""
         if shape.dtype not in self.dtypes or shape.layout not in self.layouts:

@@ -20,6 +20,9 @@ chip, such as skinny, narrow and large-K shapes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 from tuner.families._base import (
     SPLITK_IN_GRID_Z,
     CostTraits,
@@ -44,6 +47,35 @@ DTYPE_CODES = {dtype: code for code, dtype in enumerate(HALF_DTYPES)}  # float16
 LAYOUT_CODES = {layout: code for code, layout in enumerate(SUPPORTED_LAYOUTS)}  # NN 0 .. TT 3
 
 
+def half_split_k(family: Family, doc: str) -> Family:
+    """``family`` (a half-input one) with K split SPLITK ways over grid z, its template's
+    SPLITK > 1 blocks (``<name>_splitk.cu.j2`` includes ``<name>.cu.j2``): SPLITK after the
+    tile parameters, before the shape-pinned DTYPE and LAYOUT; the split-K counters in the
+    module."""
+    tiles, pinned = family.params[:-2], family.params[-2:]
+    return replace(
+        family,
+        name=f"{family.name}_splitk",
+        doc=doc,
+        params=(*tiles, SPLITK.params[-1], *pinned),
+        rules=(*family.rules, SPLITK_IN_GRID_Z),
+        module_counters=True,
+    )
+
+
+def whole_chunk_passes(threads: Callable[[Params], int]) -> Rule:
+    """The half families' copies (``_half_io.cuh.j2``) move both tiles in passes of one
+    16-byte chunk per thread."""
+    return Rule(
+        "BM*BK/8 and BN*BK/8 must be multiples of the threads: the tiles copy in whole passes "
+        "of 16-byte chunks",
+        lambda p: (
+            (p["BM"] * p["BK"] // CHUNK) % threads(p) == 0
+            and (p["BN"] * p["BK"] // CHUNK) % threads(p) == 0
+        ),
+    )
+
+
 def hmma_threads(p: Params) -> int:
     return 32 * p["WARPS_M"] * p["WARPS_N"]
 
@@ -57,17 +89,13 @@ def _accumulators(p: Params) -> int:
     return (wm // 16) * (wn // 8) * 4
 
 
-def operand_tile(rows: int, cols: int, threads: int, prefix: str) -> dict[str, int]:
+def operand_copies(rows: int, cols: int, threads: int, prefix: str) -> dict[str, int]:
     """How one operand's tile (``rows`` x ``cols`` halves, stored row by row as in global
-    memory) sits in shared memory and is copied into it.
+    memory) is copied into shared memory, as ``_half_io.cuh.j2`` reads it (hmma and wgmma).
 
     ``<prefix>_TILE_ROWS`` rows of ``<prefix>_LD`` halves, ``<prefix>_CHUNKS`` 16-byte chunks
     each; a thread copies ``<prefix>_COPIES`` chunks of one column per k tile, rows
-    ``<prefix>_ROW_STEP`` apart. The swizzle puts chunk ``c`` of
-    row ``r`` at ``c ^ ((r / <prefix>_SWZ_DIV) % <prefix>_SWZ_MOD)``: any 8 consecutive rows'
-    chunks of one column then fall in 8 distinct 16-byte bank groups (a 128-byte line holds
-    8 chunks: rows of fewer chunks share a line, so the XOR changes every 8/chunks rows), which
-    is what an ldmatrix phase reads.
+    ``<prefix>_ROW_STEP`` apart.
     """
     chunks = cols // CHUNK
     return {
@@ -76,9 +104,32 @@ def operand_tile(rows: int, cols: int, threads: int, prefix: str) -> dict[str, i
         f"{prefix}_CHUNKS": chunks,
         f"{prefix}_COPIES": rows * chunks // threads,
         f"{prefix}_ROW_STEP": threads // chunks,
+    }
+
+
+def operand_tile(rows: int, cols: int, threads: int, prefix: str) -> dict[str, int]:
+    """hmma's operand tile: its copies (:func:`operand_copies`) and its swizzle, which puts
+    chunk ``c`` of row ``r`` at ``c ^ ((r / <prefix>_SWZ_DIV) % <prefix>_SWZ_MOD)``: any 8
+    consecutive rows' chunks of one column then fall in 8 distinct 16-byte bank groups (a
+    128-byte line holds 8 chunks: rows of fewer chunks share a line, so the XOR changes every
+    8/chunks rows), which is what an ldmatrix phase reads.
+    """
+    chunks = cols // CHUNK
+    return {
+        **operand_copies(rows, cols, threads, prefix),
         f"{prefix}_SWZ_DIV": max(1, CHUNK // chunks),
         f"{prefix}_SWZ_MOD": min(chunks, CHUNK),
     }
+
+
+def stored_tiles(p: Params) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(rows are k, rows, columns) of A's and of B's k tile, stored as the operand is in global
+    memory: A is stored M x K (NN, NT) or K x M (TN, TT), so its tile's rows are k in the second
+    case; B is stored K x N (NN, TN) or N x K (NT, TT), its tile's rows are k in the first."""
+    a_krows, b_krows = p["LAYOUT"] // 2, 1 - p["LAYOUT"] % 2
+    a_rows, a_cols = (p["BK"], p["BM"]) if a_krows else (p["BM"], p["BK"])
+    b_rows, b_cols = (p["BK"], p["BN"]) if b_krows else (p["BN"], p["BK"])
+    return (a_krows, a_rows, a_cols), (b_krows, b_rows, b_cols)
 
 
 def hmma_derive(p: Params) -> dict[str, int]:
@@ -87,11 +138,7 @@ def hmma_derive(p: Params) -> dict[str, int]:
     ring's stage."""
     wm, wn = warp_tile(p)
     threads = hmma_threads(p)
-    # A is stored M x K (NN, NT) or K x M (TN, TT): its tile's rows are k in the second case.
-    # B is stored K x N (NN, TN) or N x K (NT, TT): its tile's rows are k in the first.
-    a_krows, b_krows = p["LAYOUT"] // 2, 1 - p["LAYOUT"] % 2
-    a_rows, a_cols = (p["BK"], p["BM"]) if a_krows else (p["BM"], p["BK"])
-    b_rows, b_cols = (p["BK"], p["BN"]) if b_krows else (p["BN"], p["BK"])
+    (a_krows, a_rows, a_cols), (b_krows, b_rows, b_cols) = stored_tiles(p)
     a_halves = p["BM"] * p["BK"]
     return {
         "WM": wm,
@@ -155,14 +202,7 @@ HMMA_RULES = (
         "BN/WARPS_N must be a multiple of 16: a warp loads B for two n8 mma tiles per ldmatrix",
         lambda p: (p["BN"] // p["WARPS_N"]) % 16 == 0 and p["BN"] % p["WARPS_N"] == 0,
     ),
-    Rule(
-        "BM*BK/8 and BN*BK/8 must be multiples of the threads: the tiles copy in whole passes "
-        "of 16-byte chunks",
-        lambda p: (
-            (p["BM"] * p["BK"] // CHUNK) % hmma_threads(p) == 0
-            and (p["BN"] * p["BK"] // CHUNK) % hmma_threads(p) == 0
-        ),
-    ),
+    whole_chunk_passes(hmma_threads),
     Rule(
         f"a lane may keep at most {MAX_ACCUMULATORS} FP32 sums ((WM/16)*(WN/8)*4): more spill",
         lambda p: _accumulators(p) <= MAX_ACCUMULATORS,
@@ -192,20 +232,8 @@ HMMA = Family(
     pinned=hmma_pinned,
 )
 
-HMMA_SPLITK = Family(
-    name="hmma_splitk",
-    doc="hmma with K split over SPLITK blocks per output tile (grid z), reduced in C in ticket "
+HMMA_SPLITK = half_split_k(
+    HMMA,
+    "hmma with K split over SPLITK blocks per output tile (grid z), reduced in C in ticket "
     "order; for output grids too small to fill the chip.",
-    params=(*HMMA_PARAMS[:7], SPLITK.params[-1], *HMMA_PARAMS[7:]),
-    rules=(*HMMA_RULES, SPLITK_IN_GRID_Z),
-    threads=hmma_threads,
-    footprint=hmma_footprint,
-    derive=hmma_derive,
-    module_counters=True,
-    leading_dims=True,
-    cost=HMMA.cost,
-    min_arch=HMMA.min_arch,
-    dtypes=HMMA.dtypes,
-    layouts=HMMA.layouts,
-    pinned=hmma_pinned,
 )

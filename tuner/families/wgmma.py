@@ -18,7 +18,6 @@ C by the split-K hand-off, as ``hmma_splitk`` does.
 from __future__ import annotations
 
 from tuner.families._base import (
-    SPLITK_IN_GRID_Z,
     CostTraits,
     Family,
     Footprint,
@@ -26,8 +25,17 @@ from tuner.families._base import (
     Params,
     Rule,
 )
-from tuner.families.hmma import CHUNK, HALF_BYTES, hmma_pinned, operand_tile
-from tuner.families.split import SPLITK, SPLITK_MAX_TILES
+from tuner.families.hmma import (
+    CHUNK,
+    HALF_BYTES,
+    HMMA_PARAMS,
+    half_split_k,
+    hmma_pinned,
+    operand_copies,
+    stored_tiles,
+    whole_chunk_passes,
+)
+from tuner.families.split import SPLITK_MAX_TILES
 from tuner.shape import HALF_DTYPES, SUPPORTED_LAYOUTS
 
 WARPGROUP = 128  # threads of one warpgroup
@@ -67,23 +75,14 @@ def wgmma_derive(p: Params) -> dict[str, int]:
     operand's contiguous dimension, as hmma's) and the bytes of one column of 64 m or n in the
     swizzled layout (MN-major tiles are stored column by column)."""
     threads = wgmma_threads(p)
-    # As in hmma: A is stored M x K (NN, NT) or K x M (TN, TT), B K x N (NN, TN) or N x K.
-    a_mn, b_mn = p["LAYOUT"] // 2, 1 - p["LAYOUT"] % 2
-    a_rows, a_cols = (p["BK"], p["BM"]) if a_mn else (p["BM"], p["BK"])
-    b_rows, b_cols = (p["BK"], p["BN"]) if b_mn else (p["BN"], p["BK"])
-    copies = {
-        key: value
-        for key, value in (
-            *operand_tile(a_rows, a_cols, threads, "A").items(),
-            *operand_tile(b_rows, b_cols, threads, "B").items(),
-        )
-        if "_SWZ_" not in key  # hmma's swizzle; the 128-byte one here is fixed
-    }
+    # A tile whose rows are k is the operand stored along M or N: MN-major for the wgmma.
+    (a_mn, a_rows, a_cols), (b_mn, b_rows, b_cols) = stored_tiles(p)
     return {
         "MT": m64_tiles(p),
         "A_MN_MAJOR": a_mn,
         "B_MN_MAJOR": b_mn,
-        **copies,
+        **operand_copies(a_rows, a_cols, threads, "A"),
+        **operand_copies(b_rows, b_cols, threads, "B"),
         "A_COLUMN_BYTES": a_rows * ROW_BYTES,
         "B_COLUMN_BYTES": b_rows * ROW_BYTES,
         "STAGE_BYTES": stage_bytes(p),
@@ -130,9 +129,7 @@ WGMMA_PARAMS = (
     Param("BK", (K_TILE,), "depth of the k tile: one 128-byte swizzled row of halves"),
     Param("WG_M", (1, 2), "warpgroups along m (each computes BM/WG_M rows)"),
     Param("STAGES", (3, 4, 5, 6), "shared-memory buffers of the cp.async ring"),
-    Param("SWIZZLE", (1, 4, 8), "block rows numbered together, for L2 reuse (1: row by row)"),
-    Param("DTYPE", (0, 1), "input type: 0 float16, 1 bfloat16 (pinned by the shape)"),
-    Param("LAYOUT", (0, 1, 2, 3), "0 NN, 1 NT, 2 TN, 3 TT (pinned by the shape)"),
+    *HMMA_PARAMS[-3:],  # SWIZZLE, DTYPE, LAYOUT: hmma's block order and shape-pinned kinds
 )
 
 WGMMA_RULES = (
@@ -148,14 +145,7 @@ WGMMA_RULES = (
         "BN must be a multiple of 64: a tile stored along N is whole 128-byte columns",
         lambda p: p["BN"] % 64 == 0 and 8 <= p["BN"] <= 256,
     ),
-    Rule(
-        "BM*BK/8 and BN*BK/8 must be multiples of the threads: the tiles copy in whole passes "
-        "of 16-byte chunks",
-        lambda p: (
-            (p["BM"] * p["BK"] // CHUNK) % wgmma_threads(p) == 0
-            and (p["BN"] * p["BK"] // CHUNK) % wgmma_threads(p) == 0
-        ),
-    ),
+    whole_chunk_passes(wgmma_threads),
     Rule(
         f"a thread may keep at most {MAX_ACCUMULATORS} FP32 sums (BM/WG_M/64 * BN/2): more spill",
         lambda p: _accumulators(p) <= MAX_ACCUMULATORS,
@@ -186,22 +176,8 @@ WGMMA = Family(
     pinned=hmma_pinned,
 )
 
-WGMMA_SPLITK = Family(
-    name="wgmma_splitk",
-    doc="wgmma with K split over SPLITK blocks per output tile (grid z), reduced in C in ticket "
+WGMMA_SPLITK = half_split_k(
+    WGMMA,
+    "wgmma with K split over SPLITK blocks per output tile (grid z), reduced in C in ticket "
     "order; for output grids too small to fill the chip.",
-    params=(*WGMMA_PARAMS[:6], SPLITK.params[-1], *WGMMA_PARAMS[6:]),
-    rules=(*WGMMA_RULES, SPLITK_IN_GRID_Z),
-    threads=wgmma_threads,
-    footprint=wgmma_footprint,
-    derive=wgmma_derive,
-    module_counters=True,
-    leading_dims=True,
-    cost=WGMMA.cost,
-    min_arch=WGMMA.min_arch,
-    max_arch=WGMMA.max_arch,
-    arch_specific=True,
-    dtypes=WGMMA.dtypes,
-    layouts=WGMMA.layouts,
-    pinned=hmma_pinned,
 )
