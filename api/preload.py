@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import storage
 from api.lookup import tflops as _tflops
 from tuner.errors import InputError
-from tuner.families import parse_config
+from tuner.families import accuracy_of, parse_config
 from tuner.intake import check_records
 from tuner.results import SuiteFile, SweepTable, data_location, read_suite_file, read_sweep_table
 from tuner.results.location import SUITE_BESTS
@@ -128,6 +128,7 @@ def suite_records(suite: SuiteFile) -> Iterator[Record]:
                 family=config.family,
                 config_name=config.name,
                 params=config.as_dict(),
+                accuracy=accuracy_of(config.family),
                 ms=row.ms,
                 tflops=row.tflops or _tflops(m, n, k, row.ms),
                 cublas_ms=row.cublas_ms,

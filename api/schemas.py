@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from storage import STATUSES
+from tuner.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
 from tuner.answers import FAR_DISTANCE
 from tuner.device_kind import ARCH_FORMAT
 from tuner.families import FAMILIES
@@ -33,6 +34,13 @@ Layout = Annotated[
         description="how A and B are stored, row-major terms: A's letter then B's, N as used, "
         "T transposed (NT is x @ W.T, nn.Linear); 'row-major' is the older name of NN, "
         "answered as NN"
+    ),
+]
+Accuracy = Annotated[
+    Literal[ACCURACY_NAMES],  # type: ignore[valid-type]
+    Field(
+        description="the least exact accuracy class accepted: "
+        + "; ".join(f"{c.name}: {c.doc}" for c in ACCURACY_CLASSES.values())
     ),
 ]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
@@ -67,6 +75,7 @@ class BestRequest(Strict):
     k: Dim
     dtype: Dtype = "float32"
     layout: Layout = "NN"
+    accuracy: Accuracy = DEFAULT_ACCURACY
     device: str | None = Field(
         default=None,
         min_length=1,
@@ -184,6 +193,9 @@ class BestResponse(BaseModel):
     )
     provenance: dict[str, Any]
     note: str
+    accuracy: str = Field(
+        description="the config's accuracy class: the asked one or a more exact one"
+    )
     kernel: KernelOut | None = None
 
 
@@ -268,6 +280,7 @@ class MeasurementOut(BaseModel):
     study: str | None
     trial_number: int | None
     provenance: dict[str, Any]
+    accuracy: str
     created_at: str
 
 

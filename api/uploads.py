@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from api import schemas
+from tuner.families import accuracy_of
 from tuner.intake import Problem, RejectedRecords, check_upload, with_trust
 
 
@@ -34,7 +35,11 @@ def store_upload(
     measurements = []
     for i, item in enumerate(body.measurements):
         try:
-            measurements.append(storage.MeasurementIn(**item.model_dump()))
+            # The class is the family's, never the uploader's word.
+            values = item.model_dump()
+            measurements.append(
+                storage.MeasurementIn(**values, accuracy=accuracy_of(values["family"]))
+            )
         except ValueError as exc:
             raise RejectedRecords([Problem(("measurements", i), str(exc))]) from exc
     check_upload(device, shape, measurements)

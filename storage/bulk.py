@@ -93,9 +93,9 @@ def record_measurements(
     """Store many measurements in one go; their ids, in order.
 
     The rows and the best_config are exactly those of calling
-    :func:`storage.record_measurement` for each record in order: each (device, shape) offers
-    best_config only the first of its fastest final re-measurements, or without any, of its
-    fastest ok measurements (by that rule no other record of the batch could win).
+    :func:`storage.record_measurement` for each record in order: each (device, shape, accuracy
+    class) offers best_config only the first of its fastest final re-measurements, or without
+    any, of its fastest ok measurements (by that rule no other record of the batch could win).
     ``progress`` is called after each chunk. Nothing commits here; the best_config rows stay
     locked until the caller commits.
     """
@@ -121,18 +121,18 @@ def record_measurements(
 
 
 def best_offers(written: Iterable[Offer]) -> list[Offer]:
-    """Of measurements written in this order, the one each (device, shape) key offers as its
-    best: the first of its fastest final re-measurements, or without any, of its fastest ok
-    measurements (``record_measurement``'s rule: no other could win). Trusted ones only."""
-    fastest: dict[tuple[int, int], Offer] = {}
+    """Of measurements written in this order, the one each (device, shape, accuracy class) key
+    offers as its best: the first of its fastest final re-measurements, or without any, of its
+    fastest ok measurements (``record_measurement``'s rule: no other could win). Trusted ones
+    only."""
+    fastest: dict[tuple[int, int, str], Offer] = {}
     for offer in written:
         m = offer.measurement
         if m.status != "ok" or m.ms is None or not is_trusted(m.provenance):
             continue
-        key = (offer.device_id, offer.shape_id)
-        held = fastest.get(key)
+        held = fastest.get(offer.key)
         if held is None or _rank(m) < _rank(held.measurement):
-            fastest[key] = offer
+            fastest[offer.key] = offer
     return list(fastest.values())
 
 
@@ -142,8 +142,8 @@ def _rank(m: MeasurementIn) -> tuple[bool, float]:
 
 
 def offer_all(session: Session, offers: list[Offer]) -> None:
-    """:func:`offer_best` for each offer, with the (device, shape) pairs that have no best yet
-    done in one statement."""
+    """:func:`offer_best` for each offer, with the (device, shape, accuracy class) keys that
+    have no best yet done in one statement."""
     if not offers:
         return
     now = utcnow()
@@ -151,6 +151,7 @@ def offer_all(session: Session, offers: list[Offer]) -> None:
         {
             "device_id": o.device_id,
             "shape_id": o.shape_id,
+            "accuracy": o.measurement.accuracy,
             "measurement_id": o.measurement_id,
             "updated_at": now,
         }
@@ -159,11 +160,16 @@ def offer_all(session: Session, offers: list[Offer]) -> None:
     statement = (
         upsert_statement(session, BestConfig)
         .on_conflict_do_nothing()
-        .returning(BestConfig.device_id, BestConfig.shape_id, sort_by_parameter_order=True)
+        .returning(
+            BestConfig.device_id,
+            BestConfig.shape_id,
+            BestConfig.accuracy,
+            sort_by_parameter_order=True,
+        )
     )
     created = {tuple(row) for row in session.execute(statement, rows)}
     for offer in offers:
-        if (offer.device_id, offer.shape_id) not in created:
+        if offer.key not in created:
             offer_best(session, offer)
 
 

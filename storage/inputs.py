@@ -27,6 +27,11 @@ STATUSES: tuple[str, ...] = (
 # (the one layout before there were four) is A and B both as used, ``NN``. Migration 0006 renames
 # stored rows; imports and callers may still send the old name.
 LEGACY_LAYOUTS: dict[str, str] = {"row-major": "NN"}
+# The accuracy class of a measurement nobody labelled: strict FP32. Other classes (FP32 emulated
+# on tensor cores, ...) are named by the tuner; to storage a class is an opaque short label, and
+# best_config keeps the fastest of each class apart, so a caller asking for strict results never
+# gets a config that is merely close.
+EXACT = "exact"
 
 
 # Column lengths of the tables (storage.models); tuner.intake checks records against the same
@@ -42,6 +47,16 @@ def _check_text(name: str, value: object, *, optional: bool = False) -> None:
         return
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"`{name}` must be a non-empty string, got {value!r}")
+
+
+def _check_label(name: str, value: object) -> None:
+    """A short name stored in a ``String(LABEL_LENGTH)`` column, checked here so that a too long
+    one is refused alike on SQLite (which does not enforce lengths) and PostgreSQL."""
+    if not isinstance(value, str) or not value.strip() or len(value) > LABEL_LENGTH:
+        raise ValueError(
+            f"`{name}` must be a non-empty string of at most {LABEL_LENGTH} characters, "
+            f"got {value!r}"
+        )
 
 
 def _check_int(name: str, value: object, *, minimum: int, optional: bool = False) -> None:
@@ -107,8 +122,10 @@ class MeasurementIn:
     """One evaluated candidate, failed or not.
 
     ``ratio`` is cuBLAS time / our time (> 1 means faster than cuBLAS); left as ``None`` it is
-    derived from ``cublas_ms / ms`` when both are known. ``created_at`` is normally left to the
-    database; imports pass the original timestamp so that re-importing is idempotent.
+    derived from ``cublas_ms / ms`` when both are known. ``accuracy`` is the measurement's
+    accuracy class (:data:`EXACT`, strict FP32, unless the tuner names another): the best config
+    is kept per class. ``created_at`` is normally left to the database; imports pass the original
+    timestamp so that re-importing is idempotent.
     """
 
     family: str
@@ -128,6 +145,7 @@ class MeasurementIn:
     study: str | None = None
     trial_number: int | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    accuracy: str = EXACT
     created_at: datetime | None = None
 
     def __post_init__(self) -> None:
@@ -151,6 +169,7 @@ class MeasurementIn:
         _check_int("smem_bytes", self.smem_bytes, minimum=0, optional=True)
         _check_text("study", self.study, optional=True)
         _check_int("trial_number", self.trial_number, minimum=0, optional=True)
+        _check_label("accuracy", self.accuracy)
         _check_time("created_at", self.created_at)
 
     def effective_ratio(self) -> float | None:

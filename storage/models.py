@@ -1,9 +1,12 @@
-"""Typed tables: every evaluated candidate, and the best one per device and shape.
+"""Typed tables: every evaluated candidate, and the best one per device, shape and accuracy
+class.
 
 Failed candidates are rows too (with a status and reason): how many candidates a search space
 wastes, and why, is data, and a replay evaluator needs the whole history, not just the winners.
 ``best_config`` is a small index over ``measurement`` so that "what should I run for this GEMM?"
-is one lookup; shape already carries dtype and layout, so (device, shape) is the whole key.
+is one lookup; shape already carries dtype and layout, and the accuracy class (strict FP32,
+``exact``, or a label the tuner gives a less exact kernel family) keeps a faster but less exact
+config from hiding the best strict one, so (device, shape, accuracy) is the whole key.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from sqlalchemy.types import TypeDecorator
 
 from storage.inputs import (
     DEVICE_NAME_LENGTH,
+    EXACT,
     FAMILY_LENGTH,
     LABEL_LENGTH,
     NAME_LENGTH,
@@ -152,6 +156,8 @@ class Measurement(Base):
     study: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
     trial_number: Mapped[int | None] = mapped_column(Integer)
     provenance: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # The accuracy class (storage.inputs.EXACT unless the tuner names another).
+    accuracy: Mapped[str] = mapped_column(String(LABEL_LENGTH), default=EXACT, server_default=EXACT)
     created_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, server_default=func.now()
     )
@@ -162,15 +168,21 @@ class Measurement(Base):
 
 
 class BestConfig(Base):
-    """The fastest ``ok`` measurement per (device, shape); only a faster one replaces it."""
+    """The fastest ``ok`` measurement per (device, shape, accuracy class); only a faster one
+    of the same class replaces it. ``accuracy`` is its measurement's class, copied here so the
+    class is part of the unique key."""
 
     __tablename__ = "best_config"
     # updated_at: its maximum is part of the answer index's fingerprint, asked every few s.
-    __table_args__ = (UniqueConstraint("device_id", "shape_id"), Index(None, "updated_at"))
+    __table_args__ = (
+        UniqueConstraint("device_id", "shape_id", "accuracy"),
+        Index(None, "updated_at"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     device_id: Mapped[int] = mapped_column(ForeignKey("device.id"))
     shape_id: Mapped[int] = mapped_column(ForeignKey("shape.id"))
+    accuracy: Mapped[str] = mapped_column(String(LABEL_LENGTH), default=EXACT, server_default=EXACT)
     measurement_id: Mapped[int] = mapped_column(ForeignKey("measurement.id"))
     updated_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=func.now()

@@ -7,7 +7,7 @@ measurement relationships are already loaded), never dicts: shaping a response i
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -49,7 +49,9 @@ def find_shape(session: Session, shape: ShapeIn) -> Shape | None:
     ).one_or_none()
 
 
-def _best_query(device_name: str | None) -> Select[BestConfig]:
+def _best_query(
+    device_name: str | None, accuracies: Collection[str] | None = None
+) -> Select[BestConfig]:
     query = (
         select(BestConfig)
         .join(BestConfig.device)
@@ -63,7 +65,18 @@ def _best_query(device_name: str | None) -> Select[BestConfig]:
     )
     if device_name is not None:
         query = query.where(Device.name == device_name)
+    if accuracies is not None:
+        query = query.where(BestConfig.accuracy.in_(_classes(accuracies)))
     return query
+
+
+def _classes(accuracies: Collection[str]) -> list[str]:
+    """The accuracy classes asked for, refusing a bare string (its letters are not classes)."""
+    if isinstance(accuracies, str) or not all(isinstance(a, str) for a in accuracies):
+        raise ValueError(
+            f"`accuracies` must be a collection of accuracy class names, got {accuracies!r}"
+        )
+    return sorted(accuracies)
 
 
 def best_for(
@@ -74,10 +87,17 @@ def best_for(
     k: int,
     dtype: str = "float32",
     layout: str = "NN",
+    *,
+    accuracies: Collection[str] | None = None,
 ) -> tuple[BestConfig, Measurement] | None:
-    """The best config for exactly this shape on ``device_name`` (``None``: fastest anywhere)."""
+    """The best config for exactly this shape on ``device_name`` (``None``: fastest anywhere).
+
+    Args:
+        accuracies: the accuracy classes the caller accepts (e.g. ``{"exact"}`` for strict
+            FP32 only); ``None`` takes any. Of the best rows that qualify, the fastest wins.
+    """
     query = (
-        _best_query(device_name)
+        _best_query(device_name, accuracies)
         .where(
             Shape.m == m,
             Shape.n == n,
@@ -93,9 +113,18 @@ def best_for(
 
 
 def best_configs(session: Session, device: str | None = None) -> list[BestConfig]:
-    """Every best config (optionally for one device name), ordered by device then shape."""
+    """Every best config (optionally for one device name), ordered by device, shape, then
+    accuracy class."""
     query = _best_query(device).order_by(
-        Device.name, Device.arch, Device.sm_count, Shape.m, Shape.n, Shape.k, Shape.dtype
+        Device.name,
+        Device.arch,
+        Device.sm_count,
+        Shape.m,
+        Shape.n,
+        Shape.k,
+        Shape.dtype,
+        Shape.layout,
+        BestConfig.accuracy,
     )
     return list(session.scalars(query))
 
@@ -118,17 +147,22 @@ def nearest_best(
     k: int,
     dtype: str = "float32",
     layout: str = "NN",
+    *,
+    accuracies: Collection[str] | None = None,
 ) -> tuple[BestConfig, float] | None:
     """The tuned shape closest to (m, n, k) (see :func:`shape_distance`), with its distance.
 
-    Only shapes with the same dtype and layout qualify. Computed in Python: best_config holds
-    one row per tuned device and shape, a few hundred at most. Ties go to the faster config.
+    Only shapes with the same dtype and layout qualify, and only best configs of the
+    ``accuracies`` classes (``None``: any). Computed in Python: best_config holds one row per
+    tuned device, shape and accuracy class, a few hundred at most. Ties go to the faster config.
     """
     for name, value in (("m", m), ("n", n), ("k", k)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}")
     rows = session.scalars(
-        _best_query(device_name).where(Shape.dtype == dtype, Shape.layout == _layout(layout))
+        _best_query(device_name, accuracies).where(
+            Shape.dtype == dtype, Shape.layout == _layout(layout)
+        )
     ).all()
     scored = [
         (shape_distance((m, n, k), (row.shape.m, row.shape.n, row.shape.k)), row) for row in rows

@@ -1,5 +1,9 @@
 """Write path: record one evaluated candidate and keep best_config current, race-safely.
 
+A measurement competes only with those of its own accuracy class (``MeasurementIn.accuracy``):
+best_config holds the fastest of each class per device and shape, and a faster config of a less
+exact class never displaces the best strict one.
+
 Several tuning workers write at once. Device and shape rows are created with
 ``INSERT ... ON CONFLICT DO NOTHING`` followed by a select, so two workers meeting a new GPU or
 shape never collide on the unique keys. The best_config row is locked (``SELECT ... FOR UPDATE``
@@ -30,7 +34,8 @@ from storage.queries import find_device, find_shape
 def record_measurement(
     session: Session, device: DeviceIn, shape: ShapeIn, m: MeasurementIn
 ) -> Measurement:
-    """Store ``m`` for ``device`` and ``shape``; make it the best config if it is the fastest.
+    """Store ``m`` for ``device`` and ``shape``; make it the best config of its accuracy class
+    if it is the fastest of that class.
 
     Only trusted (:func:`is_trusted`) ``ok`` measurements with a time compete, and only a
     strictly lower time replaces the current best, so the first of equally fast configs
@@ -119,20 +124,28 @@ def is_final(provenance: object) -> bool:
 
 
 class Offer(NamedTuple):
-    """A stored ``ok`` measurement offered as its device and shape's best config."""
+    """A stored ``ok`` measurement offered as the best config of its device, shape and
+    accuracy class (the measurement's own)."""
 
     device_id: int
     shape_id: int
     measurement_id: int
     measurement: MeasurementIn
 
+    @property
+    def key(self) -> tuple[int, int, str]:
+        """The best_config row it competes for: (device id, shape id, accuracy class)."""
+        return self.device_id, self.shape_id, self.measurement.accuracy
+
 
 def offer_best(session: Session, offer: Offer) -> None:
-    """Make the offered measurement the best for its device and shape if none is faster
-    (strictly), by the rule :func:`record_measurement` states."""
+    """Make the offered measurement the best of its device, shape and accuracy class if none
+    of that class is faster (strictly), by the rule :func:`record_measurement` states."""
+    device_id, shape_id, accuracy = offer.key
     values = {
-        "device_id": offer.device_id,
-        "shape_id": offer.shape_id,
+        "device_id": device_id,
+        "shape_id": shape_id,
+        "accuracy": accuracy,
         "measurement_id": offer.measurement_id,
         "updated_at": utcnow(),
     }
@@ -141,7 +154,11 @@ def offer_best(session: Session, offer: Offer) -> None:
     # the committed version of any row it wrote (READ COMMITTED re-reads after the lock).
     best = session.scalars(
         select(BestConfig)
-        .where(BestConfig.device_id == offer.device_id, BestConfig.shape_id == offer.shape_id)
+        .where(
+            BestConfig.device_id == device_id,
+            BestConfig.shape_id == shape_id,
+            BestConfig.accuracy == accuracy,
+        )
         .with_for_update(of=BestConfig)
         .options(lazyload("*"))
         .execution_options(populate_existing=True)

@@ -8,6 +8,10 @@ entry is checked (against the column limits too, so a file imports the same on S
 PostgreSQL) before anything is written. Importing is idempotent: a
 measurement with the same device, shape, config name, creation time, study and trial number as
 a stored one (or as an earlier entry of the file) is skipped.
+
+Fields added to a measurement record since version 1 are optional on import, with the value
+older rows had: an export written before accuracy classes has no ``accuracy``, and its
+measurements are strict FP32 (``exact``), as the migration that added the column made them.
 """
 
 from __future__ import annotations

@@ -98,6 +98,12 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "wgmma_splitk_bm64_bn128_bk64_wgm1_s4_sw4_sk8_dt1_ly0",
         "wgmma_splitk_bm128_bn64_bk64_wgm2_s3_sw1_sk3_dt0_ly3",
     ],
+    # FP32 emulated on BF16 (the half families' templates, DTYPE pinned to BF16): one tile each,
+    # in a layout per family.
+    "hmma_bf16x3": ["hmma_bf16x3_bm128_bn128_bk32_wpm2_wpn2_s3_sw4_dt1_ly0"],
+    "hmma_splitk_bf16x3": ["hmma_splitk_bf16x3_bm64_bn64_bk32_wpm2_wpn2_s3_sw1_sk4_dt1_ly1"],
+    "wgmma_bf16x3": ["wgmma_bf16x3_bm128_bn256_bk64_wgm2_s4_sw8_dt1_ly2"],
+    "wgmma_splitk_bf16x3": ["wgmma_splitk_bf16x3_bm128_bn64_bk64_wgm2_s3_sw1_sk3_dt1_ly3"],
 }
 
 ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

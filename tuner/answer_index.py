@@ -42,7 +42,9 @@ def device_info(row: storage.Device) -> DeviceInfo:
 
 
 # Tuned's fields read off the best config's measurement record as they are.
-_FROM_RECORD = ("family", "config_name", "params", "tflops", "cublas_tflops", "ratio", "provenance")
+_FROM_RECORD = (
+    "family", "config_name", "params", "tflops", "cublas_tflops", "ratio", "provenance", "accuracy",
+)  # fmt: skip
 
 
 def readable(family: str, config_name: str) -> bool:

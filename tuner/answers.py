@@ -42,10 +42,11 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from storage.inputs import LEGACY_LAYOUTS
+from tuner.accuracy import BF16X3, DEFAULT_ACCURACY, accepted
 from tuner.config import PARAM_ABBR, Config
 from tuner.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
 from tuner.errors import InputError
-from tuner.families import HMMA, parse_config
+from tuner.families import HMMA, HMMA_BF16X3, get_family, parse_config
 from tuner.render import KernelSource, Launch, render
 from tuner.shape import Shape
 
@@ -70,7 +71,9 @@ DEFAULT_RULE = (
     f"{DEFAULT_LARGE} when ceil(m/{DEFAULT_TILE})*ceil(n/{DEFAULT_TILE}) >= "
     f"{DEFAULT_WAVE_BLOCKS} (one full wave on an H100), else {DEFAULT_SMALL}; for float16 and "
     f"bfloat16 inputs {HALF_DEFAULT_LARGE} or {HALF_DEFAULT_SMALL} by the same test, with the "
-    "shape's dtype and layout"
+    "shape's dtype and layout; for float32 at accuracy bf16x3 the same hmma tile as "
+    f"{HMMA_BF16X3.name} when the grid is large or the layout is not NN (only the emulated "
+    "families compute float32 in NT, TN and TT)"
 )
 
 
@@ -97,14 +100,21 @@ def shape_values(shape: Any) -> dict[str, Any]:
     return {name: getattr(shape, name) for name in SHAPE_FIELDS}
 
 
-def default_config(m: int, n: int, dtype: str = "float32", layout: str = "NN") -> Config:
+def default_config(
+    m: int, n: int, dtype: str = "float32", layout: str = "NN", accuracy: str = DEFAULT_ACCURACY
+) -> Config:
     """The rule-chosen config for a shape nobody has tuned (see :data:`DEFAULT_RULE`)."""
     large = -(-m // DEFAULT_TILE) * -(-n // DEFAULT_TILE) >= DEFAULT_WAVE_BLOCKS
+    half = HALF_DEFAULT_LARGE if large else HALF_DEFAULT_SMALL
+    shape = Shape(m, n, 1, dtype, layout)
     if dtype == "float32":
-        return parse_config(DEFAULT_LARGE if large else DEFAULT_SMALL)
-    pinned = HMMA.pinned(Shape(m, n, 1, dtype, layout))
-    tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in pinned.items())
-    return parse_config("_".join([HALF_DEFAULT_LARGE if large else HALF_DEFAULT_SMALL, *tokens]))
+        emulated = BF16X3.name in accepted(accuracy) and (large or layout != "NN")
+        if not emulated:
+            return parse_config(DEFAULT_LARGE if large else DEFAULT_SMALL)
+        half = half.replace(HMMA.name, HMMA_BF16X3.name, 1)
+        shape = HMMA_BF16X3.kernel_shape(shape)
+    tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in HMMA.pinned(shape).items())
+    return parse_config("_".join([half, *tokens]))
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,7 @@ class Tuned:
     cublas_tflops: float | None
     ratio: float | None
     provenance: Mapping[str, Any]
+    accuracy: str = DEFAULT_ACCURACY  # the class of its family (``tuner.accuracy``)
     log_mnk: tuple[float, float, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -192,6 +203,8 @@ class Answer:
     device_match: Match | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
+    # The config's accuracy class (``tuner.accuracy``): the asked floor's or a more exact one.
+    accuracy: str = DEFAULT_ACCURACY
 
     @property
     def config(self) -> Config:
@@ -236,6 +249,7 @@ class Answer:
             "device_match": self.device_match,
             "provenance": dict(self.provenance),
             "note": self.note,
+            "accuracy": self.accuracy,
         }
 
     @classmethod
@@ -243,8 +257,9 @@ class Answer:
         """Read :meth:`as_json`'s form back (what a client gets over HTTP); other keys, such
         as ``kernel``, are ignored."""
         shape, device, measured = data["measured_on"], data["device"], data["measured_on_device"]
+        plain = {key: data[key] for key in _PLAIN_KEYS if key in data}  # older servers: no accuracy
         return cls(
-            **{key: data[key] for key in _PLAIN_KEYS},
+            **plain,
             params=dict(data["params"]),
             measured_on=None if shape is None else (shape["m"], shape["n"], shape["k"]),
             device=None if device is None else DeviceSpec(**device),
@@ -256,7 +271,7 @@ class Answer:
 # Answer fields whose JSON value is the value itself.
 _PLAIN_KEYS = (
     "m", "n", "k", "dtype", "layout", "name", "family", "source", "distance", "confidence",
-    "ms", "tflops", "cublas_tflops", "ratio", "device_match", "note",
+    "ms", "tflops", "cublas_tflops", "ratio", "device_match", "note", "accuracy",
 )  # fmt: skip
 
 
@@ -291,17 +306,23 @@ class Tuning:
         dtype: str = "float32",
         layout: str = "NN",
         device: DeviceSpec | None = None,
+        accuracy: str = DEFAULT_ACCURACY,
     ) -> Answer:
-        """The answer for (m, n, k) on ``device`` (see the module's docstring for the rules).
+        """The answer for (m, n, k) on ``device`` at the floor ``accuracy`` (see the module's
+        docstring for the rules).
 
         Raises:
-            InputError: a bad dimension, dtype or layout (naming it).
+            InputError: a bad dimension, dtype, layout or accuracy (naming it).
             UnknownDeviceError: ``device`` is not stored and has no ``arch``.
         """
         shape = Shape(m, n, k, dtype, layout)
+        allowed = accepted(accuracy)
+        entries = [e for e in self.entries if e.accuracy in allowed]
         if device is None:
-            found = _tuned(self.entries, shape, "any_device", None)
-            return found if isinstance(found, Answer) else _default(shape, None, found)
+            found = _tuned(entries, shape, "any_device", None)
+            if isinstance(found, Answer):
+                return found
+            return _default(shape, None, found, accuracy)
         stored = self._stored(device)
         asked = DeviceSpec(
             device.name,
@@ -312,8 +333,8 @@ class Tuning:
         slow = slow_math(asked.arch, self.rates.get(asked.name))
         kind = self.by_kind.get(asked.kind, []) if asked.kind else []
         pools: tuple[tuple[Match, Sequence[Tuned]], ...] = (
-            ("same_device", [e for e in self.entries if e.device in stored]),
-            ("same_kind", [e for e in kind if e.device not in stored]),
+            ("same_device", [e for e in entries if e.device in stored]),
+            ("same_kind", [e for e in kind if e.device not in stored and e.accuracy in allowed]),
         )
         farthest: Far | None = None
         for match, pool in pools:
@@ -324,7 +345,7 @@ class Tuning:
             farthest = farthest or found
         if not stored and asked.arch is None:
             raise UnknownDeviceError(asked, (d.name for d in self.devices))
-        return _default(shape, asked, farthest)
+        return _default(shape, asked, farthest, accuracy)
 
     def _stored(self, device: DeviceSpec) -> set[DeviceInfo]:
         """The stored devices ``device`` names (its name, and its arch and SM count if given)."""
@@ -416,6 +437,7 @@ def _from_entry(
         device_match=match,
         provenance=entry.provenance,
         note=note,
+        accuracy=entry.accuracy,
     )
 
 
@@ -427,9 +449,14 @@ def _with_skipped(answer: Answer, skipped: int, slow: SlowMath) -> Answer:
     return replace(answer, note=note)
 
 
-def _default(shape: Shape, device: DeviceSpec | None, far: Far | None = None) -> Answer:
+def _default(
+    shape: Shape,
+    device: DeviceSpec | None,
+    far: Far | None = None,
+    accuracy: str = DEFAULT_ACCURACY,
+) -> Answer:
     """The default rule's answer; ``far`` (the nearest tuned shape, too far) makes it ``far``."""
-    config = default_config(shape.m, shape.n, shape.dtype, shape.layout)
+    config = default_config(shape.m, shape.n, shape.dtype, shape.layout, accuracy)
     where = f" on {device.name} or a GPU of its kind" if device is not None else ""
     rule = f"config chosen by rule: {DEFAULT_RULE}"
     if far is None:
@@ -451,4 +478,5 @@ def _default(shape: Shape, device: DeviceSpec | None, far: Far | None = None) ->
         device=device,
         provenance={"rule": DEFAULT_RULE},
         note=note,
+        accuracy=get_family(config.family).accuracy,
     )

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
+from tuner.accuracy import DEFAULT_ACCURACY, accepted
 from tuner.config import Config
 from tuner.errors import InputError
 from tuner.evaluate import Comparison, Evaluator
@@ -30,7 +31,7 @@ from tuner.measure import tflops as measured_tflops
 from tuner.results import suite_document
 from tuner.results.location import DEFAULT_SUITE_NAME
 from tuner.roofline import Ceilings, roofline
-from tuner.runner import DEFAULT_TRIALS, WARM_START, ProgressReport, run_study
+from tuner.runner import DEFAULT_TRIALS, WARM_START, ProgressReport, loosest_of, run_study
 from tuner.samplers import DEFAULT_SAMPLER
 from tuner.shape import Shape
 from tuner.sql_recorder import SqlRecorder
@@ -79,21 +80,35 @@ def device_slug(name: str) -> str:
     return "-".join(words) or "gpu"
 
 
-def suite_file_name(slug: str, shape: Shape) -> str:
+def suite_file_name(slug: str, shape: Shape, accuracy: str = DEFAULT_ACCURACY) -> str:
     """Where ``gemmtune bench`` writes by default: ``<device>-suite.json`` for float32 NN (the
-    committed FP32 results), ``<device>-suite-<dtype>-<layout>.json`` for the others."""
+    committed FP32 results), ``<device>-suite-<dtype>-<layout>.json`` for the others, with
+    ``-<accuracy>`` before ``.json`` at a floor other than ``exact``."""
+    tail = "" if accuracy == DEFAULT_ACCURACY else f"-{accuracy}"
     if shape.is_default_kind:
-        return f"{slug}-suite.json"
-    return f"{slug}-suite-{shape.dtype}-{shape.layout.lower()}.json"
+        return f"{slug}-suite{tail}.json"
+    return f"{slug}-suite-{shape.dtype}-{shape.layout.lower()}{tail}.json"
 
 
 def _stored_choice(
-    sessions: sessionmaker[Session], device: str, shape: Shape, tuned: bool
+    sessions: sessionmaker[Session],
+    device: str,
+    shape: Shape,
+    tuned: bool,
+    classes: frozenset[str],
 ) -> Choice | None:
-    """The best config stored for ``shape`` on ``device`` (None when nothing is stored)."""
+    """The fastest best config stored for ``shape`` on ``device`` among the accuracy
+    ``classes`` (None when nothing is stored)."""
     with sessions() as session:
         found = storage.best_for(
-            session, device, shape.m, shape.n, shape.k, shape.dtype, shape.layout
+            session,
+            device,
+            shape.m,
+            shape.n,
+            shape.k,
+            shape.dtype,
+            shape.layout,
+            accuracies=classes,
         )
         if found is None:
             return None
@@ -127,9 +142,14 @@ def choose_config(
     evaluated candidates even when a best config is stored.
     """
     device = evaluator.device.name
-    stored = _stored_choice(sessions, device, shape, tuned=False)
-    if stored is not None and not options.retune:
-        return stored
+    # The floor the families search at: a shape is reused only once its own class has a best
+    # (an exact best alone does not say what the emulated families reach), and then the
+    # fastest of every class the floor accepts answers.
+    floor = loosest_of(options.families)
+    classes = accepted(floor)
+    own = _stored_choice(sessions, device, shape, False, frozenset({floor}))
+    if own is not None and not options.retune:
+        return _stored_choice(sessions, device, shape, False, classes) or own
     target = options.trials
     if options.retune:
         name = study_name(device, shape, options.families)
@@ -147,7 +167,7 @@ def choose_config(
         options.warm_start,
         report,
     )
-    tuned = _stored_choice(sessions, device, shape, tuned=True)
+    tuned = _stored_choice(sessions, device, shape, True, classes)
     if tuned is not None:
         return tuned
     reason = f"no candidate ran correctly in {progress.evaluated} evaluated"
@@ -344,6 +364,7 @@ def document(
         suite=suite,
         method={
             "families": list(options.families),
+            "accuracy": loosest_of(options.families),
             "sampler": options.sampler,
             "seed": options.seed,
             "trials_per_tuned_shape": options.trials,

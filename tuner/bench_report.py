@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tuner.accuracy import ACCURACY_CLASSES, DEFAULT_ACCURACY, allowance
 from tuner.bench import input_kind, summarize
 from tuner.svg_charts import Bar, BarLayout, bar_chart
 
@@ -163,11 +164,26 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{_check_words(dtype)}.",
             "",
         ]
+    parts += _accuracy_line(method.get("accuracy"))
     roof = doc.get("roofline")
     if roof:
         parts += [_roof_line(roof, dtype), ""]
     parts.append(f"Measured on {_provenance(doc)}.")
     return "\n".join(parts) + "\n"
+
+
+def _accuracy_line(accuracy: str | None) -> list[str]:
+    """What a floor other than ``exact`` changed: the checks' allowance, and which configs the
+    FFMA roofline does not bound."""
+    if accuracy in (None, DEFAULT_ACCURACY):
+        return []
+    return [
+        f"Accuracy class {accuracy} accepted (`--accuracy {accuracy}`: "
+        f"{ACCURACY_CLASSES[accuracy].doc}): its configs pass the FP32 tolerance plus "
+        f"{allowance(accuracy):.1e} relative error, and run on the tensor cores, which the FP32 "
+        "roofline below does not bound.",
+        "",
+    ]
 
 
 # The chart: one horizontal bar per shape, ratio = cuBLAS time / our time, a line at 1.0.

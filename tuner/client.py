@@ -26,6 +26,7 @@ from collections.abc import Hashable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from tuner.accuracy import DEFAULT_ACCURACY, accepted, check_accuracy
 from tuner.answers import Answer
 from tuner.device_kind import DeviceSpec
 from tuner.errors import InputError
@@ -90,8 +91,10 @@ def best(
     timeout_s: float = 10.0,
     dtype: str = "float32",
     layout: str = "NN",
+    accuracy: str = DEFAULT_ACCURACY,
 ) -> Answer:
-    """The best config for an m x n x k GEMM of ``dtype`` inputs in ``layout`` on ``device``.
+    """The best config for an m x n x k GEMM of ``dtype`` inputs in ``layout`` on ``device``,
+    of accuracy class ``accuracy`` or a more exact one.
 
     Args:
         url: base URL of a gemmtune server (``http://host:8000``); default ``$GEMMTUNE_API_URL``.
@@ -102,23 +105,29 @@ def best(
             a GPU with no results of its own is then answered from GPUs of its kind), or
             ``None`` for the fastest config of any device.
         dtype, layout: the inputs' type and how they are stored (``tuner.shape``).
+        accuracy: the least exact class accepted (``tuner.accuracy``): ``exact`` (the
+            default) or ``bf16x3`` (float32 emulated on the BF16 tensor cores).
 
     Raises:
-        InputError: a dimension outside 1..2**31-1, an unknown dtype or layout, a device name
+        InputError: a dimension outside 1..2**31-1, an unknown dtype, layout or accuracy, a
+            device name
             nothing is stored for
             (given without its arch), or an error answer from the server.
         storage.StorageError: ``db`` names no gemmtune database (a missing SQLite file is not
             created).
     """
     shape = Shape(m, n, k, dtype, layout)  # validates, naming the field
+    check_accuracy(accuracy)
     asked = _resolve(device)
     url = url or (None if db else os.environ.get(API_URL_ENV_VAR))
     if url:
-        return _over_http(url, shape, asked, timeout_s)
-    return _from_database(db, shape, asked)
+        return _over_http(url, shape, asked, timeout_s, accuracy)
+    return _from_database(db, shape, asked, accuracy)
 
 
-def _over_http(url: str, shape: Shape, device: DeviceSpec | None, timeout_s: float) -> Answer:
+def _over_http(
+    url: str, shape: Shape, device: DeviceSpec | None, timeout_s: float, accuracy: str
+) -> Answer:
     import httpx
 
     body: dict[str, Any] = {
@@ -127,6 +136,7 @@ def _over_http(url: str, shape: Shape, device: DeviceSpec | None, timeout_s: flo
         "k": shape.k,
         "dtype": shape.dtype,
         "layout": shape.layout,
+        "accuracy": accuracy,
     }
     if device is not None:
         body.update(device=device.name, device_arch=device.arch, device_sm_count=device.sm_count)
@@ -148,11 +158,15 @@ def _index(db_url: str) -> BestIndex:
     return BestIndex(storage.open_existing_database(db_url), ttl_s=5.0)
 
 
-def _from_database(db: str | None, shape: Shape, device: DeviceSpec | None) -> Answer:
+def _from_database(
+    db: str | None, shape: Shape, device: DeviceSpec | None, accuracy: str
+) -> Answer:
     import storage
 
     snapshot = _index(storage.database_url(db)).refresh_if_due()
-    return snapshot.answer(shape.m, shape.n, shape.k, shape.dtype, shape.layout, device=device)
+    return snapshot.answer(
+        shape.m, shape.n, shape.k, shape.dtype, shape.layout, device=device, accuracy=accuracy
+    )
 
 
 # (config name, architecture) -> the compiled kernel and whether its family keeps split-K
@@ -161,7 +175,7 @@ def _from_database(db: str | None, shape: Shape, device: DeviceSpec | None) -> A
 _built: dict[tuple[str, str], tuple[Any, bool]] = {}
 _kernels: dict[tuple[str, str, int], tuple[Any, KernelSource]] = {}
 _site_copies: dict[tuple[str, str], dict[Hashable, int]] = {}
-_configs: dict[tuple[Shape, str | None, str | None, DeviceSpec | None], str] = {}
+_configs: dict[tuple[Shape, str | None, str | None, DeviceSpec | None, str], str] = {}
 _lock = threading.Lock()
 
 
@@ -204,12 +218,28 @@ def compiled(name: str, site: Hashable = 0) -> tuple[Any, KernelSource]:
         return _kernels[key]
 
 
-def _config_name(shape: Shape, url: str | None, db: str | None, device: DeviceSpec | None) -> str:
-    key = (shape, url, db, device)
+def computed(dtype: str, layout: str, accuracy: str) -> bool:
+    """Whether some family of a class the floor ``accuracy`` accepts computes ``dtype`` inputs
+    in ``layout`` (float32 is computed in NT, TN and TT only by the emulated families)."""
+    from tuner.families import FAMILIES
+
+    allowed = accepted(accuracy)
+    return any(
+        dtype in f.dtypes and layout in f.layouts and f.accuracy in allowed
+        for f in FAMILIES.values()
+    )
+
+
+def _config_name(
+    shape: Shape, url: str | None, db: str | None, device: DeviceSpec | None, accuracy: str
+) -> str:
+    key = (shape, url, db, device, accuracy)
     name = _configs.get(key)
     if name is None:
         m, n, k, dtype, layout = shape.m, shape.n, shape.k, shape.dtype, shape.layout
-        answer = best(m, n, k, url=url, db=db, device=device, dtype=dtype, layout=layout)
+        answer = best(
+            m, n, k, url=url, db=db, device=device, dtype=dtype, layout=layout, accuracy=accuracy
+        )
         name = _configs[key] = answer.name
     return name
 
@@ -224,10 +254,12 @@ def matmul(
     url: str | None = None,
     db: str | None = None,
     device: DeviceArg = CURRENT,
+    accuracy: str = DEFAULT_ACCURACY,
 ) -> Any:
     """``alpha * a @ b + beta * c`` with gemmtune's best kernel for the shape, dtype and layout:
     strict FP32 for float32 inputs, FP32 sums of the exact products for float16 and bfloat16
-    (C is float32 either way).
+    (C is float32 either way); with ``accuracy="bf16x3"``, float32 inputs may be emulated on
+    the BF16 tensor cores (``tuner.accuracy``), where that is faster.
 
     Args:
         a, b: 2-D CuPy arrays of one dtype (float32, float16, or bfloat16 where CuPy has it),
@@ -238,6 +270,9 @@ def matmul(
             one (and then ``beta`` must be 0, there being no C to scale).
         url, db, device: where to look the config up, and for which GPU: by default the
             one running it (see :func:`tuner.client.best`).
+        accuracy: the least exact class accepted (``exact``, the default, or ``bf16x3``).
+            float32 in a layout only emulated families compute (a transposed view) at
+            ``exact`` is copied to NN first.
 
     Returns:
         ``c``, or the new array.
@@ -273,13 +308,19 @@ def matmul(
         raise InputError(f"`c` must be a cupy float32 array, got {describe(c)}")
     elif c.shape != (m, n) or not c.flags.c_contiguous:
         raise InputError(f"`c` must be C-contiguous with shape {(m, n)}, got {c.shape}")
+    check_accuracy(accuracy)
     layout = ("T" if a_transposed else "N") + ("T" if b_transposed else "N")
+    if not computed(dtype_name(a), layout, accuracy):
+        # No family of the class computes this layout: the operands as NN, copied once.
+        a_stored = cupy.ascontiguousarray(a_stored.T) if a_transposed else a_stored
+        b_stored = cupy.ascontiguousarray(b_stored.T) if b_transposed else b_stored
+        layout = "NN"
     # 1..2**31-1 each, or InputError naming the dimension
     shape = Shape(m, n, k, dtype_name(a), layout)
     # The handle alone does not name a stream: each thread's per-thread default stream has
     # the same one.
     site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
-    kernel, source = compiled(_config_name(shape, url, db, _resolve(device)), site)
+    kernel, source = compiled(_config_name(shape, url, db, _resolve(device), accuracy), site)
     from tuner.measure import launch
 
     launch(kernel, source, shape, alpha, a_stored, b_stored, beta, c)

@@ -44,7 +44,7 @@ from tuner.config import Config
 from tuner.families import SPLITK_MAX_TILES, Family, get_family, persistent_blocks
 from tuner.rates import DeviceRates, table_rates
 from tuner.resources import DeviceLimits, ResourceCheck, occupancy, static_check
-from tuner.shape import Shape
+from tuner.shape import ELEMENT_BYTES, Shape
 
 
 @dataclass(frozen=True)
@@ -398,9 +398,33 @@ def _with_latency(busy: float, resident: int, ahead: int, rates: Throughput) -> 
 def estimate(
     config: Config, shape: Shape, device: DeviceLimits, rates: DeviceRates | None = None
 ) -> Estimate:
-    """Estimated time of ``config`` on ``shape`` (lower is better)."""
+    """Estimated time of ``config`` on ``shape`` (lower is better): its kernel on the product
+    the family's kernel computes (``Family.kernel_shape``), and for a family that rewrites the
+    operands first (FP32 split into BF16 parts), that pass too."""
     family = get_family(config.family)
     unit = throughput(device, rates)
+    run = family.kernel_shape(shape)
+    kernel = _kernel_estimate(config, run, device, unit)
+    if run == shape:
+        return kernel
+    return _with_operand_rewrite(kernel, shape, run, unit)
+
+
+def _with_operand_rewrite(kernel: Estimate, shape: Shape, run: Shape, unit: Throughput) -> Estimate:
+    """``kernel`` after a pass that reads A and B of ``shape`` and writes them as ``run``'s
+    operands, at the DRAM's bandwidth, one launch each."""
+    read = ELEMENT_BYTES[shape.dtype] * (shape.m * shape.k + shape.k * shape.n)
+    written = ELEMENT_BYTES[run.dtype] * (run.m * run.k + run.k * run.n)
+    cycles = (read + written) / unit.dram_bytes_per_clk
+    ms = cycles / (unit.clock_ghz * 1e6) + 2 * unit.launch_us / 1e3
+    return replace(kernel, cycles=kernel.cycles + cycles, ms=kernel.ms + ms)
+
+
+def _kernel_estimate(
+    config: Config, shape: Shape, device: DeviceLimits, unit: Throughput
+) -> Estimate:
+    """Estimated time of ``config``'s kernel on ``shape``."""
+    family = get_family(config.family)
     if family.cost.schedule == "stream":
         return _stream_estimate(config, shape, device, unit)
     params = config.as_dict()

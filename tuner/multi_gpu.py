@@ -30,6 +30,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from tuner.accuracy import DEFAULT_ACCURACY
 from tuner.compile_pool import CompilePools, default_workers
 from tuner.evaluate import Evaluator
 from tuner.runner import (
@@ -120,6 +121,7 @@ class TuneSettings:
     timeout: float | None
     seed: int | None
     warm_start: int
+    accuracy: str = DEFAULT_ACCURACY  # the floor of the default families (``tuner.accuracy``)
 
 
 @dataclass(eq=False)
@@ -217,7 +219,7 @@ def _search(worker: Worker, job: _Job, board: _Board, settings: TuneSettings) ->
     order = len(job.devices) - 1  # workers with a seed each propose their own sequence
     study, notes = build_study(
         job.shape,
-        settings.families or default_families(worker.evaluator, job.shape),
+        settings.families or default_families(worker.evaluator, job.shape, settings.accuracy),
         worker.evaluator,
         settings.sessions,
         settings.url,

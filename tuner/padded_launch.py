@@ -15,12 +15,11 @@ a timed launch whose host work outlasts the GPU's would count the host's time.
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tuner.kept_buffers import kept_buffers
 from tuner.operand_padding import (
     C_BYTES,
     VECTOR_BYTES,
@@ -32,12 +31,6 @@ from tuner.operand_padding import (
 from tuner.pad_copy import copy_rows
 from tuner.render import KernelSource
 from tuner.shape import Shape
-
-# Buffer sets kept (a study or a bench works on one shape at a time; matmul callers on a few).
-KEPT_BUFFERS = 4
-
-_buffers: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
-_lock = threading.Lock()
 
 RawLaunch = Callable[[Any, KernelSource, Shape, float, Any, Any, float, Any], None]
 
@@ -106,36 +99,23 @@ def launch_steps(shape: Shape, leading_dims: bool, a: Layout, b: Layout, c: Layo
 
 def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any]:
     """Zeroed buffers of the arrays ``plan`` copies (A and B of the arrays' own dtypes: FP16
-    or BF16 bits move as they are; C float32) for this device, stream and thread (made on
-    first use; the oldest set is dropped beyond :data:`KEPT_BUFFERS`)."""
+    or BF16 bits move as they are; C float32), kept per device, stream and thread
+    (``tuner.kept_buffers``)."""
     import cupy
 
-    stream = cupy.cuda.get_current_stream()
-    key = (
-        cupy.cuda.Device().id,
-        stream.ptr,
-        threading.get_ident(),
-        plan,
-        a_dtype,
-        b_dtype,
-    )
-    with _lock:
-        kept = _buffers.get(key)
-        if kept is None:
-            while len(_buffers) >= KEPT_BUFFERS:
-                _buffers.popitem(last=False)
-            wanted = {
-                "a": (plan.copy_a, plan.a_buffer, a_dtype),
-                "b": (plan.copy_b, plan.b_buffer, b_dtype),
-                "c": (plan.copy_c, plan.c_buffer, cupy.float32),
-            }
-            kept = _buffers[key] = {
-                name: cupy.zeros(extent, dtype=dtype)
-                for name, (copied, extent, dtype) in wanted.items()
-                if copied
-            }
-        _buffers.move_to_end(key)
-        return kept
+    def make() -> dict[str, Any]:
+        wanted = {
+            "a": (plan.copy_a, plan.a_buffer, a_dtype),
+            "b": (plan.copy_b, plan.b_buffer, b_dtype),
+            "c": (plan.copy_c, plan.c_buffer, cupy.float32),
+        }
+        return {
+            name: cupy.zeros(extent, dtype=dtype)
+            for name, (copied, extent, dtype) in wanted.items()
+            if copied
+        }
+
+    return kept_buffers(("padded", plan, a_dtype, b_dtype), make)
 
 
 def launch_padded(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
+from tuner.accuracy import DEFAULT_ACCURACY, accepted, loosest
 from tuner.answer_index import load_snapshot
 from tuner.answers import default_config
 from tuner.config import Config
@@ -43,6 +44,14 @@ DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_
 # sm_80+ chip) and Hopper's warpgroup mma (sm_90 only; elsewhere its space is empty), each with
 # its split-K twin for grids too small to fill the chip.
 DEFAULT_HALF_FAMILIES = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk")
+# What a float32 study adds when its accuracy floor is bf16x3 (``tuner.accuracy``): the same
+# kernels on float32 split into BF16 parts; any layout.
+DEFAULT_EMULATED_FAMILIES = (
+    "hmma_bf16x3",
+    "hmma_splitk_bf16x3",
+    "wgmma_bf16x3",
+    "wgmma_splitk_bf16x3",
+)
 WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
 # Evaluated candidates of a study by default: the cold search reaches 5 % of the best known
 # config within this many on held-out shapes (benchmarks/search.md).
@@ -59,12 +68,22 @@ class ProgressReport(Protocol):
     def update(self, progress: Progress) -> None: ...
 
 
-def check_families(families: Sequence[str] | None) -> tuple[str, ...]:
-    """The family names given, checked (empty when none was given)."""
+def check_families(
+    families: Sequence[str] | None, accuracy: str = DEFAULT_ACCURACY
+) -> tuple[str, ...]:
+    """The family names given, checked (empty when none was given): each known, and of an
+    accuracy class the floor ``accuracy`` accepts."""
     chosen = tuple(families or ())
+    allowed = accepted(accuracy)
     for name in chosen:
         if name not in FAMILIES:
             raise InputError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}")
+        if FAMILIES[name].accuracy not in allowed:
+            raise InputError(
+                f"family {name} computes in accuracy class {FAMILIES[name].accuracy}, less "
+                f"exact than the asked `accuracy` {accuracy}; ask for accuracy "
+                f"{FAMILIES[name].accuracy} to search it"
+            )
     return chosen
 
 
@@ -81,15 +100,18 @@ def check_evaluator(name: str) -> str:
 
 
 def check_answerable(
-    evaluator: Evaluator, shapes: Sequence[Shape], families: Sequence[str] = ()
+    evaluator: Evaluator,
+    shapes: Sequence[Shape],
+    families: Sequence[str] = (),
+    accuracy: str = DEFAULT_ACCURACY,
 ) -> None:
-    """Refuse shapes that none of the named families computes (:func:`check_families_compute`),
-    and shapes (or named families) a replay has no measurements of, before any study runs; a GPU
-    evaluator answers any."""
+    """Refuse shapes that none of the named families (else the defaults at the floor
+    ``accuracy``) computes (:func:`check_families_compute`), and shapes (or named families) a
+    replay has no measurements of, before any study runs; a GPU evaluator answers any."""
     from tuner.replay import ReplayEvaluator
 
-    for shape in shapes if families else ():
-        check_families_compute(shape, families)
+    for shape in shapes:
+        check_families_compute(shape, families or default_families(evaluator, shape, accuracy))
 
     if isinstance(evaluator, ReplayEvaluator):
         for shape in shapes:
@@ -117,41 +139,66 @@ def start_gpu(
         raise InputError(f"{purpose} needs a CUDA GPU with CuPy: {exc}") from None
 
 
-def families_for(shape: Shape) -> tuple[str, ...]:
-    """The default families that compute ``shape``'s dtype and layout: ``DEFAULT_FAMILIES``
-    for float32 NN, ``DEFAULT_HALF_FAMILIES`` for half inputs."""
-    every = (*DEFAULT_FAMILIES, *DEFAULT_HALF_FAMILIES)
-    return tuple(f for f in every if FAMILIES[f].unsupported(shape) is None)
+def families_for(shape: Shape, accuracy: str = DEFAULT_ACCURACY) -> tuple[str, ...]:
+    """The default families that compute ``shape``'s dtype and layout in a class the floor
+    ``accuracy`` accepts: ``DEFAULT_FAMILIES`` for float32 NN, ``DEFAULT_HALF_FAMILIES`` for
+    half inputs, and with floor ``bf16x3`` ``DEFAULT_EMULATED_FAMILIES`` for float32."""
+    every = (*DEFAULT_FAMILIES, *DEFAULT_HALF_FAMILIES, *DEFAULT_EMULATED_FAMILIES)
+    allowed = accepted(accuracy)
+    return tuple(
+        f
+        for f in every
+        if FAMILIES[f].unsupported(shape) is None and FAMILIES[f].accuracy in allowed
+    )
 
 
-def default_families(evaluator: Evaluator, shape: Shape | None = None) -> tuple[str, ...]:
+def default_families(
+    evaluator: Evaluator, shape: Shape | None = None, accuracy: str = DEFAULT_ACCURACY
+) -> tuple[str, ...]:
     """The families searched when none are named: a replay's own (it has no answer for any
     other), else those of :func:`families_for` (``DEFAULT_FAMILIES`` without a shape)."""
     if evaluator.families:
         return evaluator.families
-    return DEFAULT_FAMILIES if shape is None else families_for(shape)
+    return DEFAULT_FAMILIES if shape is None else families_for(shape, accuracy)
 
 
 def check_families_compute(shape: Shape, families: Sequence[str]) -> None:
     """Raise naming the dtype and layout when none of ``families`` computes ``shape`` (its
-    study would have no candidate at all)."""
+    study would have no candidate at all), and which families do, with their classes."""
     if any(FAMILIES[f].unsupported(shape) is None for f in families):
         return
-    able = [name for name, family in FAMILIES.items() if family.unsupported(shape) is None]
+    able = [
+        name if family.accuracy == DEFAULT_ACCURACY else f"{name} (accuracy {family.accuracy})"
+        for name, family in FAMILIES.items()
+        if family.unsupported(shape) is None
+    ]
     raise InputError(
-        f"no family of {', '.join(families)} computes {shape.dtype} inputs in layout "
-        f"{shape.layout}; " + (f"use {', '.join(able)}" if able else "no family does yet")
+        f"no family of {', '.join(families) or 'the defaults'} computes {shape.dtype} inputs "
+        f"in layout {shape.layout}; " + (f"use {', '.join(able)}" if able else "no family does yet")
     )
 
 
-def untuned_answer(sessions: sessionmaker[Session], device: DeviceLimits, shape: Shape) -> Config:
-    """The config the service would answer for ``shape`` on ``device`` before this study
-    (``tuner.answers``: this device's tuned shape or nearest one, else a device of the same
-    kind, else the default rule)."""
+def loosest_of(families: Sequence[str]) -> str:
+    """The accuracy floor a study of ``families`` searches at: the least exact of their
+    classes."""
+    return loosest(FAMILIES[f].accuracy for f in families)
+
+
+def untuned_answer(
+    sessions: sessionmaker[Session],
+    device: DeviceLimits,
+    shape: Shape,
+    accuracy: str = DEFAULT_ACCURACY,
+) -> Config:
+    """The config the service would answer for ``shape`` on ``device`` at the floor
+    ``accuracy`` before this study (``tuner.answers``: this device's tuned shape or nearest
+    one, else a device of the same kind, else the default rule)."""
     with sessions() as session:
         tuning = load_snapshot(session)
     spec = DeviceSpec(device.name, device.arch, device.sm_count)
-    answer = tuning.answer(shape.m, shape.n, shape.k, shape.dtype, shape.layout, spec)
+    answer = tuning.answer(
+        shape.m, shape.n, shape.k, shape.dtype, shape.layout, spec, accuracy=accuracy
+    )
     try:
         return checked_config(answer.name)
     except InputError:  # a stored name this version of the tuner cannot read
@@ -231,7 +278,7 @@ def build_study(
     recorder = SqlRecorder(sessions, worker=worker)
     notes: list[str] = []
     rates = device_rates(recorder, evaluator, notes)
-    first = untuned_answer(sessions, evaluator.device, shape)
+    first = untuned_answer(sessions, evaluator.device, shape, loosest_of(families))
     study = Study(
         shape,
         families,

@@ -241,6 +241,9 @@ class Space:
     def __init__(self, family: str | Family, shape: Shape, device: DeviceLimits) -> None:
         self.family = get_family(family) if isinstance(family, str) else family
         self.shape = shape
+        # What the family's kernel computes (``Family.kernel_shape``): it decides which tiles
+        # are wasteful.
+        self.run_shape = self.family.kernel_shape(shape)
         self.device = device
         self.pinned: Pinned = tuple(sorted(self.family.pinned(shape).items()))
 
@@ -283,7 +286,8 @@ class Space:
         (:func:`shape_waste`: the matrix side rounded up to a power of two, or the family's
         smallest value)."""
         smallest = _smallest_values(self.family)
-        sides = dict(zip(TILE_DIMENSIONS, (self.shape.m, self.shape.n, self.shape.k), strict=True))
+        run = self.run_shape
+        sides = dict(zip(TILE_DIMENSIONS, (run.m, run.n, run.k), strict=True))
         return {
             name: max(smallest[name], _pow2_ceil(side))
             for name, side in sides.items()
@@ -295,11 +299,11 @@ class Space:
         reasons of :func:`shape_waste`, ``Family.waste`` and :func:`splitk_waste`, in order."""
         if any(value > limits[name] for name, value in point.tiles):
             return "tile larger than the matrix"
-        if self.family.waste(point.params, self.shape):
+        if self.family.waste(point.params, self.run_shape):
             return f"{self.family.name}: wasteful for this shape"
         if point.split is None:
             return None
-        return split_kind(point.split, self.shape, self.device)
+        return split_kind(point.split, self.run_shape, self.device)
 
     def candidates(self) -> list[Config]:
         """The configs worth compiling for this shape and device, in deterministic order."""

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import storage
 from tuner.errors import InputError
 from tuner.evaluate import Result
-from tuner.families import parse_config
+from tuner.families import accuracy_of, parse_config
 from tuner.rates import DeviceRates
 from tuner.resources import DeviceLimits
 from tuner.samplers import Observation
@@ -42,8 +42,14 @@ RESULT_FIELDS = tuple(f.name for f in fields(Result))
 def measurement_in(
     result: Result, study: str | None = None, trial_number: int | None = None
 ) -> storage.MeasurementIn:
-    """The record storage keeps of ``result`` (trial ``trial_number`` of ``study``)."""
-    return storage.MeasurementIn(**asdict(result), study=study, trial_number=trial_number)
+    """The record storage keeps of ``result`` (trial ``trial_number`` of ``study``), labelled
+    with its family's accuracy class (each class keeps a best config of its own)."""
+    return storage.MeasurementIn(
+        **asdict(result),
+        accuracy=accuracy_of(result.family),
+        study=study,
+        trial_number=trial_number,
+    )
 
 
 def result_of(row: storage.Measurement) -> Result:

@@ -41,7 +41,7 @@ from optuna.trial import TrialState
 from storage.claims import Claimed
 from tuner.config import Config
 from tuner.evaluate import Evaluator, Result, Ticket
-from tuner.families import get_family
+from tuner.families import get_family, rewrites_operands
 from tuner.finalists import (
     FINAL_BUDGET_MS,
     FINAL_ROUNDS,
@@ -431,7 +431,9 @@ class Study:
         leading = [f for f in self.families if get_family(f).leading_dims]
         names = padding_candidates(done, fastest, leading)
         held = self.evaluator.measured_configs(self.shape)
-        twins = padded_twins([self.candidates[n] for n in names], self.shape)
+        # An emulated family's split already writes whole-vector rows: nothing to pad.
+        own = [self.candidates[n] for n in names if not rewrites_operands(self.candidates[n])]
+        twins = padded_twins(own, self.shape)
         return [c for c in twins if held is None or c.name in held]
 
     def _open_trials(self) -> TrialMirror | None:

@@ -56,7 +56,9 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
     content = snapshot.responses.get(key)
     if content is None:
         device = asked_device(body)
-        answer = snapshot.answer(body.m, body.n, body.k, body.dtype, body.layout, device)
+        answer = snapshot.answer(
+            body.m, body.n, body.k, body.dtype, body.layout, device, accuracy=body.accuracy
+        )
         content = best_response(answer, body.include_source).model_dump_json().encode()
         if len(snapshot.responses) < MAX_CACHED:
             snapshot.responses[key] = content

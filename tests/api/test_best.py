@@ -210,7 +210,33 @@ def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: ob
     app.state.engine.dispose()
 
 
+def test_each_accuracy_class_keeps_its_best_and_a_strict_ask_gets_the_strict_one(
+    tmp_path: object,
+) -> None:
+    url = f"sqlite:///{tmp_path}/classes.db"
+    seed(url)
+    emulated = "wgmma_bf16x3_bm128_bn256_bk64_wgm2_s4_sw8_dt1_ly0"
+    engine = storage.make_engine(url)
+    with storage.make_session_factory(engine).begin() as s:
+        # Faster than PIPE's 3.0 ms at 4096^3 on the H100, but emulated.
+        shape = storage.ShapeIn(4096, 4096, 4096)
+        storage.record_measurement(s, H100, shape, measurement(emulated, 0.8, accuracy="bf16x3"))
+    engine.dispose()
+    app = make_app(url)
+    with TestClient(app) as client:
+        strict = post(client, m=4096, n=4096, k=4096, device=H100.name)
+        assert (strict["name"], strict["accuracy"]) == (PIPE, "exact")
+        loose = post(client, m=4096, n=4096, k=4096, device=H100.name, accuracy="bf16x3")
+        assert (loose["name"], loose["accuracy"]) == (emulated, "bf16x3")
+        assert loose["source"] == "exact" and loose["ms"] == 0.8
+        # A class the asked floor accepts, from a nearby shape, too.
+        near = post(client, m=4000, n=4096, k=4096, device=H100.name, accuracy="bf16x3")
+        assert (near["name"], near["source"]) == (emulated, "nearest")
+    app.state.engine.dispose()
+
+
 BAD = [
+    ({"m": 1, "n": 1, "k": 1, "accuracy": "tf32"}, "accuracy", "'bf16x3'"),
     ({"m": 0, "n": 1, "k": 1}, "m", "1..2147483647"),
     ({"m": -1, "n": 1, "k": 1}, "m", "1..2147483647"),
     ({"m": 1, "n": "x", "k": 1}, "n", "1..2147483647"),

@@ -128,6 +128,36 @@ def test_a_trusted_upload_is_stored_and_the_next_answer_sees_it(client: TestClie
     assert client.get("/v1/results", params={"status": "timeout"}).json()["total"] == 1
 
 
+def test_an_upload_takes_its_familys_accuracy_class_and_answers_only_that_floor(
+    client: TestClient,
+) -> None:
+    from tuner.families import parse_config
+
+    auth = {"Authorization": f"Bearer {TRUSTED}"}
+    name = "wgmma_bf16x3_bm128_bn128_bk64_wgm1_s4_sw4_dt1_ly0"
+    body = upload(0.1)
+    body["measurements"] = [
+        {
+            "family": "wgmma_bf16x3",
+            "config_name": name,
+            "params": parse_config(name).as_dict(),
+            "ms": 0.1,
+            "cublas_ms": 1.0,
+        }
+    ]
+    assert client.post("/v1/results", json=body, headers=auth).status_code == 201
+    listed = client.get("/v1/results", params={"family": "wgmma_bf16x3"}).json()["items"]
+    assert [item["accuracy"] for item in listed] == ["bf16x3"]
+    cube = {"m": 1024, "n": 1024, "k": 1024}
+    assert client.post("/v1/configs/best", json=cube).json()["name"] == FAST
+    loose = client.post("/v1/configs/best", json={**cube, "accuracy": "bf16x3"}).json()
+    assert (loose["name"], loose["accuracy"]) == (name, "bf16x3")
+    # The sender cannot name the class: it is the family's.
+    body["measurements"][0]["accuracy"] = "exact"
+    refused = client.post("/v1/results", json=body, headers=auth)
+    assert refused.status_code == 422 and "accuracy" in refused.text
+
+
 def test_an_untrusted_upload_is_listed_but_never_the_best(client: TestClient) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}"}
     body = upload(0.25)

@@ -9,8 +9,10 @@ from tuner.answers import default_config
 
 
 def test_uploads_and_result_lists_carry_every_measurement_field() -> None:
-    # Uploads leave created_at to the server; lists add where the row sits.
-    assert tuple(schemas.MeasurementIn.model_fields) == storage.MEASUREMENT_FIELDS[:-1]
+    # Uploads leave created_at to the server, and the accuracy class to the family's;
+    # lists add where the row sits.
+    uploaded = tuple(f for f in storage.MEASUREMENT_FIELDS if f not in ("accuracy", "created_at"))
+    assert tuple(schemas.MeasurementIn.model_fields) == uploaded
     listed = [
         name for name in schemas.MeasurementOut.model_fields if name in storage.MEASUREMENT_FIELDS
     ]

@@ -115,6 +115,37 @@ def test_matmul_takes_half_inputs_and_transposed_views_in_place(
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("accuracy", ["exact", "bf16x3"])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize(("m", "n", "k"), [(257, 129, 1031), (2048, 2048, 512)])
+def test_float32_transposed_views_at_either_accuracy(
+    db: str, m: int, n: int, k: int, layout: str, accuracy: str
+) -> None:
+    """float32 with either operand a transposed view: at ``exact`` (no family computes float32
+    in T layouts) the views are copied to NN; at ``bf16x3`` they are read in place by an
+    emulated config. Both within their class's tolerance of strict FP32 cuBLAS."""
+    import cupy
+
+    import tuner
+    import tuner.client as impl
+    from tuner.accuracy import allowance
+    from tuner.measure import relative_error, tolerance
+
+    rng = cupy.random.default_rng(m + 7 * n + 11 * k)
+    a32 = rng.standard_normal((k, m) if layout[0] == "T" else (m, k), dtype=cupy.float32)
+    b32 = rng.standard_normal((n, k) if layout[1] == "T" else (k, n), dtype=cupy.float32)
+    a = a32.T if layout[0] == "T" else a32
+    b = b32.T if layout[1] == "T" else b32
+    out = tuner.matmul(a, b, db=db, accuracy=accuracy)
+    ref = cupy.matmul(cupy.ascontiguousarray(a), cupy.ascontiguousarray(b))
+    assert relative_error(out, ref) <= tolerance(k) + allowance(accuracy)
+    read_as = layout if accuracy == "bf16x3" else "NN"
+    assert (Shape(m, n, k, "float32", read_as), accuracy) in {
+        (key[0], key[-1]) for key in impl._configs
+    }
+
+
+@pytest.mark.gpu
 def test_split_kernels_on_two_streams_at_once_stay_correct() -> None:
     # Every tile of 1000^3 is a stream-K tile, cut into pieces that meet in C through the
     # module's ticket counters. Launches alternate between two streams with no wait between

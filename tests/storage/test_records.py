@@ -130,11 +130,20 @@ def test_one_measurement_is_all_or_nothing(engine: Engine, monkeypatch: pytest.M
         ({"params": {"BM": "128"}}, "params['BM']"),
         ({"trial_number": -1}, "`trial_number`"),
         ({"config_name": ""}, "`config_name`"),
+        ({"accuracy": ""}, "`accuracy` must be a non-empty string of at most 32 characters"),
+        ({"accuracy": " "}, "`accuracy`"),
+        ({"accuracy": "x" * 33}, "`accuracy` must be a non-empty string of at most 32"),
+        ({"accuracy": None}, "`accuracy`"),
     ],
 )
 def test_bad_measurement_values_name_the_field(overrides: dict[str, Any], field: str) -> None:
     with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]")):
         measurement(**overrides)
+
+
+def test_accuracy_labels_up_to_the_column_length_are_accepted() -> None:
+    assert measurement().accuracy == "exact"
+    assert measurement(accuracy="x" * 32).accuracy == "x" * 32
 
 
 def test_bad_shape_names_the_field() -> None:

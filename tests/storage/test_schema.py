@@ -86,6 +86,24 @@ def _write_device(engine: Engine) -> None:
         )
 
 
+def _write_measurement(engine: Engine, study: str | None = None) -> int:
+    """A device, a shape and an ok measurement of them, in the columns every revision since
+    0001 has; the measurement's id."""
+    _write_device(engine)
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO shape (m, n, k) VALUES (64, 64, 64)"))
+        return int(
+            connection.execute(
+                text(
+                    "INSERT INTO measurement (device_id, shape_id, family, config_name, params, "
+                    "status, ms, study, provenance) VALUES (1, 1, 'warptile', 'cfg', "
+                    "'{\"BM\": 64}', 'ok', 1.0, :study, '{}') RETURNING id"
+                ),
+                {"study": study},
+            ).scalar_one()
+        )
+
+
 def _count(engine: Engine, table: str) -> int:
     with engine.connect() as connection:
         return int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar() or 0)
@@ -204,13 +222,7 @@ def test_upgrade_from_0006_indexes_the_study_of_a_measurement(engine: Engine) ->
     downgrade(engine, "0006")
     assert "ix_measurement_study_id" not in _index_names(engine)
     assert "ix_measurement_study_id" not in _progress_plan(engine)
-    with storage.make_session_factory(engine).begin() as session:
-        storage.record_measurement(
-            session,
-            DeviceIn("H100", "sm_90", 132),
-            storage.ShapeIn(64, 64, 64),
-            storage.MeasurementIn("warptile", "cfg", {"BM": 64}, ms=1.0, study="s"),
-        )
+    _write_measurement(engine, study="s")  # as that revision's code wrote it
     upgrade(engine)
     check_schema(engine)
     assert "ix_measurement_study_id" in _progress_plan(engine)
@@ -223,3 +235,70 @@ def test_upgrade_from_0006_indexes_the_study_of_a_measurement(engine: Engine) ->
 
 def _index_names(engine: Engine) -> set[str]:
     return {str(ix["name"]) for ix in inspect(engine).get_indexes("measurement")}
+
+
+def _accuracies(engine: Engine) -> list[tuple[str, str]]:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT 'measurement', accuracy FROM measurement "
+                "UNION ALL SELECT 'best_config', accuracy FROM best_config ORDER BY 1"
+            )
+        )
+        return [(str(table), str(accuracy)) for table, accuracy in rows]
+
+
+def _best_key(engine: Engine) -> list[list[str]]:
+    """The columns of best_config's unique constraints."""
+    constraints = inspect(engine).get_unique_constraints("best_config")
+    return sorted([str(c) for c in uc["column_names"]] for uc in constraints)
+
+
+def test_upgrade_from_0007_makes_every_row_exact(engine: Engine) -> None:
+    """A measurement and its best config stored under 0007 are of class ``exact`` after the
+    upgrade, and the best config is then kept per class: an emulated one joins it, a slower
+    strict one does not replace it; downgrading keeps the rows and restores the old key."""
+    downgrade(engine, "0007")
+    assert _best_key(engine) == [["device_id", "shape_id"]]
+    measurement_id = _write_measurement(engine)
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO best_config (device_id, shape_id, measurement_id) VALUES (1, 1, :m)"),
+            {"m": measurement_id},
+        )
+    upgrade(engine)
+    check_schema(engine)
+    assert _accuracies(engine) == [("best_config", "exact"), ("measurement", "exact")]
+    assert _best_key(engine) == [["device_id", "shape_id", "accuracy"]]
+    device, shape = DeviceIn("H100", "sm_90", 132), storage.ShapeIn(64, 64, 64)
+    with storage.make_session_factory(engine).begin() as session:
+        slower = storage.MeasurementIn("warptile", "slower", {"BM": 64}, ms=2.0)
+        storage.record_measurement(session, device, shape, slower)
+        emulated = storage.MeasurementIn("warptile", "e", {"BM": 64}, ms=0.5, accuracy="bf16x3")
+        storage.record_measurement(session, device, shape, emulated)
+    with storage.make_session_factory(engine)() as session:
+        bests = {(b.accuracy, b.measurement_id) for b in storage.best_configs(session)}
+        assert ("exact", measurement_id) in bests and len(bests) == 2
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM best_config WHERE accuracy <> 'exact'"))
+        connection.execute(text("DELETE FROM measurement WHERE accuracy <> 'exact'"))
+    downgrade(engine, "0007")
+    assert _best_key(engine) == [["device_id", "shape_id"]]
+    assert "accuracy" not in {c["name"] for c in inspect(engine).get_columns("measurement")}
+    assert (_count(engine, "measurement"), _count(engine, "best_config")) == (2, 1)
+
+
+@pytest.mark.parametrize("is_best", [True, False])
+def test_downgrade_below_0008_refuses_other_accuracy_classes(engine: Engine, is_best: bool) -> None:
+    with storage.make_session_factory(engine).begin() as session:
+        emulated = storage.MeasurementIn("warptile", "e", {"BM": 64}, ms=0.5, accuracy="bf16x3")
+        storage.record_measurement(
+            session, DeviceIn("H100", "sm_90", 132), storage.ShapeIn(64, 64, 64), emulated
+        )
+    if not is_best:  # a non-exact measurement that is no best config is refused too
+        with engine.begin() as connection:
+            connection.execute(text("DELETE FROM best_config"))
+    with pytest.raises(RuntimeError, match=r"accuracy classes other than 'exact' \(bf16x3\)"):
+        downgrade(engine, "0007")
+    assert current_revision(engine) == head_revision()  # nothing of the downgrade happened
+    assert _accuracies(engine)[-1] == ("measurement", "bf16x3")

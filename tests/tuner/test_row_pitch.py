@@ -35,7 +35,13 @@ def test_rows_a_kernel_cannot_walk_are_refused(view: np.ndarray) -> None:
         row_pitch(view)
 
 
-LEADING_DIMS_FAMILIES = {"hmma", "hmma_splitk", "wgmma", "wgmma_splitk", "dmma", "dmma_pipelined"}
+HALF_FAMILIES = {"hmma", "hmma_splitk", "wgmma", "wgmma_splitk"}
+LEADING_DIMS_FAMILIES = {
+    *HALF_FAMILIES,
+    *(f"{name}_bf16x3" for name in HALF_FAMILIES),  # the same kernels on split float32
+    "dmma",
+    "dmma_pipelined",
+}
 
 
 @pytest.mark.parametrize("family", sorted(REPRESENTATIVE))

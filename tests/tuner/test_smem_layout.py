@@ -218,6 +218,11 @@ LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "hmma_splitk": hmma_ring,
     "wgmma": wgmma_ring,
     "wgmma_splitk": wgmma_ring,
+    # The same templates on split float32 (tuner.families.emulated).
+    "hmma_bf16x3": hmma_ring,
+    "hmma_splitk_bf16x3": hmma_ring,
+    "wgmma_bf16x3": wgmma_ring,
+    "wgmma_splitk_bf16x3": wgmma_ring,
 }
 DYNAMIC = [
     name

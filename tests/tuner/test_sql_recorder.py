@@ -42,6 +42,13 @@ def test_a_result_is_a_measurement_record_without_study_and_trial() -> None:
     assert (record.ratio, record.registers, record.rel_error) == (1.25, 168, 3e-7)
 
 
+def test_a_record_carries_its_familys_accuracy_class() -> None:
+    assert measurement_in(full_result()).accuracy == "exact"
+    emulated = parse_config("wgmma_bf16x3_bm128_bn256_bk64_wgm2_s4_sw8_dt1_ly0")
+    result = Result(emulated.name, emulated.family, emulated.as_dict(), "ok", ms=1.0)
+    assert measurement_in(result).accuracy == "bf16x3"
+
+
 def test_every_field_survives_the_database(new_database: NewDatabase) -> None:
     sessions = open_database(new_database())
     recorder = SqlRecorder(sessions)

@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from tuner.accuracy import ACCURACY_CLASSES
 from tuner.families import FAMILIES
-from tuner.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES
+from tuner.runner import DEFAULT_EMULATED_FAMILIES, DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES
 from tuner.samplers import SAMPLERS
 from tuner.shape import SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
 
@@ -27,7 +28,8 @@ FamiliesOpt = Annotated[
     typer.Option(
         "--family",
         "-f",
-        help=f"repeatable; default {', '.join(DEFAULT_FAMILIES)} for float32, "
+        help=f"repeatable; default {', '.join(DEFAULT_FAMILIES)} for float32 (with --accuracy "
+        f"bf16x3 also {', '.join(DEFAULT_EMULATED_FAMILIES)}), "
         f"{', '.join(DEFAULT_HALF_FAMILIES)} for float16 and bfloat16 (a replay table: its "
         f"own) ({', '.join(FAMILIES)})",
     ),
@@ -55,6 +57,14 @@ DtypeOpt = Annotated[
     typer.Option(
         "--dtype",
         help=f"type of A and B: {', '.join(SUPPORTED_DTYPES)} (half inputs: FP32 sums, float32 C)",
+    ),
+]
+AccuracyOpt = Annotated[
+    str,
+    typer.Option(
+        "--accuracy",
+        help="the least exact accuracy class accepted: "
+        + "; ".join(f"{c.name}: {c.doc}" for c in ACCURACY_CLASSES.values()),
     ),
 ]
 LayoutOpt = Annotated[

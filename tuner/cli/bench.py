@@ -14,8 +14,10 @@ import typer
 
 from storage import open_database
 from tuner import bench as logic
+from tuner.accuracy import DEFAULT_ACCURACY, check_accuracy
 from tuner.bench_report import chart_title, markdown, ratio_chart
 from tuner.cli._common import (
+    AccuracyOpt,
     DbOpt,
     DtypeOpt,
     FamiliesOpt,
@@ -33,6 +35,7 @@ from tuner.runner import (
     DEFAULT_TRIALS,
     WARM_START,
     check_families,
+    check_families_compute,
     check_sampler,
     families_for,
     start_gpu,
@@ -77,6 +80,7 @@ def bench(
     ] = None,
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
+    accuracy: AccuracyOpt = DEFAULT_ACCURACY,
     db: DbOpt = None,
     family: FamiliesOpt = None,
     trials: Annotated[
@@ -115,7 +119,9 @@ def bench(
     """Tune or reuse every suite shape, re-measure it side by side with cuBLAS, write JSON,
     a Markdown table (also printed) and an SVG chart."""
     entries = read_suite(suite if suite is not None else default_suite(), dtype, layout)
-    families = check_families(family) or families_for(entries[0].shape)
+    floor = check_accuracy(accuracy)
+    families = check_families(family, floor) or families_for(entries[0].shape, floor)
+    check_families_compute(entries[0].shape, families)
     check_sampler(sampler)
     options = logic.Options(families, sampler, trials, retune, seed, rounds, warm_start)
     gpu = start_gpu("gemmtune bench", budget_ms)
@@ -127,7 +133,7 @@ def bench(
         elif bandwidth is not None:
             ceilings = ceilings.with_bandwidth(bandwidth, "measured, given with --bandwidth")
         slug = logic.device_slug(gpu.device.name)
-        json_path = out_json or output_dir() / logic.suite_file_name(slug, entries[0].shape)
+        json_path = out_json or output_dir() / logic.suite_file_name(slug, entries[0].shape, floor)
 
         with SuiteBar(len(entries)) as bar:
 

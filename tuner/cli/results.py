@@ -12,8 +12,9 @@ import typer
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
+from tuner.accuracy import DEFAULT_ACCURACY, check_accuracy
 from tuner.answer_index import load_snapshot
-from tuner.cli._common import DbOpt, DtypeOpt, LayoutOpt, out
+from tuner.cli._common import AccuracyOpt, DbOpt, DtypeOpt, LayoutOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
 from tuner.device_kind import DeviceSpec
@@ -35,6 +36,7 @@ def best(
     shape: Annotated[str, typer.Option("--shape", "-s", help="MxNxK, e.g. 4096x4096x4096")],
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
+    accuracy: AccuracyOpt = DEFAULT_ACCURACY,
     device: Annotated[
         str | None, typer.Option(help="GPU name as stored; default: the fastest of any device")
     ] = None,
@@ -54,7 +56,13 @@ def best(
     asked = None if device is None else DeviceSpec(device, arch, sm_count)
     with storage.open_existing_database(db)() as session:
         answer = load_snapshot(session).answer(
-            problem.m, problem.n, problem.k, problem.dtype, problem.layout, device=asked
+            problem.m,
+            problem.n,
+            problem.k,
+            problem.dtype,
+            problem.layout,
+            device=asked,
+            accuracy=check_accuracy(accuracy),
         )
     lines = [answer.name]
     where, shape_ = answer.measured_on_device, answer.measured_on
@@ -71,7 +79,7 @@ def best(
         lines.append(f"  source: {answer.source}, distance {answer.distance:.3f}")
     else:
         lines.append(f"  source: {answer.source}")
-    for line in [*lines, f"  {answer.note}"]:
+    for line in [*lines, f"  {answer.note}", f"  accuracy class: {answer.accuracy}"]:
         out.print(line, soft_wrap=True, markup=False)
 
 

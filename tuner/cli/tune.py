@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 
 from storage import make_session_factory, open_engine
+from tuner.accuracy import DEFAULT_ACCURACY, check_accuracy
 from tuner.cli._common import (
+    AccuracyOpt,
     DbOpt,
     DtypeOpt,
     FamiliesOpt,
@@ -47,6 +49,7 @@ def tune(
     shape: Annotated[str, typer.Option("--shape", "-s", help="MxNxK")],
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
+    accuracy: AccuracyOpt = DEFAULT_ACCURACY,
     family: FamiliesOpt = None,
     trials: TrialsOpt = DEFAULT_TRIALS,
     timeout: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
@@ -61,6 +64,7 @@ def tune(
     """Tune one shape; re-running the same command resumes the study."""
     _tune_shapes(
         [parse_shape(shape, dtype, layout)],
+        accuracy,
         family,
         trials,
         timeout,
@@ -84,6 +88,7 @@ def tune_batch(
     ],
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
+    accuracy: AccuracyOpt = DEFAULT_ACCURACY,
     family: FamiliesOpt = None,
     trials: TrialsOpt = DEFAULT_TRIALS,
     timeout: Annotated[float | None, typer.Option(help="seconds per shape")] = None,
@@ -99,6 +104,7 @@ def tune_batch(
     ``tune``)."""
     _tune_shapes(
         read_shapes(file, dtype, layout),
+        accuracy,
         family,
         trials,
         timeout,
@@ -114,6 +120,7 @@ def tune_batch(
 
 def _tune_shapes(
     shapes: list[Shape],
+    accuracy: str,
     family: list[str] | None,
     trials: int | None,
     timeout: float | None,
@@ -125,16 +132,18 @@ def _tune_shapes(
     db: str | None,
     gpus: str | None,
 ) -> None:
-    families = check_families(family)
+    families = check_families(family, check_accuracy(accuracy))
     check_sampler(sampler)
     devices = choose_gpus(gpus, check_evaluator(evaluator))
     workers = start_workers(evaluator, devices, replay_table)
     first = workers.workers[0].evaluator
     try:
-        check_answerable(first, shapes, families)  # before the database is touched
+        check_answerable(first, shapes, families, accuracy)  # before the database is touched
         engine = open_engine(db, optuna_tables=True)
         sessions = make_session_factory(engine)
-        settings = TuneSettings(families, sessions, db, sampler, trials, timeout, seed, warm_start)
+        settings = TuneSettings(
+            families, sessions, db, sampler, trials, timeout, seed, warm_start, accuracy
+        )
         with StudyBar() as bar:
             tune_shapes(shapes, workers, settings, new_report=bar.line, on_done=print_outcome)
         engine.dispose()  # the database file as the command leaves it, now

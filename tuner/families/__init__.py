@@ -4,7 +4,8 @@ Each family matches one template, ``templates/<name>.cu.j2``, and lives in the m
 group: ``ladder`` (the first SGEMM rungs), ``warptile`` (warp-tiled, one block per output tile),
 ``split`` (K split across blocks: split-K and stream-K), ``skinny`` (B streamed for small M),
 ``dmma`` (FP32 on the FP64 tensor cores), ``hmma`` (FP16/BF16 inputs on the tensor cores, by
-warp) and ``wgmma`` (the same by warpgroup, on Hopper).
+warp) and ``wgmma`` (the same by warpgroup, on Hopper); ``emulated`` runs the half families
+on float32 inputs split into BF16 parts (accuracy class ``bf16x3``).
 The building blocks are in ``_base``; the registry of names and the config-name parser in
 ``registry``.
 """
@@ -22,9 +23,22 @@ from tuner.families._base import (
     Rule,
 )
 from tuner.families.dmma import DMMA, DMMA_PIPELINED, DMMA_PIPELINED_A_PADS, DMMA_ROW_PADS
+from tuner.families.emulated import (
+    HMMA_BF16X3,
+    HMMA_SPLITK_BF16X3,
+    WGMMA_BF16X3,
+    WGMMA_SPLITK_BF16X3,
+    rewrites_operands,
+)
 from tuner.families.hmma import HMMA, HMMA_SPLITK
 from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
-from tuner.families.registry import FAMILIES, checked_config, get_family, parse_config
+from tuner.families.registry import (
+    FAMILIES,
+    accuracy_of,
+    checked_config,
+    get_family,
+    parse_config,
+)
 from tuner.families.skinny import SKINNY, SKINNY_MAX_ROW_BLOCKS
 from tuner.families.split import (
     SPLITK,
@@ -55,7 +69,9 @@ __all__ = [
     "FAMILIES",
     "FLOAT_BYTES",
     "HMMA",
+    "HMMA_BF16X3",
     "HMMA_SPLITK",
+    "HMMA_SPLITK_BF16X3",
     "PIPELINED",
     "SKINNY",
     "SKINNY_MAX_ROW_BLOCKS",
@@ -68,17 +84,21 @@ __all__ = [
     "WARPTILE",
     "WARPTILE_SPLITK",
     "WGMMA",
+    "WGMMA_BF16X3",
     "WGMMA_SPLITK",
+    "WGMMA_SPLITK_BF16X3",
     "CostTraits",
     "Family",
     "Footprint",
     "Param",
     "Params",
     "Rule",
+    "accuracy_of",
     "checked_config",
     "get_family",
     "parse_config",
     "persistent_blocks",
+    "rewrites_operands",
     "warptile_prefetches",
     "warptile_register_budget",
 ]

@@ -139,10 +139,19 @@ class Family:
     # How far the register estimate (``footprint``) may exceed the cap a MINBLOCKS launch bound
     # leaves before the config is dropped without compiling (``tuner.resources.static_check``).
     launch_bound_slack: float = LAUNCH_BOUND_SLACK
+    # How exactly it computes (``tuner.accuracy``): ``exact`` multiplies the inputs as stored.
+    accuracy: str = "exact"
+    # The product its kernel computes for a caller's shape: the shape itself, except for a
+    # family that rewrites the operands before its kernel runs (``tuner.families.emulated``:
+    # float32 split into BF16 parts along a K three times as long). Space, cost model and
+    # launch see this shape; the caller's FLOPs and verification stay the caller's.
+    kernel_shape: Callable[[Shape], Shape] = lambda shape: shape
+    # The template it renders, when another family's (else ``<name>.cu.j2``).
+    template_name: str | None = None
 
     @property
     def template(self) -> str:
-        return f"{self.name}.cu.j2"
+        return self.template_name or f"{self.name}.cu.j2"
 
     def arch_problem(self, arch: int) -> str | None:
         """Why the family does not run on architecture ``arch`` (compute capability x 10, as

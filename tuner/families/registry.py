@@ -8,6 +8,12 @@ from tuner.config import ABBR_PARAM, OPERAND_PADS, PAD_TOKEN, Config
 from tuner.errors import InputError
 from tuner.families._base import Family
 from tuner.families.dmma import DMMA, DMMA_PIPELINED
+from tuner.families.emulated import (
+    HMMA_BF16X3,
+    HMMA_SPLITK_BF16X3,
+    WGMMA_BF16X3,
+    WGMMA_SPLITK_BF16X3,
+)
 from tuner.families.hmma import HMMA, HMMA_SPLITK
 from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
 from tuner.families.skinny import SKINNY
@@ -36,6 +42,10 @@ FAMILIES: dict[str, Family] = {
         HMMA_SPLITK,
         WGMMA,
         WGMMA_SPLITK,
+        HMMA_BF16X3,
+        HMMA_SPLITK_BF16X3,
+        WGMMA_BF16X3,
+        WGMMA_SPLITK_BF16X3,
     )
 }
 
@@ -46,6 +56,13 @@ def get_family(name: str) -> Family:
         return FAMILIES[name]
     except KeyError:
         raise InputError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}") from None
+
+
+def accuracy_of(name: str) -> str:
+    """The accuracy class of family ``name`` (``tuner.accuracy``); ``exact`` for a name this
+    version does not know (its configs are never served: ``tuner.answer_index.readable``)."""
+    family = FAMILIES.get(name)
+    return family.accuracy if family is not None else "exact"
 
 
 _TOKEN_RE = re.compile(r"^([a-z]+)(\d+)$")
