@@ -8,6 +8,7 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 import storage
+from tuner.accuracy import DEFAULT_ACCURACY
 from tuner.answer_index import load_snapshot
 from tuner.answers import Tuned
 from tuner.svg_charts import Bar, bar_chart
@@ -18,11 +19,14 @@ def _pct(entry: Tuned) -> float | None:
 
 
 def _label(entry: Tuned) -> str:
-    """A chart bar's label: the shape, then dtype and layout unless float32 NN."""
+    """A chart bar's label: the shape, then dtype and layout unless float32 NN, then the
+    accuracy class unless exact (a shape may have a best of each class)."""
     shape = f"{entry.m}x{entry.n}x{entry.k}"
-    if (entry.dtype, entry.layout) == ("float32", "NN"):
-        return shape
-    return f"{shape} {entry.dtype} {entry.layout}"
+    if (entry.dtype, entry.layout) != ("float32", "NN"):
+        shape = f"{shape} {entry.dtype} {entry.layout}"
+    if entry.accuracy != DEFAULT_ACCURACY:
+        shape = f"{shape} {entry.accuracy}"
+    return shape
 
 
 def overview(session: Session) -> dict[str, Any]:

@@ -123,6 +123,31 @@ def test_half_inputs_show_their_dtype_and_layout(tmp_path: Path) -> None:
     assert '<td>bfloat16</td><td>NT</td><td class="wrap"><code>' + name in shapes
 
 
+def test_an_emulated_best_shows_its_accuracy_class_beside_the_exact_one(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'classes.db'}"
+    seed(url)
+    sessions = storage.make_session_factory(storage.make_engine(url))
+    name = "wgmma_bf16x3_bm128_bn256_bk64_wgm2_s4_sw8_dt1_ly0"
+    with sessions.begin() as session:
+        storage.record_measurement(
+            session,
+            H100,
+            storage.ShapeIn(4096, 4096, 4096),
+            storage.MeasurementIn(
+                "wgmma_bf16x3", name, {"BM": 128}, ms=0.8, cublas_ms=2.8, accuracy="bf16x3"
+            ),
+        )
+    app = make_app(url)
+    with TestClient(app) as client:
+        html = client.get("/dashboard").text
+    app.state.engine.dispose()
+    best = html.split('<table class="best-configs">')[2]  # the H100's (the A100's first)
+    assert "<th>layout</th><th>accuracy</th>" in best
+    assert "<td>float32</td><td>NN</td><td>bf16x3</td><td class=\"wrap\"><code>" + name in best
+    assert "<td>float32</td><td>NN</td><td>exact</td>" in best  # the strict best stays
+    assert ">4096x4096x4096 bf16x3<" in html  # the chart's bar label
+
+
 def test_empty_dashboard_says_how_to_get_data(db_url: str) -> None:
     app = make_app(db_url)
     with TestClient(app) as client:
