@@ -143,7 +143,7 @@ def test_an_emulated_best_shows_its_accuracy_class_beside_the_exact_one(tmp_path
     app.state.engine.dispose()
     best = html.split('<table class="best-configs">')[2]  # the H100's (the A100's first)
     assert "<th>layout</th><th>accuracy</th>" in best
-    assert "<td>float32</td><td>NN</td><td>bf16x3</td><td class=\"wrap\"><code>" + name in best
+    assert '<td>float32</td><td>NN</td><td>bf16x3</td><td class="wrap"><code>' + name in best
     assert "<td>float32</td><td>NN</td><td>exact</td>" in best  # the strict best stays
     assert ">4096x4096x4096 bf16x3<" in html  # the chart's bar label
 
