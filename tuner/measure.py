@@ -283,7 +283,13 @@ def verify(
     operands: Operands | None = None,
 ) -> Verification:
     """Compare with cuBLAS twice: (alpha=0.5, beta=3) on random C; (1, 0) on NaN-poisoned C.
-    ``operands``: made for this shape already (else fresh ones from ``seed``)."""
+    ``operands``: made for this shape already (else fresh ones from ``seed``).
+
+    Raises:
+        ValueError: the config's shape-pinned parameters (DTYPE, LAYOUT) are not the shape's:
+            its kernel computes another product, and the error would say nothing of it.
+    """
+    _check_pinned(source, shape)
     cp = _cupy()
     ops = operands if operands is not None else Operands.make(shape, seed)
     worst, worst_fp32 = 0.0, 0.0
@@ -302,6 +308,17 @@ def verify(
     return Verification(
         worst, tolerance(shape.k, dtype), worst_fp32, reference_tolerance(shape.k, dtype)
     )
+
+
+def _check_pinned(source: KernelSource, shape: Shape) -> None:
+    config = source.config
+    wanted = get_family(config.family).pinned(shape)
+    wrong = {name: value for name, value in wanted.items() if config[name] != value}
+    if wrong:
+        needs = ", ".join(f"{name}={value}" for name, value in wrong.items())
+        raise ValueError(
+            f"{config.name} computes another input type or layout: {shape.label()} needs {needs}"
+        )
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """FP32 emulated on the BF16 tensor cores (``hmma_bf16x3``, and ``wgmma_bf16x3`` on sm_90)
 against cuBLAS in strict FP32, within the FP32 tolerance plus the ``bf16x3`` class's allowance:
-every layout, hmma's edge shapes (every residue of M, N and K mod 8, K = 1, ragged tiles), and
-operand views 4, 8 and 12 bytes past a 16-byte boundary, whose float32 rows the split reads
-wherever they lie."""
+every layout, hmma's edge shapes (every residue of M, N and K mod 8, K = 1, ragged tiles),
+every residue mod 16 (NN), operand views 4, 8 and 12 bytes past a 16-byte boundary and operands
+whose rows are further apart than their length, whose float32 rows the split reads wherever
+they lie."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.gpu.loaded_kernels import compile_and_load
+from tests.gpu.test_alignment import RESIDUE_SHAPES
 from tests.gpu.test_hmma import EDGE, kind_config
 from tuner.shape import SUPPORTED_LAYOUTS, Shape
 
@@ -95,3 +97,45 @@ def test_emulated_reads_and_writes_misaligned_views(
         launch(kernel, source, shape, 0.5, a, b, 3.0, c)
         error = relative_error(c, expected)
         assert error <= limit, f"{name} at offsets {offsets}: relative error {error:.2e}"
+
+
+@pytest.mark.parametrize("shape", RESIDUE_SHAPES, ids=str)
+def test_emulated_matches_on_every_residue_mod_16(
+    shape: Shape, kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    from tuner.measure import verify
+
+    for name, (kernel, source) in kernels.items():
+        if name.endswith(_name("", "NN")):
+            result = verify(kernel, source, shape, seed=shape.m)
+            assert result.ok, f"{name} on {shape}: {result.reason}"
+
+
+@pytest.mark.parametrize("extras", [(1, 2, 3), (4, 8, 4)], ids=str)
+def test_emulated_reads_operands_whose_pitch_is_wider_than_their_rows(
+    extras: tuple[int, int, int], kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """A, B and C as column slices of wider arrays: the split reads each row at its pitch, and
+    the half kernel writes C's view in place, leaving the columns past it as they were."""
+    import cupy as cp
+
+    from tuner.accuracy import allowance
+    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+
+    shape = Shape(283, 266, 181)
+    rng = cp.random.default_rng(sum(extras))
+    a = rng.standard_normal((shape.m, shape.k + extras[0]), dtype=cp.float32)[:, : shape.k]
+    b = rng.standard_normal((shape.k, shape.n + extras[1]), dtype=cp.float32)[:, : shape.n]
+    c0 = rng.standard_normal((shape.m, shape.n), dtype=cp.float32)
+    ref = c0.copy()
+    cublas_gemm(0.5, cp.ascontiguousarray(a), cp.ascontiguousarray(b), 3.0, ref)
+    for name, (kernel, source) in kernels.items():
+        if not name.endswith(_name("", "NN")):
+            continue
+        wide = rng.standard_normal((shape.m, shape.n + extras[2]), dtype=cp.float32)
+        outside = wide[:, shape.n :].copy()
+        c = wide[:, : shape.n]
+        c[...] = c0
+        launch(kernel, source, shape, 0.5, a, b, 3.0, c)
+        assert relative_error(c, ref) <= tolerance(shape.k) + allowance("bf16x3"), name
+        assert bool(cp.all(wide[:, shape.n :] == outside)), f"{name} wrote past C's view"

@@ -188,3 +188,12 @@ def test_the_split_kernel_builds_without_spills(arch: str, tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     usage = parse_ptxas_report(proc.stderr, "split_bf16x3")
     assert usage.spill_store_bytes == 0 and usage.spill_load_bytes == 0
+
+
+def test_verifying_a_config_pinned_to_another_layout_is_refused_before_any_launch() -> None:
+    from tuner.measure import verify
+    from tuner.render import render
+
+    source = render(parse_config("hmma_splitk_bf16x3_bm64_bn64_bk32_wpm2_wpn2_s3_sw1_sk4_dt1_ly1"))
+    with pytest.raises(ValueError, match="272x275x167 needs LAYOUT=0"):
+        verify(None, source, Shape(272, 275, 167))
