@@ -5,22 +5,16 @@ families' spaces, costs and defaults; and the floor that keeps them out of stric
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from tests.tuner.test_accuracy import round_float32
 from tuner.accuracy import BF16X3
 from tuner.answers import DeviceInfo, Tuned, Tuning, default_config
-from tuner.compile import NVCC_OPTIONS, parse_ptxas_report
 from tuner.cost_model import estimate
 from tuner.errors import InputError
 from tuner.families import FAMILIES, HMMA, WGMMA_BF16X3, accuracy_of, get_family, parse_config
 from tuner.families.emulated import PARTS, split_depth, split_shape
-from tuner.render import templates_dir
 from tuner.resources import table_device
 from tuner.runner import (
     DEFAULT_EMULATED_FAMILIES,
@@ -177,17 +171,6 @@ def test_the_default_rule_emulates_only_where_asked_and_useful() -> None:
     small_nt = default_config(64, 64, "float32", "NT", "bf16x3")
     assert small_nt.family == "hmma_bf16x3" and small_nt["LAYOUT"] == 1
     assert WGMMA_BF16X3.name in FAMILIES
-
-
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_the_split_kernel_builds_without_spills(arch: str, tmp_path: Path) -> None:
-    source = templates_dir() / "split_bf16x3.cu"
-    cmd = ["nvcc", "-cubin", f"-arch={arch}", *NVCC_OPTIONS, "-o", str(tmp_path / "k.cubin")]
-    proc = subprocess.run([*cmd, str(source)], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    usage = parse_ptxas_report(proc.stderr, "split_bf16x3")
-    assert usage.spill_store_bytes == 0 and usage.spill_load_bytes == 0
 
 
 def test_verifying_a_config_pinned_to_another_layout_is_refused_before_any_launch() -> None:

@@ -1,6 +1,7 @@
 """The padded launch's copy kernel (``tuner.pad_copy``, ``templates/pad_copy.cu``) without a
 GPU: its launch geometry covers every element of a copy exactly once (the kernel's indexing,
-modelled here), refusals name the value, and nvcc builds it for sm_80 and sm_90."""
+modelled here), refusals name the value, and nvcc builds it (and the emulated families' split
+kernel, the other plain CUDA file) for sm_80 and sm_90."""
 
 from __future__ import annotations
 
@@ -83,13 +84,19 @@ def test_copies_of_other_elements_or_partial_ones_are_refused(
         copy_rows(None, None, copy, element)
 
 
+# The plain CUDA files (not families) and their kernels: the pad copy's, and the split of
+# float32 into BF16 parts for the emulated families (tuner/split_launch.py).
+PLAIN_KERNELS = {"pad_copy.cu": tuple(KERNELS.values()), "split_bf16x3.cu": ("split_bf16x3",)}
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("file", sorted(PLAIN_KERNELS))
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_the_copy_kernels_build_without_spills(arch: str, tmp_path: Path) -> None:
-    source = templates_dir() / "pad_copy.cu"
+def test_the_plain_kernels_build_without_spills(arch: str, file: str, tmp_path: Path) -> None:
+    source = templates_dir() / file
     cmd = ["nvcc", "-cubin", f"-arch={arch}", *NVCC_OPTIONS, "-o", str(tmp_path / "k.cubin")]
     proc = subprocess.run([*cmd, str(source)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    for name in KERNELS.values():
+    for name in PLAIN_KERNELS[file]:
         usage = parse_ptxas_report(proc.stderr, name)
         assert usage.spill_store_bytes == 0 and usage.spill_load_bytes == 0, name
