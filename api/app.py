@@ -21,6 +21,7 @@ from api.errors import (
     http_error_handler,
     rejected_records_handler,
     storage_error_handler,
+    uncomputed_layout_handler,
     unknown_device_handler,
     validation_handler,
 )
@@ -30,7 +31,7 @@ from api.routes import configs, dashboard, docs, health, results, studies
 from api.settings import Settings
 from api.study_cache import StudyCache
 from tuner.answer_index import BestIndex
-from tuner.answers import UnknownDeviceError
+from tuner.answers import UncomputedLayoutError, UnknownDeviceError
 from tuner.intake import RejectedRecords
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.study_cache = StudyCache()
     app.add_exception_handler(RequestValidationError, validation_handler)
     app.add_exception_handler(UnknownDeviceError, unknown_device_handler)
+    app.add_exception_handler(UncomputedLayoutError, uncomputed_layout_handler)
     app.add_exception_handler(RejectedRecords, rejected_records_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
     app.add_exception_handler(SQLAlchemyError, database_error_handler)

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.status import HTTP_422_UNPROCESSABLE_CONTENT
 
 from api.schemas import CONFIG_NAME, NON_BLANK
-from tuner.answers import UnknownDeviceError
+from tuner.answers import UncomputedLayoutError, UnknownDeviceError
 from tuner.device_kind import ARCH_FORMAT
 from tuner.intake import RejectedRecords
 from tuner.shape import MAX_DIM
@@ -149,6 +149,14 @@ async def unknown_device_handler(request: Request, exc: Exception) -> JSONRespon
     )
     return _unprocessable(
         [{"loc": ["body", exc.field], "field": exc.field, "msg": message, "type": "unknown_device"}]
+    )
+
+
+async def uncomputed_layout_handler(request: Request, exc: Exception) -> JSONResponse:
+    """A dtype and layout no family of the asked accuracy class computes: a 422 on ``layout``."""
+    assert isinstance(exc, UncomputedLayoutError)
+    return _unprocessable(
+        [{"loc": ["body", exc.field], "field": exc.field, "msg": str(exc), "type": "uncomputed"}]
     )
 
 

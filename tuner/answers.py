@@ -46,7 +46,7 @@ from tuner.accuracy import BF16X3, DEFAULT_ACCURACY, accepted
 from tuner.config import PARAM_ABBR, Config
 from tuner.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
 from tuner.errors import InputError
-from tuner.families import HMMA, HMMA_BF16X3, get_family, parse_config
+from tuner.families import FAMILIES, HMMA, HMMA_BF16X3, get_family, parse_config
 from tuner.render import KernelSource, Launch, render
 from tuner.shape import Shape
 
@@ -175,6 +175,32 @@ class UnknownDeviceError(InputError):
             f"device {self.detail}; or give its architecture and SM count to be answered "
             "from devices of the same kind"
         )
+
+
+class UncomputedLayoutError(InputError):
+    """A dtype and layout that no family of a class the floor accepts computes (float32 in
+    NT, TN or TT at ``exact``): answering a config of another layout would compute another
+    product."""
+
+    field = "layout"
+
+    def __init__(self, shape: Shape, accuracy: str) -> None:
+        self.detail = (
+            f"{shape.layout!r}: no family of accuracy class {accuracy} or a more exact one "
+            f"computes {shape.dtype} inputs in layout {shape.layout}; store the operands as NN "
+            "(copy the transposed ones) or accept accuracy bf16x3"
+        )
+        super().__init__(f"`layout` {self.detail}")
+
+
+def computed(dtype: str, layout: str, accuracy: str = DEFAULT_ACCURACY) -> bool:
+    """Whether some family of a class the floor ``accuracy`` accepts computes ``dtype`` inputs
+    in ``layout`` (float32 is computed in NT, TN and TT only by the emulated families)."""
+    allowed = accepted(accuracy)
+    return any(
+        dtype in f.dtypes and layout in f.layouts and f.accuracy in allowed
+        for f in FAMILIES.values()
+    )
 
 
 @dataclass(frozen=True)
@@ -313,10 +339,13 @@ class Tuning:
 
         Raises:
             InputError: a bad dimension, dtype, layout or accuracy (naming it).
+            UncomputedLayoutError: no family of the floor computes the dtype in the layout.
             UnknownDeviceError: ``device`` is not stored and has no ``arch``.
         """
         shape = Shape(m, n, k, dtype, layout)
         allowed = accepted(accuracy)
+        if not computed(shape.dtype, shape.layout, accuracy):
+            raise UncomputedLayoutError(shape, accuracy)
         entries = [e for e in self.entries if e.accuracy in allowed]
         if device is None:
             found = _tuned(entries, shape, "any_device", None)

@@ -26,8 +26,8 @@ from collections.abc import Hashable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from tuner.accuracy import DEFAULT_ACCURACY, accepted, check_accuracy
-from tuner.answers import Answer
+from tuner.accuracy import DEFAULT_ACCURACY, check_accuracy
+from tuner.answers import Answer, computed
 from tuner.device_kind import DeviceSpec
 from tuner.errors import InputError
 from tuner.render import KernelSource, render
@@ -216,18 +216,6 @@ def compiled(name: str, site: Hashable = 0) -> tuple[Any, KernelSource]:
         if key not in _kernels:
             _kernels[key] = (load_kernel(binary, copy), binary.source)
         return _kernels[key]
-
-
-def computed(dtype: str, layout: str, accuracy: str) -> bool:
-    """Whether some family of a class the floor ``accuracy`` accepts computes ``dtype`` inputs
-    in ``layout`` (float32 is computed in NT, TN and TT only by the emulated families)."""
-    from tuner.families import FAMILIES
-
-    allowed = accepted(accuracy)
-    return any(
-        dtype in f.dtypes and layout in f.layouts and f.accuracy in allowed
-        for f in FAMILIES.values()
-    )
 
 
 def _config_name(

@@ -315,6 +315,29 @@ def test_half_inputs_get_a_tensor_core_default_for_their_layout(
     assert params["LAYOUT"] == ["NN", "NT", "TN", "TT"].index(layout)
 
 
+@pytest.mark.parametrize("layout", ["NT", "TN", "TT"])
+def test_float32_in_a_transposed_layout_needs_the_emulated_class(
+    client: TestClient, layout: str
+) -> None:
+    """No exact family computes float32 NT, TN or TT: a 422 on ``layout`` saying what to do,
+    not a config of another layout; at bf16x3 the emulated default, pinned to the layout."""
+    body = {"m": 512, "n": 512, "k": 512, "layout": layout}
+    response = client.post("/v1/configs/best", json=body)
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["field"] == "layout" and error["msg"].startswith(f"`layout` '{layout}'")
+    assert "accuracy bf16x3" in error["msg"]
+    data = post(client, **body, accuracy="bf16x3")
+    assert (data["family"], data["accuracy"], data["source"]) == (
+        "hmma_bf16x3",
+        "bf16x3",
+        "default",
+    )
+    params = data["params"]
+    assert isinstance(params, dict)
+    assert params["LAYOUT"] == ["NN", "NT", "TN", "TT"].index(layout)
+
+
 def test_row_major_is_answered_as_nn(client: TestClient) -> None:
     old = post(client, m=1024, n=1024, k=1024, layout="row-major")
     assert old["layout"] == "NN"
