@@ -110,7 +110,7 @@ def best(
 
     Raises:
         InputError: a dimension outside 1..2**31-1, an unknown dtype, layout or accuracy, a
-            device name
+            layout no family of the accuracy class computes for the dtype, a device name
             nothing is stored for
             (given without its arch), or an error answer from the server.
         storage.StorageError: ``db`` names no gemmtune database (a missing SQLite file is not
