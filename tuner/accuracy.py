@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 
 from tuner.errors import InputError
 
@@ -54,7 +55,12 @@ def check_accuracy(value: object) -> str:
 
 def accepted(floor: str) -> frozenset[str]:
     """The classes a caller whose floor is ``floor`` accepts: it and every more exact one."""
-    least = ACCURACY_CLASSES[check_accuracy(floor)].kept_bits
+    return _accepted(check_accuracy(floor))
+
+
+@cache
+def _accepted(floor: str) -> frozenset[str]:
+    least = ACCURACY_CLASSES[floor].kept_bits
     return frozenset(c.name for c in ACCURACY_CLASSES.values() if c.kept_bits >= least)
 
 

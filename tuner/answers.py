@@ -42,7 +42,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from storage.inputs import LEGACY_LAYOUTS
-from tuner.accuracy import BF16X3, DEFAULT_ACCURACY, accepted
+from tuner.accuracy import ACCURACY_NAMES, BF16X3, DEFAULT_ACCURACY, accepted
 from tuner.config import PARAM_ABBR, Config
 from tuner.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
 from tuner.errors import InputError
@@ -112,7 +112,7 @@ def default_config(
         if not emulated:
             return parse_config(DEFAULT_LARGE if large else DEFAULT_SMALL)
         half = half.replace(HMMA.name, HMMA_BF16X3.name, 1)
-        shape = HMMA_BF16X3.kernel_shape(shape)
+        shape = HMMA_BF16X3.run_shape(shape)
     tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in HMMA.pinned(shape).items())
     return parse_config("_".join([half, *tokens]))
 
@@ -193,6 +193,7 @@ class UncomputedLayoutError(InputError):
         super().__init__(f"`layout` {self.detail}")
 
 
+@lru_cache(maxsize=64)
 def computed(dtype: str, layout: str, accuracy: str = DEFAULT_ACCURACY) -> bool:
     """Whether some family of a class the floor ``accuracy`` accepts computes ``dtype`` inputs
     in ``layout`` (float32 is computed in NT, TN and TT only by the emulated families)."""
@@ -320,6 +321,11 @@ class Tuning:
         self.entries = tuple(entries)
         self.devices = tuple(dict.fromkeys((*devices, *(e.device for e in self.entries))))
         self.rates = dict(rates)
+        # The entries each floor accepts (``tuner.accuracy``), so an answer filters nothing.
+        self.by_floor = {
+            floor: tuple(e for e in self.entries if e.accuracy in accepted(floor))
+            for floor in ACCURACY_NAMES
+        }
         self.by_kind: dict[tuple[str, int], list[Tuned]] = {}
         for entry in self.entries:
             self.by_kind.setdefault((entry.device.arch, entry.device.sm_count), []).append(entry)
@@ -346,7 +352,7 @@ class Tuning:
         allowed = accepted(accuracy)
         if not computed(shape.dtype, shape.layout, accuracy):
             raise UncomputedLayoutError(shape, accuracy)
-        entries = [e for e in self.entries if e.accuracy in allowed]
+        entries = self.by_floor[accuracy]
         if device is None:
             found = _tuned(entries, shape, "any_device", None)
             if isinstance(found, Answer):

@@ -149,6 +149,8 @@ def choose_config(
     classes = accepted(floor)
     own = _stored_choice(sessions, device, shape, False, frozenset({floor}))
     if own is not None and not options.retune:
+        if classes == {floor}:  # exact: nothing more exact to compare with
+            return own
         return _stored_choice(sessions, device, shape, False, classes) or own
     target = options.trials
     if options.retune:

@@ -403,9 +403,9 @@ def estimate(
     operands first (FP32 split into BF16 parts), that pass too."""
     family = get_family(config.family)
     unit = throughput(device, rates)
-    run = family.kernel_shape(shape)
+    run = family.run_shape(shape)
     kernel = _kernel_estimate(config, run, device, unit)
-    if run == shape:
+    if not family.rewrites_operands:
         return kernel
     return _with_operand_rewrite(kernel, shape, run, unit)
 

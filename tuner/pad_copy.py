@@ -10,18 +10,15 @@ current device and stream.
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 from tuner.operand_padding import Copy2D
-from tuner.render import templates_dir
+from tuner.plain_kernels import plain_kernel
 
 THREADS = 256  # threads of a copy block
 UNROLL = 4  # elements a thread copies per row (templates/pad_copy.cu)
 MAX_GRID_Y = 65535
 KERNELS = {4: "copy_rows_4", 2: "copy_rows_2"}  # by element bytes
-
-_lock = threading.Lock()
 
 
 @functools.lru_cache(maxsize=256)
@@ -41,22 +38,6 @@ def copy_geometry(rows: int, cols: int) -> tuple[tuple[int, int, int], tuple[int
     return (grid_x, grid_y, 1), (lanes, rows_per_block, 1)
 
 
-@functools.cache
-def _module(device: int) -> Any:
-    """The copy kernels, compiled by NVRTC once per process and device."""
-    import cupy
-
-    code = (templates_dir() / "pad_copy.cu").read_text()
-    return cupy.RawModule(code=code, options=("--std=c++17",))
-
-
-@functools.cache
-def _kernel(device: int, element: int) -> Any:
-    """The copy kernel of ``element``-byte items on ``device`` (looked up once)."""
-    with _lock:
-        return _module(device).get_function(KERNELS[element])
-
-
 def copy_rows(dst: Any, src: Any, copy: Copy2D, element: int) -> None:
     """``copy`` (its widths and pitches in bytes) from ``src``'s base to ``dst``'s, both CuPy
     arrays of ``element``-byte items, on the current stream (asynchronous)."""
@@ -71,10 +52,9 @@ def copy_rows(dst: Any, src: Any, copy: Copy2D, element: int) -> None:
             raise ValueError(
                 f"a copy's {what} of {value} bytes is not whole {element}-byte elements"
             )
-    import cupy
     import numpy as np
 
-    kernel = _kernel(cupy.cuda.Device().id, element)
+    kernel = plain_kernel("pad_copy.cu", KERNELS[element])
     cols = copy.width // element
     grid, block = copy_geometry(copy.rows, cols)
     args = (

@@ -241,9 +241,9 @@ class Space:
     def __init__(self, family: str | Family, shape: Shape, device: DeviceLimits) -> None:
         self.family = get_family(family) if isinstance(family, str) else family
         self.shape = shape
-        # What the family's kernel computes (``Family.kernel_shape``): it decides which tiles
-        # are wasteful.
-        self.run_shape = self.family.kernel_shape(shape)
+        # What the family's kernel computes (``Family.run_shape``): it decides which tiles are
+        # wasteful.
+        self.run_shape = self.family.run_shape(shape)
         self.device = device
         self.pinned: Pinned = tuple(sorted(self.family.pinned(shape).items()))
 

@@ -16,22 +16,19 @@ around :func:`launch_split` includes the split.
 from __future__ import annotations
 
 import functools
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tuner.families.emulated import A_PARTS, B_PARTS, PARTS, split_depth, split_shape
 from tuner.kept_buffers import kept_buffers
-from tuner.operand_padding import round_up
+from tuner.operand_padding import round_up, row_pitch
 from tuner.pad_copy import copy_geometry
-from tuner.render import KernelSource, templates_dir
+from tuner.padded_launch import RawLaunch
+from tuner.plain_kernels import plain_kernel
+from tuner.render import KernelSource
 from tuner.shape import Shape
 
 ROW_MULTIPLE = 8  # BF16 elements in 16 bytes: a buffer row's length is a multiple of it
-
-RawLaunch = Callable[[Any, KernelSource, Shape, float, Any, Any, float, Any], None]
-_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -68,24 +65,10 @@ def split_operands(shape: Shape) -> tuple[SplitOperand, SplitOperand]:
     )
 
 
-@functools.cache
-def _kernel(device: int) -> Any:
-    """The split kernel, compiled by NVRTC once per process and device."""
-    import cupy
-
-    with _lock:
-        code = (templates_dir() / "split_bf16x3.cu").read_text()
-        module = cupy.RawModule(code=code, options=("--std=c++17",))
-        return module.get_function("split_bf16x3")
-
-
 def split_into(dst: Any, src: Any, part: SplitOperand) -> None:
     """Write ``src`` (float32, ``part.rows`` x ``part.cols``, any row pitch) as BF16 parts into
     ``dst`` (a ``uint16`` buffer of ``part.buffer``), on the current stream."""
-    import cupy
     import numpy as np
-
-    from tuner.operand_padding import row_pitch
 
     if src.dtype != np.float32:
         raise ValueError(f"the split reads float32 operands, not {src.dtype}")
@@ -102,7 +85,7 @@ def split_into(dst: Any, src: Any, part: SplitOperand) -> None:
         np.int32(part.rows),
         np.int32(part.cols),
     )
-    _kernel(cupy.cuda.Device().id)(grid, block, args)
+    plain_kernel("split_bf16x3.cu", "split_bf16x3")(grid, block, args)
 
 
 def launch_split(

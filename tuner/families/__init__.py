@@ -28,7 +28,6 @@ from tuner.families.emulated import (
     HMMA_SPLITK_BF16X3,
     WGMMA_BF16X3,
     WGMMA_SPLITK_BF16X3,
-    rewrites_operands,
 )
 from tuner.families.hmma import HMMA, HMMA_SPLITK
 from tuner.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
@@ -38,6 +37,7 @@ from tuner.families.registry import (
     checked_config,
     get_family,
     parse_config,
+    rewrites_operands,
 )
 from tuner.families.skinny import SKINNY, SKINNY_MAX_ROW_BLOCKS
 from tuner.families.split import (

@@ -141,17 +141,26 @@ class Family:
     launch_bound_slack: float = LAUNCH_BOUND_SLACK
     # How exactly it computes (``tuner.accuracy``): ``exact`` multiplies the inputs as stored.
     accuracy: str = "exact"
-    # The product its kernel computes for a caller's shape: the shape itself, except for a
-    # family that rewrites the operands before its kernel runs (``tuner.families.emulated``:
-    # float32 split into BF16 parts along a K three times as long). Space, cost model and
-    # launch see this shape; the caller's FLOPs and verification stay the caller's.
-    kernel_shape: Callable[[Shape], Shape] = lambda shape: shape
+    # For a family that rewrites the operands before its kernel runs (``tuner.families.
+    # emulated``: float32 split into BF16 parts along a K three times as long), the product its
+    # kernel computes for a caller's shape; None: the shape itself (``run_shape``). Space, cost
+    # model and launch see that product; the caller's FLOPs and verification stay the caller's.
+    kernel_shape: Callable[[Shape], Shape] | None = None
     # The template it renders, when another family's (else ``<name>.cu.j2``).
     template_name: str | None = None
 
     @property
     def template(self) -> str:
         return self.template_name or f"{self.name}.cu.j2"
+
+    @property
+    def rewrites_operands(self) -> bool:
+        """Whether its kernel runs on operands rewritten from the caller's (``kernel_shape``)."""
+        return self.kernel_shape is not None
+
+    def run_shape(self, shape: Shape) -> Shape:
+        """The product its kernel computes for the caller's ``shape``."""
+        return shape if self.kernel_shape is None else self.kernel_shape(shape)
 
     def arch_problem(self, arch: int) -> str | None:
         """Why the family does not run on architecture ``arch`` (compute capability x 10, as

@@ -17,9 +17,9 @@ pinned to BF16, the type of the shape its kernel sees (``Family.kernel_shape``).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 from tuner.accuracy import BF16X3
-from tuner.config import Config
 from tuner.families._base import Family
 from tuner.families.hmma import HMMA, HMMA_SPLITK
 from tuner.families.wgmma import WGMMA, WGMMA_SPLITK
@@ -39,6 +39,7 @@ def split_depth(k: int) -> int:
     return -(-k // BLOCK_MULTIPLE) * BLOCK_MULTIPLE
 
 
+@lru_cache(maxsize=256)
 def split_shape(shape: Shape) -> Shape:
     """The BF16 product the half kernel computes for a float32 ``shape``: M x N x 3·Kp, in the
     caller's layout."""
@@ -61,14 +62,6 @@ def bf16x3(inner: Family) -> Family:
         pinned=lambda shape: inner.pinned(split_shape(shape)),
         template_name=inner.template,
     )
-
-
-def rewrites_operands(config: Config) -> bool:
-    """Whether ``config``'s kernel runs on operands split from the caller's (its family's
-    accuracy class is ``bf16x3``)."""
-    from tuner.families.registry import get_family  # the registry holds this module's families
-
-    return get_family(config.family).accuracy == BF16X3.name
 
 
 HMMA_BF16X3 = bf16x3(HMMA)

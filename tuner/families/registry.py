@@ -58,6 +58,12 @@ def get_family(name: str) -> Family:
         raise InputError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}") from None
 
 
+def rewrites_operands(config: Config) -> bool:
+    """Whether ``config``'s kernel runs on operands rewritten from the caller's (an emulated
+    family's split: ``Family.kernel_shape``)."""
+    return get_family(config.family).rewrites_operands
+
+
 def accuracy_of(name: str) -> str:
     """The accuracy class of family ``name`` (``tuner.accuracy``); ``exact`` for a name this
     version does not know (its configs are never served: ``tuner.answer_index.readable``)."""
