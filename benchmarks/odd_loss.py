@@ -13,6 +13,8 @@ of 4, ties up, as ``benchmarks/odd_report.py`` pairs them):
   float4s (what a padded launch gives the kernel, with C padded too): the odd edges only;
 - ``prepadded_ab``: the same with C packed (row pitch N): what a padded launch runs, without
   its copies, so the difference from ``prepadded`` is C's stores at an odd pitch;
+- ``prepadded_a`` / ``prepadded_b``: only A (or only B) in wider rows, the other operand and C
+  packed: what a launch that copied one operand would run, without the copy;
 - ``padded``: the ``_pad4`` launch, copies of the ragged operands included;
 - ``direct``: the kernel on the odd shape's packed arrays (4-byte copies of ragged rows).
 
@@ -45,7 +47,7 @@ from tuner.render import render
 from tuner.resources import live_device
 from tuner.shape import Shape, parse_shape
 
-WAYS = ("twin", "prepadded", "prepadded_ab", "padded", "direct")
+WAYS = ("twin", "prepadded", "prepadded_ab", "prepadded_a", "prepadded_b", "padded", "direct")
 LAUNCHES = 3  # per way per round
 L2_FLUSH_BYTES = 256 * 2**20
 
@@ -96,6 +98,12 @@ def _ways(cp: Any, shape: Shape, twin: Shape, name: str) -> dict[str, Callable[[
         ),
         "prepadded_ab": lambda: launch_kernel(
             kernel, direct, shape, 1.0, a_wide, b_wide, 0.0, c["prepadded_ab"]
+        ),
+        "prepadded_a": lambda: launch_kernel(
+            kernel, direct, shape, 1.0, a_wide, b, 0.0, c["prepadded_a"]
+        ),
+        "prepadded_b": lambda: launch_kernel(
+            kernel, direct, shape, 1.0, a, b_wide, 0.0, c["prepadded_b"]
         ),
         "padded": lambda: launch(kernel, padded, shape, 1.0, a, b, 0.0, c["padded"]),
         "direct": lambda: launch_kernel(kernel, direct, shape, 1.0, a, b, 0.0, c["direct"]),
@@ -179,7 +187,7 @@ def main() -> None:
         shape_text, _, name = case.partition(":")
         rows.append(_case(cp, parse_shape(shape_text), name, args.rounds))
     doc = {
-        "what": "an odd shape's time, five ways with the same kernel (benchmarks/odd_loss.py)",
+        "what": "an odd shape's time, each way with the same kernel (benchmarks/odd_loss.py)",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "provenance": device_provenance(live_device()),
         "rounds": args.rounds,
