@@ -1,5 +1,5 @@
 """Where an odd shape's time goes, for configs of the families that take leading dimensions
-(GPU only): the same kernel timed five ways, alternating within each round.
+(GPU only): the same kernel timed seven ways, alternating within each round.
 
     python benchmarks/odd_loss.py --out odd-loss.json [--rounds 7] \
         --case 2047x2047x2047:dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1 ...
