@@ -326,9 +326,12 @@ class Tuning:
             floor: tuple(e for e in self.entries if e.accuracy in accepted(floor))
             for floor in ACCURACY_NAMES
         }
-        self.by_kind: dict[tuple[str, int], list[Tuned]] = {}
-        for entry in self.entries:
-            self.by_kind.setdefault((entry.device.arch, entry.device.sm_count), []).append(entry)
+        # Each floor's entries by device kind (arch, SM count).
+        self.by_kind: dict[str, dict[tuple[str, int], list[Tuned]]] = {}
+        for floor, floor_entries in self.by_floor.items():
+            kinds = self.by_kind[floor] = {}
+            for entry in floor_entries:
+                kinds.setdefault((entry.device.arch, entry.device.sm_count), []).append(entry)
 
     def answer(
         self,
@@ -349,7 +352,7 @@ class Tuning:
             UnknownDeviceError: ``device`` is not stored and has no ``arch``.
         """
         shape = Shape(m, n, k, dtype, layout)
-        allowed = accepted(accuracy)
+        # computed() raises InputError on an unknown accuracy, before the layout is judged.
         if not computed(shape.dtype, shape.layout, accuracy):
             raise UncomputedLayoutError(shape, accuracy)
         entries = self.by_floor[accuracy]
@@ -366,10 +369,10 @@ class Tuning:
             device.sm_count or _only({d.sm_count for d in stored}),
         )
         slow = slow_math(asked.arch, self.rates.get(asked.name))
-        kind = self.by_kind.get(asked.kind, []) if asked.kind else []
+        kind = self.by_kind[accuracy].get(asked.kind, []) if asked.kind else []
         pools: tuple[tuple[Match, Sequence[Tuned]], ...] = (
             ("same_device", [e for e in entries if e.device in stored]),
-            ("same_kind", [e for e in kind if e.device not in stored and e.accuracy in allowed]),
+            ("same_kind", [e for e in kind if e.device not in stored]),
         )
         farthest: Far | None = None
         for match, pool in pools:
