@@ -42,7 +42,7 @@ from tuner.compile import NvrtcCompiler, compile_many, load_kernel
 from tuner.families import parse_config
 from tuner.gpu_worker import device_provenance
 from tuner.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
-from tuner.operand_padding import round_up
+from tuner.operand_padding import round_up, row_pitch_multiple
 from tuner.render import render
 from tuner.resources import live_device
 from tuner.shape import Shape, parse_shape
@@ -60,10 +60,11 @@ def twin_of(shape: Shape) -> Shape:
 
 
 def _in_wider_rows(cp: Any, values: Any) -> Any:
-    """``values`` copied into a zeroed buffer whose row pitch is the row length rounded up to a
-    multiple of 4, returned as the view of its top left."""
+    """``values`` copied into a zeroed buffer with the row pitch a padded launch gives it (the
+    row length rounded up to ``row_pitch_multiple``: 4 floats before 2026-11-25, 32 since),
+    returned as the view of its top left."""
     rows, cols = values.shape
-    buffer = cp.zeros((rows, round_up(cols)), dtype=cp.float32)
+    buffer = cp.zeros((rows, round_up(cols, row_pitch_multiple("float32"))), dtype=cp.float32)
     buffer[:, :cols] = values
     return buffer[:, :cols]
 

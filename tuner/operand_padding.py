@@ -9,9 +9,9 @@ A padded config instead runs its kernel on buffers whose rows are whole vectors.
 
 * The kernel takes leading dimensions (``Family.leading_dims``: ``hmma``, ``hmma_splitk``,
   ``dmma``, ``dmma_pipelined``): a ragged or misaligned operand is copied row by row into a
-  buffer whose row pitch is its row length rounded up to the multiple; the kernel runs on the
-  caller's M x N x K with that pitch, never reads past a row's end, and writes C in place.
-  Nothing else is copied.
+  buffer whose row pitch is its row length rounded up to the multiple (for float32, to whole
+  128-byte lines: :func:`row_pitch_multiple`); the kernel runs on the caller's M x N x K with
+  that pitch and writes C in place. Nothing else is copied.
 * It does not (the other float32 families): the kernel runs on (Mp, Np, Kp) on zero-padded
   buffers, where each of M, N and K that is the row length of a stored operand is rounded up: K
   for A stored M x K and for B stored N x K (transposed), M for A stored K x M, N for B stored
@@ -40,6 +40,19 @@ def pad_multiple(dtype: str) -> int:
     """Elements of ``dtype`` in one 16-byte vector: what a padded row length is a multiple of
     (4 for float32, 8 for float16 and bfloat16), and the value of its config's pad token."""
     return VECTOR_BYTES // ELEMENT_BYTES[dtype]
+
+
+# Floats in 128 bytes: the row pitch of a float32 buffer that a leading-dimension kernel reads.
+# On the H100 (benchmarks/speed.md, 2026-11-25), with B's column edge unchecked,
+# dmma_pipelined ran 2048x2047x2048 (pitch 2048) as fast as 2048^3 but 2048x2044x2048 (pitch
+# 2044, the same 16 tile columns) 8 % slower; the padded launch of 4097^3 went from 48.3 to 51.1
+# TFLOP/s with pitch 4128 instead of 4100. Half buffers keep the vector multiple (not measured).
+FLOAT32_PITCH_MULTIPLE = 32
+
+
+def row_pitch_multiple(dtype: str) -> int:
+    """What a copied operand's row pitch is rounded up to, in elements of ``dtype``."""
+    return FLOAT32_PITCH_MULTIPLE if dtype == "float32" else pad_multiple(dtype)
 
 
 def round_up(value: int, multiple: int = 4) -> int:
@@ -117,8 +130,11 @@ class PaddingPlan:
         """The product the kernel computes: Mp x Np x Kp, in the caller's dtype and layout."""
         return Shape(self.mp, self.np, self.kp, self.shape.dtype, self.shape.layout)
 
-    def _widened(self, array: tuple[int, int]) -> tuple[int, int]:
-        return (array[0], round_up(array[1], pad_multiple(self.shape.dtype)))
+    def _widened(self, array: tuple[int, int], copied: bool) -> tuple[int, int]:
+        """A copied array's buffer: rows whose pitch is a multiple of row_pitch_multiple."""
+        if not copied:
+            return array
+        return (array[0], round_up(array[1], row_pitch_multiple(self.shape.dtype)))
 
     @property
     def copies(self) -> bool:
@@ -141,13 +157,13 @@ class PaddingPlan:
     @property
     def a_buffer(self) -> tuple[int, int]:
         if self.leading_dims:
-            return self._widened(self.a_array)
+            return self._widened(self.a_array, self.copy_a)
         return _stored((self.mp, self.kp), self.shape.a_transposed)
 
     @property
     def b_buffer(self) -> tuple[int, int]:
         if self.leading_dims:
-            return self._widened(self.b_array)
+            return self._widened(self.b_array, self.copy_b)
         return _stored((self.kp, self.np), self.shape.b_transposed)
 
     @property
@@ -192,10 +208,17 @@ def plan_padding(
     dimensions and C is never copied)."""
     mp, np_, kp = (shape.m, shape.n, shape.k) if leading_dims else _padded_dims(shape)
     plan = PaddingPlan(shape, mp, np_, kp, False, False, False, leading_dims)
+    multiple = pad_multiple(shape.dtype)
+
+    def ragged(array: tuple[int, int], buffer: tuple[int, int]) -> bool:
+        if leading_dims:
+            return array[1] % multiple != 0
+        return buffer != array
+
     return replace(
         plan,
-        copy_a=plan.a_buffer != plan.a_array or not a_aligned,
-        copy_b=plan.b_buffer != plan.b_array or not b_aligned,
+        copy_a=ragged(plan.a_array, plan.a_buffer) or not a_aligned,
+        copy_b=ragged(plan.b_array, plan.b_buffer) or not b_aligned,
         copy_c=not leading_dims and ((mp, np_) != (shape.m, shape.n) or not c_aligned),
     )
 

@@ -141,6 +141,26 @@ def test_half_padding_widens_only_the_ragged_rows_in_every_layout() -> None:
         assert plan.bytes_moved == 2 * 2 * (m * k + k * n)  # A and B read and written
 
 
+@pytest.mark.parametrize(
+    ("k", "a_aligned", "copied", "pitch"),
+    [
+        (1531, True, True, 1536),  # ragged: copied into rows of whole 128-byte lines
+        (4097, True, True, 4128),
+        (1532, True, False, 1532),  # whole float4s: read in place, whatever the pitch
+        (1532, False, True, 1536),  # a base off 16 bytes is copied, into whole lines too
+        (1024, False, True, 1024),
+    ],
+)
+def test_float32_copies_get_128_byte_row_pitches(
+    k: int, a_aligned: bool, copied: bool, pitch: int
+) -> None:
+    plan = plan_padding(Shape(64, 4096, k), a_aligned=a_aligned, leading_dims=True)
+    assert plan.copy_a == copied and not plan.copy_b
+    assert plan.a_buffer == (64, pitch)
+    if copied:
+        assert plan.a_in().dst_pitch == 4 * pitch and plan.a_in().width == 4 * k
+
+
 def test_half_padding_copies_only_the_ragged_operand() -> None:
     assert not plan_padding(Shape(64, 61, 96, "float16", "NT"), leading_dims=True).copies
     plan = plan_padding(Shape(64, 61, 96, "float16", "NN"), leading_dims=True)

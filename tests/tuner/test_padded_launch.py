@@ -53,8 +53,9 @@ def test_ragged_packed_operands_are_copied_reading_their_own_pitch() -> None:
     a, b, c = (Layout.of(FakeArray(r, n, n)) for r, n in ((37, 1019), (1019, 1013), (37, 1013)))
     steps = launch_steps(shape, True, a, b, c)
     assert steps.a_in is not None and steps.b_in is not None
-    assert (steps.a_in.src_pitch, steps.a_in.dst_pitch, steps.a_in.width) == (4076, 4080, 4076)
-    assert (steps.b_in.src_pitch, steps.b_in.dst_pitch) == (4052, 4064)
+    # float32 buffers' rows are whole 128-byte lines: 1019 and 1013 floats in rows of 1024.
+    assert (steps.a_in.src_pitch, steps.a_in.dst_pitch, steps.a_in.width) == (4076, 4096, 4076)
+    assert (steps.b_in.src_pitch, steps.b_in.dst_pitch) == (4052, 4096)
     # Leading dimensions: C is written in place, whatever its pitch.
     assert steps.c_in is None and steps.c_out is None and not steps.plan.copy_c
 
