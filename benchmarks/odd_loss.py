@@ -9,8 +9,9 @@ For an odd shape M x N x K and its aligned twin (each dimension rounded to the n
 of 4, ties up, as ``benchmarks/odd_report.py`` pairs them):
 
 - ``twin``: the kernel on the twin's packed arrays;
-- ``prepadded``: on the odd shape, A, B and C as views into buffers whose row pitches are whole
-  float4s (what a padded launch gives the kernel, with C padded too): the odd edges only;
+- ``prepadded``: on the odd shape, A, B and C as views into buffers with a padded launch's row
+  pitch (whole 128-byte lines since 2026-11-25, whole float4s before; C padded too): the odd
+  edges only;
 - ``prepadded_ab``: the same with C packed (row pitch N): what a padded launch runs, without
   its copies, so the difference from ``prepadded`` is C's stores at an odd pitch;
 - ``prepadded_a`` / ``prepadded_b``: only A (or only B) in wider rows, the other operand and C

@@ -1,6 +1,6 @@
 """benchmarks/odd_loss.py without a GPU: the twin it times against is the one the odd-shape
-report pairs, its pre-padded views hold the operand in rows of whole float4s, and it refuses a
-run that would time without saying where to write."""
+report pairs, its pre-padded views hold the operand at a padded launch's row pitch, and it
+refuses a run that would time without saying where to write."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ def test_twins_are_the_aligned_suites_rows() -> None:
     assert [twin_of(e.shape) for e in odd] == [e.shape for e in aligned]
 
 
-def test_prepadded_views_keep_values_in_rows_of_whole_vectors() -> None:
+def test_prepadded_views_keep_values_in_rows_of_a_padded_launchs_pitch() -> None:
     values = np.arange(5 * 7, dtype=np.float32).reshape(5, 7)
     view = _in_wider_rows(np, values)
     assert view.shape == (5, 7)
-    assert view.strides[0] == 8 * 4  # 7 floats rounded up to 8
+    assert view.strides[0] == 32 * 4  # 7 floats in a 128-byte line, as a padded launch copies
     assert np.array_equal(view, values)
     assert not np.shares_memory(view, values)
 
