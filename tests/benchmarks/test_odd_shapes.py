@@ -39,6 +39,20 @@ def test_odd_suite_is_disjoint_from_the_other_suites() -> None:
         assert not shapes & set(DIMS), other
 
 
+def test_held_out_odd_shapes_are_odd_and_in_no_other_suite() -> None:
+    held = [
+        (e.shape.m, e.shape.n, e.shape.k)
+        for e in read_suite(ROOT / "benchmarks" / "odd_heldout.csv")
+    ]
+    assert len(held) >= 5
+    assert all(n % 4 or k % 4 for _, n, k in held)  # a ragged row in A (K) or in B and C (N)
+    for other in ("shapes.csv", "heldout.csv", "odd_shapes.csv"):
+        shapes = {
+            (e.shape.m, e.shape.n, e.shape.k) for e in read_suite(ROOT / "benchmarks" / other)
+        }
+        assert not shapes & set(held), other
+
+
 def test_odd_suite_covers_every_residue_and_kind_of_odd_shape() -> None:
     # The row lengths that decide the access width: K (rows of A) and N (rows of B and C).
     assert {n % 4 for _, n, _ in DIMS} | {k % 4 for _, _, k in DIMS} >= {1, 2, 3}
