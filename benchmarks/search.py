@@ -102,9 +102,7 @@ def one_run(
             raise Reached
 
     start = time.perf_counter()
-    study = Study(
-        shape, families, scope.evaluator, MemoryRecorder(), sampler=sampler, seed=seed, warm_start=0
-    )
+    study = Study(shape, families, scope.evaluator, MemoryRecorder(), sampler=sampler, seed=seed)
     progress: Progress | None = None
     try:
         progress = study.run(trials=cap, on_progress=stop)

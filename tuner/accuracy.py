@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
+from storage.inputs import EXACT as UNLABELLED
 from tuner.errors import InputError
 
 
@@ -33,7 +34,8 @@ class AccuracyClass:
     doc: str
 
 
-EXACT = AccuracyClass("exact", 24, "inputs multiplied as stored, FP32 sums")
+# Named as storage labels a measurement nobody labelled (``storage.inputs.EXACT``).
+EXACT = AccuracyClass(UNLABELLED, 24, "inputs multiplied as stored, FP32 sums")
 BF16X3 = AccuracyClass(
     "bf16x3",
     16,

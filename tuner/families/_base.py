@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tuner.accuracy import EXACT
 from tuner.config import Config
 from tuner.errors import InputError
 from tuner.shape import Shape
@@ -140,7 +141,7 @@ class Family:
     # leaves before the config is dropped without compiling (``tuner.resources.static_check``).
     launch_bound_slack: float = LAUNCH_BOUND_SLACK
     # How exactly it computes (``tuner.accuracy``): ``exact`` multiplies the inputs as stored.
-    accuracy: str = "exact"
+    accuracy: str = EXACT.name
     # For a family that rewrites the operands before its kernel runs (``tuner.families.
     # emulated``: float32 split into BF16 parts along a K three times as long), the product its
     # kernel computes for a caller's shape; None: the shape itself (``run_shape``). Space, cost

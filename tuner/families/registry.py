@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from tuner.accuracy import EXACT
 from tuner.config import ABBR_PARAM, OPERAND_PADS, PAD_TOKEN, Config
 from tuner.errors import InputError
 from tuner.families._base import Family
@@ -68,7 +69,7 @@ def accuracy_of(name: str) -> str:
     """The accuracy class of family ``name`` (``tuner.accuracy``); ``exact`` for a name this
     version does not know (its configs are never served: ``tuner.answer_index.readable``)."""
     family = FAMILIES.get(name)
-    return family.accuracy if family is not None else "exact"
+    return family.accuracy if family is not None else EXACT.name
 
 
 _TOKEN_RE = re.compile(r"^([a-z]+)(\d+)$")
