@@ -93,6 +93,9 @@ def transfer_prior(
     by_config: dict[str, list[tuple[float, float]]] = {}
     by_family: dict[str, list[tuple[float, float]]] = {}
     known = {c.name: c for c in candidates}
+    # A candidate screened padded runs its kernel on rows of whole vectors: the same kernel's
+    # measurements elsewhere are its prior (the copies are the model's).
+    kernels = {c.direct.name for c in candidates}
     families = {c.family for c in candidates}
     for obs in history:
         if obs.shape == shape or obs.ms <= 0:
@@ -105,7 +108,7 @@ def transfer_prior(
         weight = math.exp(-shape_distance(shape, obs.shape) / SHAPE_SCALE)
         residual = math.log(obs.ms) - log_estimate(config, obs.shape)
         by_family.setdefault(family, []).append((weight, residual))
-        if obs.config_name in known:
+        if obs.config_name in kernels:
             by_config.setdefault(obs.config_name, []).append((weight, residual))
     family_prior = {
         family: sum(w * r for w, r in rows) / (sum(w for w, _ in rows) + FAMILY_SHRINK)
@@ -114,7 +117,7 @@ def transfer_prior(
     prior = np.zeros(len(candidates))
     for row, config in enumerate(candidates):
         base = family_prior.get(config.family, 0.0)
-        own = by_config.get(config.name, [])
+        own = by_config.get(config.direct.name, [])
         total = sum(w for w, _ in own) + FAMILY_PRIOR_WEIGHT
         prior[row] = (sum(w * r for w, r in own) + FAMILY_PRIOR_WEIGHT * base) / total
     return prior

@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 
 from tuner.config import Config
 from tuner.families import SPLITK_MAX_TILES, Family, get_family, persistent_blocks
+from tuner.operand_padding import plan_padding
 from tuner.rates import DeviceRates, table_rates
 from tuner.resources import DeviceLimits, ResourceCheck, occupancy, static_check
 from tuner.shape import ELEMENT_BYTES, Shape
@@ -403,11 +404,45 @@ def estimate(
     operands first (FP32 split into BF16 parts), that pass too."""
     family = get_family(config.family)
     unit = throughput(device, rates)
+    if config.pad:
+        return _with_padded_operands(config, shape, device, unit)
     run = family.run_shape(shape)
     kernel = _kernel_estimate(config, run, device, unit)
     if not family.rewrites_operands:
         return kernel
     return _with_operand_rewrite(kernel, shape, run, unit)
+
+
+def padding_copies_ms(
+    shape: Shape, leading_dims: bool, device: DeviceLimits, rates: DeviceRates | None = None
+) -> float:
+    """Estimated time of a padded launch's copies (``tuner.operand_padding.plan_padding``, bases
+    on 16 bytes, beta = 0): their bytes read and written at the DRAM's bandwidth, one launch
+    each. On the H100 this agreed within 3 µs with the measured cost of the copies on eight
+    of ten odd shapes (benchmarks/speed.md, 2026-11-25)."""
+    return _copies_ms(shape, leading_dims, throughput(device, rates))
+
+
+def _copies_ms(shape: Shape, leading_dims: bool, unit: Throughput) -> float:
+    plan = plan_padding(shape, leading_dims=leading_dims)
+    launches = sum((plan.copy_a, plan.copy_b, plan.copy_c))
+    cycles = plan.bytes_moved / unit.dram_bytes_per_clk
+    return cycles / (unit.clock_ghz * 1e6) + launches * unit.launch_us / 1e3
+
+
+def _with_padded_operands(
+    config: Config, shape: Shape, device: DeviceLimits, unit: Throughput
+) -> Estimate:
+    """A padded config (``_pad4``, ``_pad8``): its kernel on rows of whole 16-byte vectors (the
+    padded product, ``PaddingPlan.run_shape``; a family with leading dimensions runs the caller's
+    dimensions on wider rows, which the padded product stands for within a vector per row), then
+    the copies."""
+    family = get_family(config.family)
+    run = plan_padding(shape).run_shape
+    kernel = _kernel_estimate(config.direct, family.run_shape(run), device, unit)
+    copies = _copies_ms(shape, family.leading_dims, unit)
+    cycles = copies * unit.clock_ghz * 1e6
+    return replace(kernel, cycles=kernel.cycles + cycles, ms=kernel.ms + copies)
 
 
 def _with_operand_rewrite(kernel: Estimate, shape: Shape, run: Shape, unit: Throughput) -> Estimate:

@@ -25,11 +25,9 @@ Everything here is arithmetic on integers; ``tuner.padded_launch`` does the copi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tuner.config import Config
 from tuner.shape import ELEMENT_BYTES, Shape
 
 VECTOR_BYTES = 16
@@ -79,14 +77,6 @@ def padding_refusal(shape: Shape) -> str | None:
             f"{pad_multiple(shape.dtype)} {shape.dtype} elements, and {shape.label()} has none"
         )
     return None
-
-
-def padded_twins(configs: Sequence[Config], shape: Shape) -> list[Config]:
-    """The padded variant of each unpadded config, for a shape that padding applies to (none
-    for any other shape: the search of aligned shapes stays as it was)."""
-    if padding_refusal(shape) is not None:
-        return []
-    return [c.padded(pad_multiple(shape.dtype)) for c in configs if not c.pad]
 
 
 @dataclass(frozen=True)

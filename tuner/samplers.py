@@ -79,6 +79,9 @@ class CandidateSampler(optuna.samplers.BaseSampler):
         """Learn the study's candidates (``tuner.study.Study`` calls this once)."""
         self._context = context
         self._index = {c.name: i for i, c in enumerate(context.candidates)}
+        # A trial's parameters name the kernel; a candidate screened padded is that kernel too.
+        for i, c in enumerate(context.candidates):
+            self._index.setdefault(c.direct.name, i)
 
     @property
     def context(self) -> SearchContext:

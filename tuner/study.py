@@ -41,7 +41,7 @@ from optuna.trial import TrialState
 from storage.claims import Claimed
 from tuner.config import Config
 from tuner.evaluate import Evaluator, Result, Ticket
-from tuner.families import get_family, rewrites_operands
+from tuner.families import get_family
 from tuner.finalists import (
     FINAL_BUDGET_MS,
     FINAL_ROUNDS,
@@ -51,10 +51,10 @@ from tuner.finalists import (
     finalists_name,
     padding_candidates,
 )
-from tuner.operand_padding import padded_twins
 from tuner.rates import DeviceRates
 from tuner.recording import Recorder
 from tuner.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
+from tuner.screening_mode import other_mode, padded_families, screened_as
 from tuner.shape import Shape
 from tuner.space import Space
 from tuner.tell_order import ProposalOrder
@@ -137,14 +137,27 @@ class Study:
         # the first candidates, known before the space: they compile while it is enumerated.
         # A padded start (an odd shape's answer) is searched as its kernel on the caller's
         # arrays: the operand mode is tried on the finalists (:meth:`_finish`).
-        self.starts = list(dict.fromkeys(c.direct for c in starts if c.family in self.families))
+        # On a shape with ragged rows, a family may be screened padded (``tuner.screening_mode``):
+        # its starts are prepared once their mode is known.
+        starts = list(dict.fromkeys(c.direct for c in starts if c.family in self.families))
+        for config in starts:
+            if other_mode(config, shape) is None or not get_family(config.family).leading_dims:
+                evaluator.prepare(config)
+        held = evaluator.measured_configs(shape)
+        space = search_space(shape, self.families, evaluator)
+        padded = padded_families(list(space.values()), shape, self.device, rates)
+
+        def screened(config: Config) -> Config:
+            return screened_as(config, padded, shape, lambda c: held is None or c.name in held)
+
+        self.candidates = {c.name: c for c in map(screened, space.values())}
+        self.starts = [screened(c) for c in starts]
         for config in self.starts:
             evaluator.prepare(config)
-        self.candidates = search_space(shape, self.families, evaluator)
-        held = evaluator.measured_configs(shape)
-        for config in self.starts:
             if held is None or config.name in held:
                 self.candidates.setdefault(config.name, config)
+        # Trial parameters name a config's kernel, not its operand mode: the candidate they mean.
+        self._screened = {c.direct.name: c for c in self.candidates.values()}
         self.sampler = make_sampler(sampler, seed)
         if isinstance(self.sampler, CandidateSampler):
             self.sampler.bind(
@@ -406,10 +419,10 @@ class Study:
         if not chosen:
             return
         configs = [self.candidates[name] for name in chosen]
-        padded = self._padded(done, chosen[: self._finalists])
-        screened = {**done, **{c.name: done[c.direct.name] for c in padded}}
+        others = self._other_modes(done, chosen[: self._finalists])
+        screened = {**done, **{other.name: done[name] for name, other in others.items()}}
         comparisons = self.evaluator.compare(
-            [*configs, *padded], self.shape, FINAL_ROUNDS, FINAL_BUDGET_MS
+            [*configs, *others.values()], self.shape, FINAL_ROUNDS, FINAL_BUDGET_MS
         )
         for comparison in comparisons:
             final = final_result(screened[comparison.config_name], comparison, self.shape)
@@ -424,17 +437,24 @@ class Study:
         if progress.finalists:
             progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
 
-    def _padded(self, done: dict[str, Result], fastest: list[str]) -> list[Config]:
-        """The fastest finalists, and the fastest candidate of each family that takes leading
-        dimensions, on padded operands, where the shape has ragged rows and the evaluator can
-        measure them (``tuner.operand_padding``, ``tuner.finalists.padding_candidates``)."""
+    def _other_modes(self, done: dict[str, Result], fastest: list[str]) -> dict[str, Config]:
+        """Where the shape has ragged rows: the fastest finalists, and the fastest candidate of
+        each family that takes leading dimensions, in the operand mode they were not screened
+        in (padded, or on the caller's arrays; ``tuner.screening_mode.other_mode``), by the
+        screened candidate's name, where the evaluator can measure them
+        (``tuner.finalists.padding_candidates``)."""
         leading = [f for f in self.families if get_family(f).leading_dims]
-        names = padding_candidates(done, fastest, leading)
         held = self.evaluator.measured_configs(self.shape)
-        # An emulated family's split already writes whole-vector rows: nothing to pad.
-        own = [self.candidates[n] for n in names if not rewrites_operands(self.candidates[n])]
-        twins = padded_twins(own, self.shape)
-        return [c for c in twins if held is None or c.name in held]
+        others = {}
+        for name in padding_candidates(done, fastest, leading):
+            other = other_mode(self.candidates[name], self.shape)
+            if (
+                other is not None
+                and other.name not in done
+                and (held is None or other.name in held)
+            ):
+                others[name] = other
+        return others
 
     def _open_trials(self) -> TrialMirror | None:
         """The writer of this run's trials into the persistent Optuna study, if there is one."""
@@ -502,6 +522,7 @@ class Study:
                 self.optuna.tell(trial, state=TrialState.FAIL)  # nothing left to propose
                 return None, None
             config = suggest_config(trial, self.families)
+            config = self._screened.get(config.name, config)
             if config.name in self.candidates:
                 return config, trial
             reason = (get_family(config.family).broken_rules(config) or ["does not fit"])[0]

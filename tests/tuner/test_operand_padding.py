@@ -11,7 +11,6 @@ from tuner.errors import InputError
 from tuner.families import checked_config, parse_config
 from tuner.operand_padding import (
     pad_multiple,
-    padded_twins,
     padding_refusal,
     plan_padding,
     round_up,
@@ -19,6 +18,7 @@ from tuner.operand_padding import (
 from tuner.recording import MemoryRecorder
 from tuner.render import render
 from tuner.resources import table_device
+from tuner.screening_mode import other_mode
 from tuner.shape import Shape
 from tuner.study import Study
 
@@ -86,8 +86,10 @@ def test_padding_is_offered_only_for_ragged_float32_rows(shape: Shape, offered: 
     refusal = padding_refusal(shape)
     assert (refusal is None) == offered
     assert refusal is None or f"{shape} has none" in refusal  # names the shape
-    twins = padded_twins(configs, shape)
-    assert [c.name for c in twins] == ([PADDED] if offered else [])
+    direct, padded = configs
+    twin = other_mode(direct, shape)
+    assert (twin.name if twin else None) == (PADDED if offered else None)
+    assert other_mode(padded, shape) == direct  # a padded finalist is also run on the arrays
 
 
 @pytest.mark.parametrize(
@@ -105,7 +107,8 @@ def test_padding_is_offered_only_for_ragged_float32_rows(shape: Shape, offered: 
 def test_half_padding_follows_the_stored_rows(shape: Shape, offered: bool) -> None:
     configs = [parse_config(HALF)]
     assert (padding_refusal(shape) is None) == offered
-    assert [c.name for c in padded_twins(configs, shape)] == ([HALF + "_pad8"] if offered else [])
+    twin = other_mode(configs[0], shape)
+    assert (twin.name if twin else None) == (HALF + "_pad8" if offered else None)
 
 
 def test_half_padding_widens_only_the_ragged_rows_in_every_layout() -> None:
