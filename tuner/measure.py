@@ -31,8 +31,12 @@ from tuner.families import get_family, rewrites_operands
 from tuner.operand_padding import row_pitch
 from tuner.render import KernelSource
 from tuner.shape import UNIT_ROUNDOFF, Shape
+from tuner.stream_gate import held_stream
 
 FP32_EPS = 2.0**-24
+# Timed repeats enqueued behind one stream gate: each is at most a flush, two event records and
+# a launch's kernels (a padded launch: two copies and the kernel), well within GATED_LAUNCHES.
+REPEATS_PER_GATE = 25
 # Tensor cores add FP32 products in a different order (and, within one mma, with their own
 # rounding) than cuBLAS's kernel for the same inputs: twice the FP32 allowance for half inputs.
 HALF_SUM_FACTOR = 2
@@ -343,24 +347,29 @@ def time_launches(
 
     The warm-up launches are timed together to size the repeats, and every repeat records its
     own pair of events with one synchronisation at the end, so microsecond kernels get their
-    repeats without a host round trip each.
+    repeats without a host round trip each. Both are enqueued behind a stream gate
+    (``tuner.stream_gate``, in batches of :data:`REPEATS_PER_GATE`): the GPU runs them back to
+    back, so the events time the GPU's work, not the host's pace in enqueueing it.
     """
     cp = _cupy()
     flush = _l2_flush_buffer()
     start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    for _ in range(max(warmup, 1)):
-        run()
-    stop.record()
+    with held_stream():
+        start.record()
+        for _ in range(max(warmup, 1)):
+            run()
+        stop.record()
     stop.synchronize()
     per_launch = cp.cuda.get_elapsed_time(start, stop) / max(warmup, 1)
     repeats = min(max_repeats, max(min_repeats, math.ceil(budget_ms / max(per_launch, 1e-3))))
     events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
-    for begin, end in events:
-        flush.fill(0)
-        begin.record()
-        run()
-        end.record()
+    for first in range(0, repeats, REPEATS_PER_GATE):
+        with held_stream():
+            for begin, end in events[first : first + REPEATS_PER_GATE]:
+                flush.fill(0)
+                begin.record()
+                run()
+                end.record()
     events[-1][1].synchronize()
     times = sorted(cp.cuda.get_elapsed_time(begin, end) for begin, end in events)
     return Timing(times[len(times) // 2], times[0], times[-1], len(times))

@@ -1,6 +1,7 @@
 """The plain CUDA files of ``templates/`` (not kernel families, never rendered): the padded
-launch's row copy (``pad_copy.cu``) and the emulated families' split (``split_bf16x3.cu``),
-each compiled by NVRTC once per process and device, its kernels looked up once."""
+launch's row copy (``pad_copy.cu``), the emulated families' split (``split_bf16x3.cu``) and the
+timing's stream gate (``stream_gate.cu``), each compiled by NVRTC once per process and device,
+its kernels looked up once."""
 
 from __future__ import annotations
 

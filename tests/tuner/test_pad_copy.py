@@ -84,9 +84,14 @@ def test_copies_of_other_elements_or_partial_ones_are_refused(
         copy_rows(None, None, copy, element)
 
 
-# The plain CUDA files (not families) and their kernels: the pad copy's, and the split of
-# float32 into BF16 parts for the emulated families (tuner/split_launch.py).
-PLAIN_KERNELS = {"pad_copy.cu": tuple(KERNELS.values()), "split_bf16x3.cu": ("split_bf16x3",)}
+# The plain CUDA files (not families) and their kernels: the pad copy's, the split of float32
+# into BF16 parts for the emulated families (tuner/split_launch.py), and the stream gate the
+# timing waits behind (tuner/stream_gate.py).
+PLAIN_KERNELS = {
+    "pad_copy.cu": tuple(KERNELS.values()),
+    "split_bf16x3.cu": ("split_bf16x3",),
+    "stream_gate.cu": ("wait_for_host",),
+}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
