@@ -418,8 +418,8 @@ def padding_copies_ms(
 ) -> float:
     """Estimated time of a padded launch's copies (``tuner.operand_padding.plan_padding``, bases
     on 16 bytes, beta = 0): their bytes read and written at the DRAM's bandwidth, one launch
-    each. On the H100 this agreed within 3 µs with the measured cost of the copies on eight
-    of ten odd shapes (benchmarks/speed.md, 2026-11-25)."""
+    each. On the H100 this was within 3 µs of the measured cost of the copies on six of eleven
+    odd shapes (benchmarks/speed.md, 2026-11-25, about 02:00 UTC, has the other five)."""
     return _copies_ms(shape, leading_dims, throughput(device, rates))
 
 
