@@ -14,12 +14,15 @@ own ticket, and opening one writes the highest ticket opened, so a late gate nev
 value already overwritten. A gate opens by itself after :data:`GATE_TIMEOUT_NS`, so a host that
 never opens it (an exception between the launches) costs a second, not a hang. Callers keep a
 batch well under what a stream queues before the host blocks (:data:`GATED_LAUNCHES`).
+``GEMMTUNE_STREAM_GATE=0`` in the environment turns the gate off (the launches are then timed
+as the host enqueues them), to compare the two or where mapped host memory is not available.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +31,7 @@ from typing import Any
 
 from tuner.plain_kernels import plain_kernel
 
+GATE_ENV_VAR = "GEMMTUNE_STREAM_GATE"
 GATE_TIMEOUT_NS = 1_000_000_000
 # Launches (kernels and event records) enqueued behind one gate at most: a CUDA stream takes
 # about a thousand before the host blocks, which would leave the gate to its timeout.
@@ -61,7 +65,11 @@ def _gate(device: int) -> _Gate:
 
 @contextmanager
 def held_stream() -> Iterator[None]:
-    """Hold the current stream from here until the block ends (see the module)."""
+    """Hold the current stream from here until the block ends (see the module); nothing when
+    ``GEMMTUNE_STREAM_GATE`` is ``0``."""
+    if os.environ.get(GATE_ENV_VAR, "1").strip() == "0":
+        yield
+        return
     import cupy
     import numpy as np
 

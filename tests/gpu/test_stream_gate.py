@@ -69,3 +69,20 @@ def test_a_gate_that_is_not_opened_lets_the_stream_go_after_its_timeout(
         waited = time.perf_counter() - started
     assert bool(cp.all(out == a))
     assert 0.03 < waited < 5.0
+
+
+def test_the_gate_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With GEMMTUNE_STREAM_GATE=0 the timing counts the host's pause again."""
+    from tuner.measure import time_launches
+    from tuner.stream_gate import GATE_ENV_VAR
+
+    monkeypatch.setenv(GATE_ENV_VAR, "0")
+    a, out = _small_launch()
+
+    def run() -> None:
+        out[...] = a
+        time.sleep(HOST_PAUSE_S)
+        out[...] = a
+
+    timing = time_launches(run, budget_ms=1.0, warmup=1, min_repeats=5, max_repeats=5)
+    assert timing.median_ms >= 1000 * HOST_PAUSE_S * 0.9
