@@ -112,6 +112,12 @@ WARP_READY = 0.9
 # arithmetic (nvcc 13.0 for sm_90 put 4.5 to 4.7 non-FMA instructions per load in the loop
 # bodies of three configs; the checked loop, which only ragged edges run, about 16).
 SKINNY_LOAD_ISSUE = 5
+# skinny's unchecked loop needs rows of whole float4s (K for A, N for B); on any other shape
+# every chunk takes the checked loop, which reads a float4 as four checked 4-byte loads at about
+# 16 instructions each. On the H100 the study of 33x4096x4093 measured seven skinny configs at
+# 2.6 to 7.9 TFLOP/s that the model, charging the unchecked loop, put at 26 to 30
+# (benchmarks/speed.md, 2026-11-25); charging this puts them at 6 to 8.
+SKINNY_CHECKED_LOAD_ISSUE = 4 * 16
 
 
 def throughput(device: DeviceLimits, rates: DeviceRates | None = None) -> Throughput:
@@ -548,7 +554,9 @@ def _stream_estimate(
     waves = -(-g.blocks // (device.sm_count * g.per_sm))
     per_scheduler = resident * (g.check.threads / device.warp_size) / (device.sm_count * SCHEDULERS)
     b_loads = p["KU"] * p["TN"] / 4
-    chunk = bm * p["KU"] * p["TN"] + SKINNY_LOAD_ISSUE * (a_loads * p["KU"] + b_loads)
+    unchecked = shape.k % 4 == 0 and shape.n % 4 == 0
+    load_issue = SKINNY_LOAD_ISSUE if unchecked else SKINNY_CHECKED_LOAD_ISSUE
+    chunk = bm * p["KU"] * p["TN"] + load_issue * (a_loads * p["KU"] + b_loads)
     chunks = -(-shape.k // (p["KU"] * p["LK"] * g.split))
     chain = waves * chunks * max(chunk * max(per_scheduler, 1.0), rates.global_latency + chunk)
     reductions = (g.split - 1) * g.tiles * bm * bn / 4 / REDUCTIONS_PER_CLK

@@ -67,6 +67,21 @@ def test_issue_efficiency_counts_idle_schedulers_and_missing_ready_warps() -> No
     assert two < one
 
 
+def test_skinny_on_ragged_rows_is_charged_its_checked_loop() -> None:
+    """skinny reads chunks unchecked only where A's rows (K) and B's rows (N) are whole float4s;
+    on the H100 it ran 33x4096x4093 at a tenth of the model's unchecked estimate, below the
+    tiled families, so a K or N one off a multiple of 4 costs it a multiple of its time."""
+    config = parse_config("skinny_bm16_bn32_tn4_lk4_ku4_sk4")
+    aligned = estimate(config, Shape(32, 4096, 4092), H100).ms
+    for ragged in (Shape(32, 4096, 4093), Shape(32, 4095, 4092)):
+        assert estimate(config, ragged, H100).ms > 2.5 * aligned
+    tiled = parse_config("dmma_bm32_bn64_bk32_wm16_wn32_mk16_sk2_mb1_wd1")
+    assert (
+        estimate(tiled, Shape(32, 4096, 4093), H100).ms
+        < estimate(config, Shape(32, 4096, 4093), H100).ms
+    )
+
+
 def test_skinny_estimate_grows_with_many_block_rows_of_serial_chunks() -> None:
     """Measured on the H100 (h100-sweep-skinny-128.jsonl), skinny at M = 128 runs 2.6 times
     slower than the best tiled config; the model must not rate it above the tiled families
