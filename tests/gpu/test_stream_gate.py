@@ -5,6 +5,7 @@ events; a gate never opened lets the stream go after its timeout."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -13,16 +14,15 @@ pytestmark = pytest.mark.gpu
 HOST_PAUSE_S = 0.005  # the host's pause inside each timed repeat: 5 ms
 
 
-def _small_launch() -> tuple[object, object]:
+def _small_launch() -> tuple[Any, Any]:
     import cupy as cp
 
     a = cp.random.default_rng(1).standard_normal((256, 256), dtype=cp.float32)
     return a, cp.empty_like(a)
 
 
-def test_a_host_pause_between_launches_is_not_timed() -> None:
-    """Each repeat launches a copy, pauses on the host, launches it again: the events around
-    the two copies measure microseconds, not the pause."""
+def _timed_with_a_pause() -> Any:
+    """Five repeats of: a copy, a pause on the host, the copy again (``time_launches``)."""
     from tuner.measure import time_launches
 
     a, out = _small_launch()
@@ -32,7 +32,12 @@ def test_a_host_pause_between_launches_is_not_timed() -> None:
         time.sleep(HOST_PAUSE_S)
         out[...] = a
 
-    timing = time_launches(run, budget_ms=1.0, warmup=1, min_repeats=5, max_repeats=5)
+    return time_launches(run, budget_ms=1.0, warmup=1, min_repeats=5, max_repeats=5)
+
+
+def test_a_host_pause_between_launches_is_not_timed() -> None:
+    """The events around the two copies measure microseconds, not the pause."""
+    timing = _timed_with_a_pause()
     assert timing.repeats == 5
     assert timing.max_ms < 1000 * HOST_PAUSE_S / 5  # well under the pause
 
@@ -73,16 +78,8 @@ def test_a_gate_that_is_not_opened_lets_the_stream_go_after_its_timeout(
 
 def test_the_gate_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """With GEMMTUNE_STREAM_GATE=0 the timing counts the host's pause again."""
-    from tuner.measure import time_launches
     from tuner.stream_gate import GATE_ENV_VAR
 
     monkeypatch.setenv(GATE_ENV_VAR, "0")
-    a, out = _small_launch()
-
-    def run() -> None:
-        out[...] = a
-        time.sleep(HOST_PAUSE_S)
-        out[...] = a
-
-    timing = time_launches(run, budget_ms=1.0, warmup=1, min_repeats=5, max_repeats=5)
+    timing = _timed_with_a_pause()
     assert timing.median_ms >= 1000 * HOST_PAUSE_S * 0.9
