@@ -34,8 +34,9 @@ from tuner.shape import UNIT_ROUNDOFF, Shape
 from tuner.stream_gate import held_stream
 
 FP32_EPS = 2.0**-24
-# Timed repeats enqueued behind one stream gate: each is at most a flush, two event records and
-# a launch's kernels (a padded launch: two copies and the kernel), well within GATED_LAUNCHES.
+# Timed repeats enqueued behind one stream gate: each is a flush, two event records and a
+# launch's kernels (at most four: a padded launch's copies in and back, and the kernel), within
+# tuner.stream_gate.GATED_LAUNCHES.
 REPEATS_PER_GATE = 25
 # Tensor cores add FP32 products in a different order (and, within one mma, with their own
 # rounding) than cuBLAS's kernel for the same inputs: twice the FP32 allowance for half inputs.

@@ -35,6 +35,13 @@ from tuner.shape import Shape
 NARROW_COPY_COST = 0.10
 
 
+def may_screen_padded(family: str, shape: Shape) -> bool:
+    """Whether :func:`padded_families` may choose ``family`` on ``shape``: the shape has ragged
+    rows, and the family takes leading dimensions and does not rewrite the operands."""
+    fam = get_family(family)
+    return padding_refusal(shape) is None and fam.leading_dims and not fam.rewrites_operands
+
+
 def padded_families(
     candidates: Sequence[Config],
     shape: Shape,
@@ -45,14 +52,11 @@ def padded_families(
     that take leading dimensions and do not rewrite the operands, where the copies' estimate is
     at most :data:`NARROW_COPY_COST` of the family's fastest kernel estimate per ragged operand.
     None on a shape without ragged rows."""
-    if padding_refusal(shape) is not None:
-        return set()
     plan = plan_padding(shape, leading_dims=True)
     share = NARROW_COPY_COST * (plan.copy_a + plan.copy_b)
     fastest: dict[str, float] = {}
     for config in candidates:
-        family = get_family(config.family)
-        if config.pad or not family.leading_dims or family.rewrites_operands:
+        if config.pad or not may_screen_padded(config.family, shape):
             continue
         ms = estimate(config, shape, device, rates).ms
         fastest[config.family] = min(ms, fastest.get(config.family, ms))

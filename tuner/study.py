@@ -16,9 +16,10 @@ answer are re-measured together in alternating rounds with cuBLAS (:meth:`Evalua
 and stored as final measurements (``tuner.finalists``; ``storage`` makes the fastest of them the
 best config): the stored ratio is the one a side-by-side re-measurement gives, and the best is
 never slower than the answer the study started from. On a shape with ragged rows (a stored
-operand's row length not a whole number of 16-byte vectors), the fastest few are also
-re-measured on padded operands (``_pad4`` for float32, ``_pad8`` for half inputs; copies timed;
-see ``tuner.operand_padding``), and whichever mode is faster can become the best.
+operand's row length not a whole number of 16-byte vectors), a family that takes leading
+dimensions may be screened on padded operands (``_pad4`` for float32, ``_pad8`` for half
+inputs; copies timed; ``tuner.screening_mode``, ``tuner.operand_padding``), and the fastest few
+are also re-measured in the other mode, so whichever mode is faster can become the best.
 
 The sampler works on an in-memory Optuna study: a model-based sampler proposes about ten invalid
 points per valid one, and writing each to a database would cost more than the search itself.
@@ -54,7 +55,7 @@ from tuner.finalists import (
 from tuner.rates import DeviceRates
 from tuner.recording import Recorder
 from tuner.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
-from tuner.screening_mode import other_mode, padded_families, screened_as
+from tuner.screening_mode import may_screen_padded, other_mode, padded_families, screened_as
 from tuner.shape import Shape
 from tuner.space import Space
 from tuner.tell_order import ProposalOrder
@@ -135,13 +136,13 @@ class Study:
         # Starting points outside the space (a tile the space calls wasteful for this shape)
         # are still valid configs of the study's families: they join the candidates. They are
         # the first candidates, known before the space: they compile while it is enumerated.
-        # A padded start (an odd shape's answer) is searched as its kernel on the caller's
-        # arrays: the operand mode is tried on the finalists (:meth:`_finish`).
-        # On a shape with ragged rows, a family may be screened padded (``tuner.screening_mode``):
-        # its starts are prepared once their mode is known.
+        # A start is searched in the operand mode its family is screened in: on a shape with
+        # ragged rows a family may be screened padded (``tuner.screening_mode``), so such a
+        # family's starts are prepared once the space has decided; the other mode is tried on
+        # the finalists (:meth:`_finish`).
         starts = list(dict.fromkeys(c.direct for c in starts if c.family in self.families))
         for config in starts:
-            if other_mode(config, shape) is None or not get_family(config.family).leading_dims:
+            if not may_screen_padded(config.family, shape):
                 evaluator.prepare(config)
         held = evaluator.measured_configs(shape)
         space = search_space(shape, self.families, evaluator)

@@ -113,3 +113,22 @@ def test_an_aligned_study_screens_nothing_padded() -> None:
     progress = study.run(trials=4)
     assert progress.history and not any(r.config_name.endswith("_pad4") for r in progress.history)
     assert not any(n.endswith("_pad4") for n in evaluator.compared[-1])
+
+
+def test_which_families_may_be_screened_padded() -> None:
+    assert screening_mode.may_screen_padded("dmma_pipelined", BIG_RAGGED)
+    assert not screening_mode.may_screen_padded("dmma_pipelined", Shape(2048, 3000, 2000))
+    assert not screening_mode.may_screen_padded("warptile", BIG_RAGGED)  # no leading dims
+    assert not screening_mode.may_screen_padded("hmma_bf16x3", BIG_RAGGED)  # rewrites A and B
+
+
+def test_a_start_is_prepared_and_searched_in_its_familys_screening_mode() -> None:
+    evaluator = RuleEvaluator(H100)
+    start = parse_config(KERNEL)
+    study = Study(
+        BIG_RAGGED, ("dmma_pipelined",), evaluator, MemoryRecorder(), "ranked", starts=[start]
+    )
+    assert evaluator.prepared[0] == KERNEL + "_pad4"  # not the caller's-array kernel first
+    assert KERNEL not in evaluator.prepared
+    progress = study.run(trials=2)
+    assert progress.history[0].config_name == KERNEL + "_pad4"
