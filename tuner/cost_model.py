@@ -224,12 +224,19 @@ def _grid(config: Config, shape: Shape, device: DeviceLimits) -> _Grid:
 TileCycles = Callable[[int], float]
 
 
+def float4_rows(shape: Shape) -> tuple[bool, bool]:
+    """Whether A's rows (K long) and B's rows (N long) are whole float4s: what the float32
+    templates' 16-byte (or unchecked) paths need."""
+    return shape.k % 4 == 0, shape.n % 4 == 0
+
+
 def tile_loads(bm: int, bn: int, bk: int, threads: int, shape: Shape) -> float:
     """Global loads (or copies) per thread for one k tile of A and B: 16 bytes each where the
     rows allow it, else one float each (the templates take the 16-byte path only when the row
     length, K for A and N for B, is a multiple of 4)."""
-    a_width = 4 if shape.k % 4 == 0 else 1
-    b_width = 4 if shape.n % 4 == 0 else 1
+    a_vec, b_vec = float4_rows(shape)
+    a_width = 4 if a_vec else 1
+    b_width = 4 if b_vec else 1
     return max((bm * bk / a_width + bn * bk / b_width) / threads, 1.0)
 
 
@@ -554,8 +561,7 @@ def _stream_estimate(
     waves = -(-g.blocks // (device.sm_count * g.per_sm))
     per_scheduler = resident * (g.check.threads / device.warp_size) / (device.sm_count * SCHEDULERS)
     b_loads = p["KU"] * p["TN"] / 4
-    unchecked = shape.k % 4 == 0 and shape.n % 4 == 0
-    load_issue = SKINNY_LOAD_ISSUE if unchecked else SKINNY_CHECKED_LOAD_ISSUE
+    load_issue = SKINNY_LOAD_ISSUE if all(float4_rows(shape)) else SKINNY_CHECKED_LOAD_ISSUE
     chunk = bm * p["KU"] * p["TN"] + load_issue * (a_loads * p["KU"] + b_loads)
     chunks = -(-shape.k // (p["KU"] * p["LK"] * g.split))
     chain = waves * chunks * max(chunk * max(per_scheduler, 1.0), rates.global_latency + chunk)

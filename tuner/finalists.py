@@ -54,11 +54,12 @@ def padding_candidates(
     fastest: list[str],
     leading: Collection[str],
 ) -> list[str]:
-    """What a study of a ragged shape re-measures on padded operands: its ``fastest``
-    finalists, then the fastest ok candidate of each family in ``leading`` (those that take
-    leading dimensions) not among them. Such a family's padded launch copies only the ragged
-    operands and then runs at its aligned rate, so its best padded time may beat those of
-    finalists chosen by their direct times (benchmarks/speed.md)."""
+    """What a study of a ragged shape re-measures in the other operand mode (padded, or on the
+    caller's arrays; ``tuner.screening_mode.other_mode``): its ``fastest`` finalists, then the
+    fastest ok candidate of each family in ``leading`` (those that take leading dimensions) not
+    among them. Such a family's padded launch copies only the ragged operands and then runs at
+    its aligned rate, so its best padded time may beat those of finalists screened on the
+    caller's arrays (benchmarks/speed.md)."""
     chosen = list(fastest)
     best: dict[str, Result] = {}
     for result in done.values():

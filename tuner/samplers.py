@@ -78,10 +78,9 @@ class CandidateSampler(optuna.samplers.BaseSampler):
     def bind(self, context: SearchContext) -> None:
         """Learn the study's candidates (``tuner.study.Study`` calls this once)."""
         self._context = context
-        self._index = {c.name: i for i, c in enumerate(context.candidates)}
         # A trial's parameters name the kernel; a candidate screened padded is that kernel too.
-        for i, c in enumerate(context.candidates):
-            self._index.setdefault(c.direct.name, i)
+        self._index = {c.direct.name: i for i, c in enumerate(context.candidates)}
+        self._index.update({c.name: i for i, c in enumerate(context.candidates)})
 
     @property
     def context(self) -> SearchContext:

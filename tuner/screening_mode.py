@@ -52,11 +52,14 @@ def padded_families(
     that take leading dimensions and do not rewrite the operands, where the copies' estimate is
     at most :data:`NARROW_COPY_COST` of the family's fastest kernel estimate per ragged operand.
     None on a shape without ragged rows."""
+    eligible = {f for f in {c.family for c in candidates} if may_screen_padded(f, shape)}
+    if not eligible:  # an aligned shape, or no family that could run it padded
+        return set()
     plan = plan_padding(shape, leading_dims=True)
     share = NARROW_COPY_COST * (plan.copy_a + plan.copy_b)
     fastest: dict[str, float] = {}
     for config in candidates:
-        if config.pad or not may_screen_padded(config.family, shape):
+        if config.pad or config.family not in eligible:
             continue
         ms = estimate(config, shape, device, rates).ms
         fastest[config.family] = min(ms, fastest.get(config.family, ms))
