@@ -26,6 +26,9 @@ UPGRADE_COMMAND = "gemmtune db upgrade"
 # Not Alembic's default `alembic_version`: Optuna's storage, which shares the database, runs its
 # own Alembic migrations and owns that table.
 VERSION_TABLE = "gemmtune_alembic_version"
+# PostgreSQL advisory lock held while a schema is made or changed: the two-key form, whose key
+# space is apart from the one-key locks that claims take per study.
+SCHEMA_LOCK = (0x67746E65, 1)
 
 _Step = Callable[[Config], None]
 
@@ -101,13 +104,17 @@ def _run(target: str | Engine, step: _Step) -> None:
     TABLE`` would commit on its own and a process killed part-way through its first start would
     leave a half-made schema. An explicit ``BEGIN IMMEDIATE`` makes the DDL transactional
     there (PostgreSQL's DDL is transactional anyway) and takes the write lock, so two processes
-    creating one new file wait for each other instead of colliding.
+    creating one new file wait for each other instead of colliding. On PostgreSQL an advisory
+    lock does the same: without it, a process could find no version stamp, then see the tables
+    another had just committed and drop them as a half-made schema, stamp kept.
     """
     engine = make_engine(target) if isinstance(target, str) else target
     try:
         with engine.connect() as connection:
             if connection.dialect.name == "sqlite":
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
+            elif connection.dialect.name == "postgresql":
+                connection.execute(select(func.pg_advisory_xact_lock(*SCHEMA_LOCK)))
             _repair_unstamped(connection)
             step(alembic_config(connection))
             connection.commit()

@@ -9,12 +9,16 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, inspect, text
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy.engine.reflection import Inspector
 
+import storage.schema
 from storage import (
     DeviceIn,
     MeasurementIn,
@@ -128,3 +132,68 @@ def test_unstamped_tables_with_rows_are_refused_not_dropped(db_url: str) -> None
             assert connection.execute(text("SELECT count(*) FROM device")).scalar_one() == 1
     finally:
         engine.dispose()
+
+
+def _waits_for_advisory_lock(url: str) -> bool:
+    """Some session of the database at ``url`` waits for an advisory lock."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            return bool(connection.execute(text(query)).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def test_a_schema_another_start_committed_meanwhile_is_kept(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two first starts on PostgreSQL: the first finds no stamp and, before it lists the tables,
+    the second makes and commits the whole schema. The first must not take those tables for a
+    half-made schema and drop them (its upgrade then stamps nothing new: the schema would be
+    gone with the stamp kept). Its schema lock makes the second wait for it instead."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite's BEGIN IMMEDIATE serialises first starts; this is PostgreSQL's lock")
+    first = threading.get_ident()
+    first_found_no_stamp, second_done = threading.Event(), threading.Event()
+    real_revision = MigrationContext.get_current_revision
+
+    def revision(context: MigrationContext) -> str | None:
+        found = real_revision(context)
+        if threading.get_ident() == first:
+            first_found_no_stamp.set()
+        return found
+
+    def inspect_once_the_second_is_done_or_held(connection: Connection) -> Inspector:
+        if threading.get_ident() == first:
+            while not second_done.is_set() and not _waits_for_advisory_lock(db_url):
+                time.sleep(0.01)
+        return inspect(connection)  # the function storage.schema calls
+
+    monkeypatch.setattr(MigrationContext, "get_current_revision", revision)
+    monkeypatch.setattr(storage.schema, "inspect", inspect_once_the_second_is_done_or_held)
+    errors: list[BaseException] = []
+
+    def second_start() -> None:
+        first_found_no_stamp.wait(timeout=60)
+        try:
+            upgrade(db_url)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            second_done.set()
+
+    second = threading.Thread(target=second_start)
+    second.start()
+    try:
+        upgrade(db_url)
+    finally:
+        second.join(timeout=60)
+    assert not errors, errors
+    engine = make_engine(db_url)
+    try:
+        assert current_revision(engine) == head_revision()
+        assert set(Base.metadata.tables) <= set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+    _write_one(db_url)
