@@ -79,8 +79,9 @@ class CandidateSampler(optuna.samplers.BaseSampler):
         """Learn the study's candidates (``tuner.study.Study`` calls this once)."""
         self._context = context
         # A trial's parameters name the kernel; a candidate screened padded is that kernel too.
-        self._index = {c.direct.name: i for i, c in enumerate(context.candidates)}
-        self._index.update({c.name: i for i, c in enumerate(context.candidates)})
+        self._index = {
+            name: i for i, c in enumerate(context.candidates) for name in (c.direct.name, c.name)
+        }
 
     @property
     def context(self) -> SearchContext:
