@@ -7,8 +7,8 @@
 Writes a sweep table (``tuner.results.sweep_table``): a header with device, date and versions,
 then one line per (shape, config), every status, failures with their reason. ``tuner.replay``,
 ``tuner.priors`` and the server's preload read it. Kernels do not depend
-on the shape, so each family's candidates (union over shapes) compile once, in parallel; then
-they are measured one by one in the isolated GPU worker. ``--resume`` skips rows already
+on the shape, so each family's candidates (union over shapes) compile once, on every core,
+while they are measured one by one in the isolated GPU worker. ``--resume`` skips rows already
 measured (a sweep longer than one GPU session runs in pieces). ``--where NAME=V1,V2`` keeps
 only the candidates whose parameter NAME takes one of the values (a slice of a large space).
 """
@@ -23,10 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.compile import compile_many
 from tuner.config import Config
 from tuner.gpu_worker import GpuEvaluator
-from tuner.render import render
 from tuner.results import SweepHeader, SweepRow, SweepTableWriter, read_sweep_table
 from tuner.shape import parse_shape
 from tuner.space import Space
@@ -96,14 +94,11 @@ def main() -> None:
                 ]
                 for s in shapes
             }
-            union = sorted({c for configs in todo.values() for c in configs})
-            t0 = time.monotonic()
-            kernels = dict(
-                zip(
-                    union, compile_many(evaluator.compiler, [render(c) for c in union]), strict=True
-                )
-            )
-            print(f"{family}: {len(union)} compiled in {time.monotonic() - t0:.0f} s", flush=True)
+            # Compiled on every core, in the order they are measured, while the first run.
+            union = list(dict.fromkeys(c for configs in todo.values() for c in configs))
+            for config in union:
+                evaluator.prepare(config)
+            print(f"{family}: {len(union)} configs to compile", flush=True)
             for shape, configs in todo.items():
                 best = None
                 for config in configs:
@@ -111,7 +106,7 @@ def main() -> None:
                         print("time limit reached", flush=True)
                         evaluator.close()
                         return
-                    r = evaluator.evaluate(config, shape, compiled=kernels[config])
+                    r = evaluator.evaluate(config, shape)
                     out.add(SweepRow.from_result(r, shape))
                     if r.ms is not None and (best is None or r.ms < best.ms):
                         best = r
