@@ -139,7 +139,10 @@ def _waits_for_advisory_lock(url: str) -> bool:
     engine = make_engine(url)
     try:
         with engine.connect() as connection:
-            query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            query = (
+                "SELECT count(*) FROM pg_locks JOIN pg_database ON pg_database.oid = database "
+                "WHERE datname = current_database() AND locktype = 'advisory' AND NOT granted"
+            )
             return bool(connection.execute(text(query)).scalar_one())
     finally:
         engine.dispose()
