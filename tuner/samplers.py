@@ -78,10 +78,10 @@ class CandidateSampler(optuna.samplers.BaseSampler):
     def bind(self, context: SearchContext) -> None:
         """Learn the study's candidates (``tuner.study.Study`` calls this once)."""
         self._context = context
+        self._index = {c.name: i for i, c in enumerate(context.candidates)}
         # A trial's parameters name the kernel; a candidate screened padded is that kernel too.
-        self._index = {
-            name: i for i, c in enumerate(context.candidates) for name in (c.direct.name, c.name)
-        }
+        for i, c in enumerate(context.candidates):
+            self._index.setdefault(c.direct.name, i)
 
     @property
     def context(self) -> SearchContext:

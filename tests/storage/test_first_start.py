@@ -134,18 +134,14 @@ def test_unstamped_tables_with_rows_are_refused_not_dropped(db_url: str) -> None
         engine.dispose()
 
 
-def _waits_for_advisory_lock(url: str) -> bool:
-    """Some session of the database at ``url`` waits for an advisory lock."""
-    engine = make_engine(url)
-    try:
-        with engine.connect() as connection:
-            query = (
-                "SELECT count(*) FROM pg_locks JOIN pg_database ON pg_database.oid = database "
-                "WHERE datname = current_database() AND locktype = 'advisory' AND NOT granted"
-            )
-            return bool(connection.execute(text(query)).scalar_one())
-    finally:
-        engine.dispose()
+def _waits_for_advisory_lock(engine: Engine) -> bool:
+    """Some session of ``engine``'s database waits for an advisory lock."""
+    query = (
+        "SELECT count(*) FROM pg_locks JOIN pg_database ON pg_database.oid = database "
+        "WHERE datname = current_database() AND locktype = 'advisory' AND NOT granted"
+    )
+    with engine.connect() as connection:
+        return bool(connection.execute(text(query)).scalar_one())
 
 
 def test_a_schema_another_start_committed_meanwhile_is_kept(
@@ -157,6 +153,7 @@ def test_a_schema_another_start_committed_meanwhile_is_kept(
     gone with the stamp kept). Its schema lock makes the second wait for it instead."""
     if not db_url.startswith("postgresql"):
         pytest.skip("SQLite's BEGIN IMMEDIATE serialises first starts; this is PostgreSQL's lock")
+    watcher = make_engine(db_url)
     first = threading.get_ident()
     first_found_no_stamp, second_done = threading.Event(), threading.Event()
     real_revision = MigrationContext.get_current_revision
@@ -169,7 +166,7 @@ def test_a_schema_another_start_committed_meanwhile_is_kept(
 
     def inspect_once_the_second_is_done_or_held(connection: Connection) -> Inspector:
         if threading.get_ident() == first:
-            while not second_done.is_set() and not _waits_for_advisory_lock(db_url):
+            while not second_done.is_set() and not _waits_for_advisory_lock(watcher):
                 time.sleep(0.01)
         return inspect(connection)  # the function storage.schema calls
 
@@ -192,6 +189,7 @@ def test_a_schema_another_start_committed_meanwhile_is_kept(
         upgrade(db_url)
     finally:
         second.join(timeout=60)
+        watcher.dispose()
     assert not errors, errors
     engine = make_engine(db_url)
     try:
