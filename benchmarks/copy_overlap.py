@@ -29,8 +29,6 @@ FP32):
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -39,16 +37,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.odd_loss import L2_FLUSH_BYTES, LAUNCHES
+from benchmarks.odd_loss import L2_FLUSH_BYTES, LAUNCHES, time_cases
 from tuner.compile import NvrtcCompiler, compile_many, load_kernel
 from tuner.families import parse_config
-from tuner.gpu_worker import device_provenance
 from tuner.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
 from tuner.operand_padding import Copy2D, round_up, row_pitch_multiple
 from tuner.pad_copy import copy_rows
 from tuner.render import render
 from tuner.resources import live_device
-from tuner.shape import Shape, parse_shape
+from tuner.shape import Shape
 from tuner.stream_gate import held_stream
 
 FRACTIONS = (0.125, 0.25, 0.5)  # K1 / K of the chained ways
@@ -239,20 +236,8 @@ def main() -> None:
     args = parser.parse_args()
     import cupy as cp
 
-    rows = []
-    for case in args.case:
-        shape_text, _, name = case.partition(":")
-        rows.append(_case(cp, parse_shape(shape_text), name, args.rounds))
-    doc = {
-        "what": "copies of a padded launch beside its product (benchmarks/copy_overlap.py)",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "provenance": device_provenance(live_device()),
-        "rounds": args.rounds,
-        "launches_per_way_per_round": LAUNCHES,
-        "rows": rows,
-    }
-    args.out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    what = "copies of a padded launch beside its product (benchmarks/copy_overlap.py)"
+    time_cases(cp, args.case, _case, args.rounds, args.out, what)
 
 
 if __name__ == "__main__":

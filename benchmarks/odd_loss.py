@@ -184,20 +184,34 @@ def main() -> None:
             run()
         cp.cuda.Device().synchronize()
         return
+    what = "an odd shape's time, each way with the same kernel (benchmarks/odd_loss.py)"
+    time_cases(cp, args.case, _case, args.rounds, args.out, what)
+
+
+def time_cases(
+    cp: Any,
+    cases: list[str],
+    time_case: Callable[[Any, Shape, str, int], dict[str, Any]],
+    rounds: int,
+    out: Path,
+    what: str,
+) -> None:
+    """``time_case`` on each ``MxNxK:config`` of ``cases``, its rows written to ``out`` with the
+    device's provenance."""
     rows = []
-    for case in args.case:
+    for case in cases:
         shape_text, _, name = case.partition(":")
-        rows.append(_case(cp, parse_shape(shape_text), name, args.rounds))
+        rows.append(time_case(cp, parse_shape(shape_text), name, rounds))
     doc = {
-        "what": "an odd shape's time, each way with the same kernel (benchmarks/odd_loss.py)",
+        "what": what,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "provenance": device_provenance(live_device()),
-        "rounds": args.rounds,
+        "rounds": rounds,
         "launches_per_way_per_round": LAUNCHES,
         "rows": rows,
     }
-    args.out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
