@@ -7,20 +7,21 @@ mode of the tuner.)
 A padded launch (``tuner.padded_launch``) copies each ragged operand into rows on 128-byte
 lines with the copy kernel, then runs the product: on the cubes and primes of the odd suite the
 copies cost 4-9 % of the kernel's time (``benchmarks/speed.md``). The product on the FP64 tensor
-cores is bound by its math, not by DRAM, and the GPU's copy engines move memory without SMs, so
-the copies might run while a product runs. For a config of a family that takes leading
+cores is bound by its math, not by DRAM, and ``cudaMemcpy2DAsync`` on another stream may move
+memory while a kernel runs (by the copy engines; which unit the runtime picks is not checked
+here), so the copies might run while a product runs. For a config of a family that takes leading
 dimensions, on an odd shape, each round times these ways (CUDA events behind a stream gate, L2
 flushed before each, beta = 0, medians; each way's C first checked against cuBLAS in strict
 FP32):
 
 - ``kernel``: the product alone on operands already in wide rows (no copies: the floor);
 - ``padded``: today's ``_pad4`` launch, copies included;
-- ``dma``: the same copies by ``cudaMemcpy2DAsync`` (the copy engines) alone;
+- ``dma``: the same copies by ``cudaMemcpy2DAsync`` alone;
 - ``kernel_with_dma``: ``kernel`` while ``dma`` runs on a second stream into other buffers:
   whether the two slow each other (the end is when both are done);
 - ``chained_F``: the product cut along K in two, on wide rows: the copy kernel copies A's first
   K1 columns and B's first K1 rows (K1 about F of K, a multiple of 32), the first product
-  (K1, beta = 0) runs while the copy engines copy the rest on a second stream, and the second
+  (K1, beta = 0) runs while ``cudaMemcpy2DAsync`` copies the rest on a second stream, and the second
   product (K - K1, beta = 1) waits for them: only the first part's copies and the second
   product's read of C are added to ``kernel``; ``chained_0.25_wide_c`` is the same with C's rows
   on 128-byte lines (a product that reads C stores it a value at a time at an odd ldc).
@@ -85,8 +86,8 @@ class Operands:
         return a, b
 
     def dma(self, into: int, stream: Any, k_from: int = 0) -> None:
-        """A's columns and B's rows from ``k_from`` on, into wide set ``into``, by the copy
-        engines on ``stream``."""
+        """A's columns and B's rows from ``k_from`` on, into wide set ``into``, by
+        ``cudaMemcpy2DAsync`` on ``stream``."""
         runtime = self.cp.cuda.runtime
         a_wide, b_wide = self.wide[into]
         m, n, k = self.shape.m, self.shape.n, self.shape.k
