@@ -38,14 +38,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.odd_loss import L2_FLUSH_BYTES, LAUNCHES, time_cases
-from tuner.compile import NvrtcCompiler, compile_many, load_kernel
-from tuner.families import parse_config
+from benchmarks.odd_loss import (
+    L2_FLUSH_BYTES,
+    LAUNCHES,
+    in_wider_rows,
+    leading_dims_kernel,
+    time_cases,
+)
 from tuner.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
-from tuner.operand_padding import Copy2D, round_up, row_pitch_multiple
+from tuner.operand_padding import Copy2D, row_pitch
 from tuner.pad_copy import copy_rows
-from tuner.render import render
-from tuner.resources import live_device
 from tuner.shape import Shape
 from tuner.stream_gate import held_stream
 
@@ -72,18 +74,8 @@ class Operands:
         rng = cp.random.default_rng(shape.m * 7 + shape.n)
         self.a = rng.standard_normal((shape.m, shape.k), dtype=cp.float32)
         self.b = rng.standard_normal((shape.k, shape.n), dtype=cp.float32)
-        multiple = row_pitch_multiple("float32")
-        self.kp, self.np_ = round_up(shape.k, multiple), round_up(shape.n, multiple)
-        self.wide = [self._wide() for _ in range(2)]
-        for a_wide, b_wide in self.wide:
-            a_wide[...] = self.a
-            b_wide[...] = self.b
-
-    def _wide(self) -> tuple[Any, Any]:
-        m, n, k = self.shape.m, self.shape.n, self.shape.k
-        a = self.cp.zeros((m, self.kp), dtype=self.cp.float32)[:, :k]
-        b = self.cp.zeros((k, self.np_), dtype=self.cp.float32)[:, :n]
-        return a, b
+        self.wide = [(in_wider_rows(cp, self.a), in_wider_rows(cp, self.b)) for _ in range(2)]
+        self.kp, self.np_ = (row_pitch(x) for x in self.wide[0])
 
     def dma(self, into: int, stream: Any, k_from: int = 0) -> None:
         """A's columns and B's rows from ``k_from`` on, into wide set ``into``, by
@@ -117,16 +109,7 @@ class Operands:
 
 
 def _ways(cp: Any, shape: Shape, name: str) -> tuple[dict[str, Callable[[], None]], dict[str, int]]:
-    config = parse_config(name)
-    if config.pad:
-        raise SystemExit(f"{name}: name the unpadded config; its _pad4 launch is timed too")
-    direct, padded = render(config), render(config.padded(4))
-    if not direct.leading_dims:
-        raise SystemExit(f"{name}: its family does not take leading dimensions")
-    compiled = compile_many(NvrtcCompiler(live_device().arch), [direct])[0]
-    if isinstance(compiled, Exception):
-        raise SystemExit(f"{name}: {compiled}")
-    kernel = load_kernel(compiled)
+    kernel, direct, padded = leading_dims_kernel(name)
     ops = Operands(cp, shape)
     side = cp.cuda.Stream(non_blocking=True)
     outputs: dict[str, Any] = {}
@@ -194,7 +177,7 @@ def _ways(cp: Any, shape: Shape, name: str) -> tuple[dict[str, Callable[[], None
     runs["dma"]()
     cp.cuda.Device().synchronize()
     if not (bool((ops.wide[1][0] == ops.a).all()) and bool((ops.wide[1][1] == ops.b).all())):
-        raise SystemExit(f"{shape.label()}: the copy engines copied wrong values")
+        raise SystemExit(f"{shape.label()}: cudaMemcpy2DAsync copied wrong values")
     a0[...], b0[...] = ops.a, ops.b
     return runs, parts
 

@@ -44,7 +44,7 @@ from tuner.families import parse_config
 from tuner.gpu_worker import device_provenance
 from tuner.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
 from tuner.operand_padding import round_up, row_pitch_multiple
-from tuner.render import render
+from tuner.render import KernelSource, render
 from tuner.resources import live_device
 from tuner.shape import Shape, parse_shape
 
@@ -60,7 +60,7 @@ def twin_of(shape: Shape) -> Shape:
     return Shape(m, n, k)
 
 
-def _in_wider_rows(cp: Any, values: Any) -> Any:
+def in_wider_rows(cp: Any, values: Any) -> Any:
     """``values`` copied into a zeroed buffer with the row pitch a padded launch gives it (the
     row length rounded up to ``row_pitch_multiple``: 4 floats before 2026-11-25, 32 since),
     returned as the view of its top left."""
@@ -70,29 +70,34 @@ def _in_wider_rows(cp: Any, values: Any) -> Any:
     return buffer[:, :cols]
 
 
-def _ways(cp: Any, shape: Shape, twin: Shape, name: str) -> dict[str, Callable[[], None]]:
-    """Each way's launch of ``name`` on ``shape`` (or ``twin``), each checked once."""
+def leading_dims_kernel(name: str) -> tuple[Any, KernelSource, KernelSource]:
+    """The compiled kernel of ``name`` (an unpadded config of a family that takes leading
+    dimensions), its source and its ``_pad4`` twin's source (the same kernel, launched padded)."""
     config = parse_config(name)
     if config.pad:
         raise SystemExit(f"{name}: name the unpadded config; its _pad4 twin is timed too")
-    sources = [render(config), render(config.padded(4))]
-    if not sources[0].leading_dims:
+    direct, padded = render(config), render(config.padded(4))
+    if not direct.leading_dims:
         raise SystemExit(f"{name}: its family does not take leading dimensions")
-    compiled = compile_many(NvrtcCompiler(live_device().arch), sources[:1])[0]
+    compiled = compile_many(NvrtcCompiler(live_device().arch), [direct])[0]
     if isinstance(compiled, Exception):
         raise SystemExit(f"{name}: {compiled}")
-    kernel = load_kernel(compiled)
-    direct, padded = sources
+    return load_kernel(compiled), direct, padded
+
+
+def _ways(cp: Any, shape: Shape, twin: Shape, name: str) -> dict[str, Callable[[], None]]:
+    """Each way's launch of ``name`` on ``shape`` (or ``twin``), each checked once."""
+    kernel, direct, padded = leading_dims_kernel(name)
 
     rng = cp.random.default_rng(shape.m * 7 + shape.n)
     a = rng.standard_normal((shape.m, shape.k), dtype=cp.float32)
     b = rng.standard_normal((shape.k, shape.n), dtype=cp.float32)
     ta = rng.standard_normal((twin.m, twin.k), dtype=cp.float32)
     tb = rng.standard_normal((twin.k, twin.n), dtype=cp.float32)
-    a_wide, b_wide = _in_wider_rows(cp, a), _in_wider_rows(cp, b)
+    a_wide, b_wide = in_wider_rows(cp, a), in_wider_rows(cp, b)
     c = {way: cp.full((shape.m, shape.n), cp.nan, dtype=cp.float32) for way in WAYS}
     c["twin"] = cp.full((twin.m, twin.n), cp.nan, dtype=cp.float32)
-    c["prepadded"] = _in_wider_rows(cp, c["prepadded"])
+    c["prepadded"] = in_wider_rows(cp, c["prepadded"])
     runs: dict[str, Callable[[], None]] = {
         "twin": lambda: launch_kernel(kernel, direct, twin, 1.0, ta, tb, 0.0, c["twin"]),
         "prepadded": lambda: launch_kernel(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.odd_loss import _in_wider_rows, twin_of
+from benchmarks.odd_loss import in_wider_rows, twin_of
 from tuner.suite import read_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ def test_twins_are_the_aligned_suites_rows() -> None:
 
 def test_prepadded_views_keep_values_in_rows_of_a_padded_launchs_pitch() -> None:
     values = np.arange(5 * 7, dtype=np.float32).reshape(5, 7)
-    view = _in_wider_rows(np, values)
+    view = in_wider_rows(np, values)
     assert view.shape == (5, 7)
     assert view.strides[0] == 32 * 4  # 7 floats in a 128-byte line, as a padded launch copies
     assert np.array_equal(view, values)
