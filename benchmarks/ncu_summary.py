@@ -1,6 +1,7 @@
 """Summarize Nsight Compute CSV exports (``ncu --csv``) of profile_launch.py runs.
 
     python benchmarks/ncu_summary.py benchmarks/results/ncu/*.csv.gz benchmarks/results/ncu/raw/*
+    python benchmarks/ncu_summary.py --every-launch benchmarks/results/ncu/raw/FILE   # raw pages
 
 Prints, per file, each GEMM kernel once: its last launch. profile_launch.py verifies each config
 first (two launches with alpha = 0.5, beta = 3 and alpha = 1, beta = 0, cuBLAS beside them) and
@@ -15,6 +16,9 @@ source --print-source sass`` exports of one launch (SourceCounters section; prof
 reason, over the whole kernel and outside its k loop. The k loop is fully unrolled, so each of
 its instructions runs once per k tile: it is the instructions executed at least half as often
 as the most executed one; the rest run once per output tile or once per launch.
+
+``--every-launch`` prints every launch of a raw export instead, in order, with its grid: a padded
+launch's copies and its product, and the same kernel run on different arrays, each on a line.
 """
 
 from __future__ import annotations
@@ -56,14 +60,17 @@ STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
 
 
-def _summarize_raw(path: Path, lines: list[str]) -> list[str]:
-    out = [f"== {path.name} (raw)"]
+def _summarize_raw(path: Path, lines: list[str], every_launch: bool) -> list[str]:
+    out = [f"== {path.name} (raw{', every launch' if every_launch else ''})"]
     last: dict[str, dict[str, str]] = {}  # in the order the kernels first ran
+    launches: list[tuple[str, dict[str, str]]] = []
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
         name = row["Kernel Name"]
         if not name.startswith(SKIP) and row.get("ID", "").isdigit():  # not the units row
             last[name] = row
-    for name, row in last.items():
+            launches.append((f"{name[:60]} grid {row.get('Grid Size', '?')}", row))
+    shown = launches if every_launch else [(name[:100], row) for name, row in last.items()]
+    for name, row in shown:
         parts = [f"{m} = {row[m]}" for m in RAW_METRICS if m in row]
         for key, value in row.items():
             if key.startswith(STALL_PREFIX) and key.endswith(STALL_SUFFIX):
@@ -72,7 +79,7 @@ def _summarize_raw(path: Path, lines: list[str]) -> list[str]:
                         parts.append(f"{key[len(STALL_PREFIX) : -len(STALL_SUFFIX)]} = {value}")
                 except ValueError:
                     continue
-        out.append(f"  {name[:100]}")
+        out.append(f"  {name}")
         out.append("    " + "; ".join(parts))
     return out
 
@@ -108,14 +115,14 @@ def _summarize_source(path: Path, lines: list[str]) -> list[str]:
     ]
 
 
-def summarize(path: Path) -> list[str]:
+def summarize(path: Path, every_launch: bool = False) -> list[str]:
     raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     text = raw.decode().splitlines()
     if text and text[0].startswith('"Kernel Name",'):
         return _summarize_source(path, text)
     lines = [line for line in text if line.startswith('"')]
     if lines and "Metric Name" not in lines[0]:
-        return _summarize_raw(path, lines)
+        return _summarize_raw(path, lines, every_launch)
     kernels: dict[str, dict[str, str]] = {}  # one row per metric; a new ID starts a launch
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
         name = row["Kernel Name"]
@@ -133,5 +140,6 @@ def summarize(path: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        print("\n".join(summarize(Path(arg))))
+    every = "--every-launch" in sys.argv[1:]
+    for arg in (a for a in sys.argv[1:] if a != "--every-launch"):
+        print("\n".join(summarize(Path(arg), every)))

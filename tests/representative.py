@@ -71,6 +71,14 @@ REPRESENTATIVE: dict[str, list[str]] = {
         "dmma_pipelined_bm64_bn64_bk8_wm64_wn16_mk8_s4_sk2_mb1",
         "dmma_pipelined_bm128_bn128_bk16_wm64_wn32_mk8_s2_sk1_mb1",
     ],
+    # Each k tile depth and B fragment width (NT 8, 4, 2), one to four blocks per SM: grids of
+    # fewer tiles than blocks (all stream-K), of whole waves and a shared rest.
+    "dmma_streamk": [
+        "dmma_streamk_bm64_bn128_bk32_wm32_wn64_mk4_s3_smb1",
+        "dmma_streamk_bm64_bn64_bk16_wm32_wn32_mk16_s4_smb2",
+        "dmma_streamk_bm64_bn64_bk8_wm64_wn16_mk8_s4_smb1",
+        "dmma_streamk_bm32_bn64_bk16_wm16_wn32_mk8_s3_smb4",
+    ],
     # Each layout and both input types; warp tiles of 64x64 (128 sums a lane), 32x32, 64x32 and
     # 128x32 (BM 256 with four warps along m); BK 32 and 64; 2 to 5 stages; row tiles of A and B
     # of 4, 8 and 32 chunks (each swizzle period); L2 groups of 1, 4 and 8.

@@ -201,7 +201,7 @@ def resident_blocks(config: Config, device: DeviceLimits, check: ResourceCheck) 
     """Blocks of ``config`` per SM: the static estimate, or what ``__launch_bounds__`` asks the
     compiler to make room for (MINBLOCKS: registers are capped to fit that many, so only
     threads and shared memory can stop them)."""
-    wanted = config.as_dict().get("MINBLOCKS", 0)
+    wanted = get_family(config.family).launch_bound_blocks(config.as_dict())
     per_sm = check.occupancy.blocks_per_sm
     if wanted > per_sm:
         capped = device.regs_per_sm // (wanted * check.threads)

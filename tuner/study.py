@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import optuna
 from optuna.trial import TrialState
@@ -55,6 +55,7 @@ from tuner.finalists import (
 from tuner.rates import DeviceRates
 from tuner.recording import Recorder
 from tuner.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
+from tuner.schedule_twins import grid_twin, streamk_twin
 from tuner.screening_mode import may_screen_padded, other_mode, padded_families, screened_as
 from tuner.shape import Shape
 from tuner.space import Space
@@ -139,8 +140,10 @@ class Study:
         # A start is searched in the operand mode its family is screened in: on a shape with
         # ragged rows a family may be screened padded (``tuner.screening_mode``), so such a
         # family's starts are prepared once the space has decided; the other mode is tried on
-        # the finalists (:meth:`_finish`).
-        starts = list(dict.fromkeys(c.direct for c in starts if c.family in self.families))
+        # the finalists (:meth:`_finish`). A stored stream-K answer that the study does not
+        # search starts it from its data-parallel twin (``tuner.schedule_twins``), whose own
+        # twin the finalists measure again.
+        starts = list(dict.fromkeys(filter(None, (self._searchable(c) for c in starts))))
         for config in starts:
             if not may_screen_padded(config.family, shape):
                 evaluator.prepare(config)
@@ -421,9 +424,17 @@ class Study:
             return
         configs = [self.candidates[name] for name in chosen]
         others = self._other_modes(done, chosen[: self._finalists])
-        screened = {**done, **{other.name: done[name] for name, other in others.items()}}
+        twins = self._streamk_twins(done, chosen[: self._finalists])
+        screened = {
+            **done,
+            **{other.name: done[name] for name, other in others.items()},
+            **{twin.name: _twin_screening(done[name], twin) for name, twin in twins.items()},
+        }
         comparisons = self.evaluator.compare(
-            [*configs, *others.values()], self.shape, FINAL_ROUNDS, FINAL_BUDGET_MS
+            [*configs, *others.values(), *twins.values()],
+            self.shape,
+            FINAL_ROUNDS,
+            FINAL_BUDGET_MS,
         )
         for comparison in comparisons:
             final = final_result(screened[comparison.config_name], comparison, self.shape)
@@ -456,6 +467,27 @@ class Study:
             ):
                 others[name] = other
         return others
+
+    def _searchable(self, config: Config) -> Config | None:
+        """A start as the study can search it, on the caller's arrays: itself where its family
+        is searched, its data-parallel twin where only that one's is, else None."""
+        if config.family in self.families:
+            return config.direct
+        twin = grid_twin(config.direct)
+        return twin if twin is not None and twin.family in self.families else None
+
+    def _streamk_twins(self, done: dict[str, Result], fastest: list[str]) -> dict[str, Config]:
+        """The stream-K twins of the ``fastest`` finalists (``tuner.schedule_twins``), by the
+        screened candidate's name: the same tile on a persistent grid, re-measured beside it
+        because a data-parallel grid's last wave may run part full. Only twins not measured
+        already and that the evaluator can measure."""
+        held = self.evaluator.measured_configs(self.shape)
+        twins = {}
+        for name in fastest:
+            twin = streamk_twin(self.candidates[name], done[name], self.device)
+            if twin is not None and twin.name not in done and (held is None or twin.name in held):
+                twins[name] = twin
+        return twins
 
     def _open_trials(self) -> TrialMirror | None:
         """The writer of this run's trials into the persistent Optuna study, if there is one."""
@@ -570,3 +602,19 @@ class Study:
             and (progress.best is None or progress.best.ms is None or result.ms < progress.best.ms)
         ):
             progress.best = result
+
+
+def _twin_screening(screened: Result, twin: Config) -> Result:
+    """What a stream-K twin's re-measurement is stored over: its source's screening, under the
+    twin's name, family and parameters, with the compile figures left to the twin's own
+    compile and the source named (``twin_of``)."""
+    return replace(
+        screened,
+        config_name=twin.name,
+        family=twin.family,
+        params=twin.as_dict(),
+        registers=None,
+        smem_bytes=None,
+        occupancy=None,
+        provenance={**screened.provenance, "twin_of": screened.config_name},
+    )

@@ -68,3 +68,19 @@ def test_raw_export_reports_how_operands_reach_shared_memory_where_collected() -
     assert twin[twin.index(f"  {name}") + 1].count("smsp__inst_executed_op_ldgsts.sum = 1,572,864")
     older = _summarize(NCU / "raw" / "h100-ncu-raw-streamk-4096x4096x4096.csv.gz")
     assert not any("ldgsts" in line for line in older)  # not collected there: left out
+
+
+def test_every_launch_lists_a_padded_launchs_copies_and_product_in_order() -> None:
+    path = NCU / "raw" / "h100-ncu-raw-odd-now-4097x4097x255.csv.gz"
+    spec = importlib.util.spec_from_file_location("ncu_summary", ROOT / "benchmarks/ncu_summary.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    every: list[str] = module.summarize(path, every_launch=True)
+    once = _summarize(path)
+    names = [line.strip() for line in every[1::2]]
+    assert len(names) > len(once[1::2])  # a kernel launched several times has several lines
+    first_copy = next(i for i, name in enumerate(names) if name.startswith("copy_rows_4"))
+    assert names[first_copy + 1].startswith("copy_rows_4")  # A's and B's copies, then
+    assert names[first_copy + 2].startswith("dmma_pipelined_")  # the product
+    assert "grid (65, 65, 1)" in names[first_copy + 2]

@@ -54,6 +54,6 @@ def test_measured_rates_win_over_the_table_when_both_are_there() -> None:
 def test_only_fp64_tensor_families_are_excluded() -> None:
     slow = slow_math("sm_89", None)
     barred = sorted(name for name in FAMILIES if not slow.allows(name))
-    assert barred == ["dmma", "dmma_pipelined"]
+    assert barred == ["dmma", "dmma_pipelined", "dmma_streamk"]
     assert slow.allows("a family of an older tuner")  # not judged
     assert all(slow_math("sm_90", None).allows(name) for name in FAMILIES)

@@ -41,6 +41,7 @@ LEADING_DIMS_FAMILIES = {
     *(f"{name}_bf16x3" for name in HALF_FAMILIES),  # the same kernels on split float32
     "dmma",
     "dmma_pipelined",
+    "dmma_streamk",
 }
 
 

@@ -214,6 +214,7 @@ LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "splitk": PIPELINED_RING.layout,
     "dmma": dmma_buffers,
     "dmma_pipelined": DMMA_RING.layout,
+    "dmma_streamk": DMMA_RING.layout,  # dmma_pipelined's template in its stream-K mode
     "hmma": hmma_ring,
     "hmma_splitk": hmma_ring,
     "wgmma": wgmma_ring,
@@ -250,6 +251,6 @@ def test_launch_gives_exactly_the_shared_memory_the_kernel_addresses(name: str) 
     source = render(config)
     layout = LAYOUTS[config.family](source.code, config.as_dict())
     assert layout.overlaps() == [], layout
-    launch = source.launch(Shape(1000, 1000, 1000))
+    launch = source.launch(Shape(1000, 1000, 1000), 132 if source.persistent else None)
     assert launch.dynamic_smem_bytes == layout.extent_bytes, layout
     assert get_family(config.family).footprint(config.as_dict()).dynamic_smem

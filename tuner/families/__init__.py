@@ -22,7 +22,13 @@ from tuner.families._base import (
     Params,
     Rule,
 )
-from tuner.families.dmma import DMMA, DMMA_PIPELINED, DMMA_PIPELINED_A_PADS, DMMA_ROW_PADS
+from tuner.families.dmma import (
+    DMMA,
+    DMMA_PIPELINED,
+    DMMA_PIPELINED_A_PADS,
+    DMMA_ROW_PADS,
+    DMMA_STREAMK,
+)
 from tuner.families.emulated import (
     HMMA_BF16X3,
     HMMA_SPLITK_BF16X3,
@@ -65,6 +71,7 @@ __all__ = [
     "DMMA_PIPELINED",
     "DMMA_PIPELINED_A_PADS",
     "DMMA_ROW_PADS",
+    "DMMA_STREAMK",
     "DOUBLEBUF",
     "FAMILIES",
     "FLOAT_BYTES",

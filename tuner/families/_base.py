@@ -140,6 +140,9 @@ class Family:
     # How far the register estimate (``footprint``) may exceed the cap a MINBLOCKS launch bound
     # leaves before the config is dropped without compiling (``tuner.resources.static_check``).
     launch_bound_slack: float = LAUNCH_BOUND_SLACK
+    # Blocks per SM its ``__launch_bounds__`` asks the compiler to leave registers for (0: no
+    # such bound): the MINBLOCKS parameter where there is one.
+    launch_bound_blocks: Callable[[Params], int] = lambda p: p.get("MINBLOCKS", 0)
     # How exactly it computes (``tuner.accuracy``): ``exact`` multiplies the inputs as stored.
     accuracy: str = EXACT.name
     # For a family that rewrites the operands before its kernel runs (``tuner.families.

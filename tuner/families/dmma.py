@@ -1,5 +1,6 @@
-"""FP32 GEMM on the FP64 tensor cores: ``dmma`` and ``dmma_pipelined``. Every FP32 product is
-exact in FP64, sums are FP64, and C is rounded to float once.
+"""FP32 GEMM on the FP64 tensor cores: ``dmma``, ``dmma_pipelined`` and ``dmma_streamk``. Every
+FP32 product is exact in FP64, sums are FP64, and C is rounded to float once (a tile whose k range
+several blocks share adds their float-rounded pieces, as split-K does).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tuner.families.ladder import (
 from tuner.families.split import (
     SPLITK,
     SPLITK_MAX_TILES,
+    STREAMK_MAX_BLOCKS,
 )
 from tuner.families.warptile import staged_tiles
 
@@ -194,6 +196,7 @@ def _dmma_pipelined_derive(p: Params) -> dict[str, int]:
         "BVW": min(tiling["NT"], 4),
         "STEP_K": p["MK"] // 4,
         "MAX_TILES": SPLITK_MAX_TILES,
+        "STREAMK": 0,
         **_staged_c(p, tiling, p["STAGES"] * stage_floats * FLOAT_BYTES),
     }
 
@@ -240,4 +243,50 @@ DMMA_PIPELINED = Family(
     # one of the 304 rows of the H100 sweeps (NVRTC) between 1.29 and 1.5 was pruned for spills.
     # dmma keeps the default: 2 of its 28 above 1.29 compiled without spills.
     launch_bound_slack=1.29,
+)
+
+# --- dmma_streamk ---------------------------------------------------------------------------
+
+
+def _dmma_streamk_derive(p: Params) -> dict[str, int]:
+    """dmma_pipelined.cu.j2's constants in its stream-K mode: no grid z (SPLITK 1), the launch
+    bound of SMBLOCKS blocks per SM (MINBLOCKS), and a counter triple per block of the largest
+    persistent grid (fewer tiles than blocks are shared)."""
+    base = {**p, "SPLITK": 1, "MINBLOCKS": p["SMBLOCKS"]}
+    return {
+        **_dmma_pipelined_derive(base),
+        "SPLITK": 1,
+        "MINBLOCKS": p["SMBLOCKS"],
+        "STREAMK": 1,
+        "MAX_TILES": STREAMK_MAX_BLOCKS,
+    }
+
+
+DMMA_STREAMK = Family(
+    name="dmma_streamk",
+    doc="dmma_pipelined's block (FP64 tensor cores, cp.async ring) in a persistent grid of "
+    "SMBLOCKS blocks per SM: whole output tiles in data-parallel waves, then the k tiles of the "
+    "last partial wave's tiles shared evenly over all blocks (stream-K), their pieces summed in "
+    "C as split-K does; no wave runs part full.",
+    params=(
+        *_DMMA_TILE_PARAMS,
+        DMMA_PIPELINED.params[len(_DMMA_TILE_PARAMS)],  # STAGES
+        Param(
+            "SMBLOCKS",
+            (1, 2, 3, 4),
+            "blocks per SM in the persistent grid (also the launch bound the compiler leaves "
+            "registers for)",
+        ),
+    ),
+    rules=tuple(rule for rule in DMMA.rules if rule is not SPLITK_IN_GRID_Z),
+    threads=_dmma_threads,
+    footprint=_dmma_pipelined_footprint,
+    derive=_dmma_streamk_derive,
+    template_name="dmma_pipelined.cu.j2",
+    module_counters=True,
+    leading_dims=True,
+    cost=CostTraits(math="fp64_tensor", loads_ahead=staged_tiles, schedule="persistent"),
+    min_arch=90,
+    launch_bound_slack=DMMA_PIPELINED.launch_bound_slack,
+    launch_bound_blocks=lambda p: p["SMBLOCKS"],
 )

@@ -8,7 +8,7 @@ from tuner.accuracy import EXACT
 from tuner.config import ABBR_PARAM, OPERAND_PADS, PAD_TOKEN, Config
 from tuner.errors import InputError
 from tuner.families._base import Family
-from tuner.families.dmma import DMMA, DMMA_PIPELINED
+from tuner.families.dmma import DMMA, DMMA_PIPELINED, DMMA_STREAMK
 from tuner.families.emulated import (
     HMMA_BF16X3,
     HMMA_SPLITK_BF16X3,
@@ -39,6 +39,7 @@ FAMILIES: dict[str, Family] = {
         SKINNY,
         DMMA,
         DMMA_PIPELINED,
+        DMMA_STREAMK,
         HMMA,
         HMMA_SPLITK,
         WGMMA,
