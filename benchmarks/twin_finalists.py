@@ -24,29 +24,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tuner.finalists import FINALISTS_SUFFIX
 
 
-def _shape_key(row: dict[str, Any]) -> str:
-    s = row["shape"]
-    return f"{s['m']}x{s['n']}x{s['k']}"
-
-
 def twin_rows(measurements: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per stored twin whose source was re-measured with it, by shape then source."""
-    finals: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    finals: dict[tuple[str, tuple[int, int, int]], dict[str, dict[str, Any]]] = {}
     for m in measurements:
         if m.get("status") != "ok" or not str(m.get("study", "")).endswith(FINALISTS_SUFFIX):
             continue
-        finals.setdefault((m["device"]["name"], _shape_key(m)), {})[m["config_name"]] = m
+        dims = (m["shape"]["m"], m["shape"]["n"], m["shape"]["k"])
+        finals.setdefault((m["device"]["name"], dims), {})[m["config_name"]] = m
     rows = []
-    for (device, shape), by_name in finals.items():
+    for (device, dims), by_name in sorted(finals.items()):
         fastest = max(by_name.values(), key=lambda m: m["tflops"])["config_name"]
-        for twin in by_name.values():
+        by_source = sorted(
+            by_name.values(), key=lambda m: m.get("provenance", {}).get("twin_of", "")
+        )
+        for twin in by_source:
             source = by_name.get(twin.get("provenance", {}).get("twin_of", ""))
             if source is None:
                 continue
             rows.append(
                 {
                     "device": device,
-                    "shape": shape,
+                    "shape": "x".join(map(str, dims)),
                     "source": source["config_name"],
                     "source_tflops": round(source["tflops"], 2),
                     "twin": twin["config_name"],
@@ -56,9 +55,7 @@ def twin_rows(measurements: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                     "time": twin.get("provenance", {}).get("time"),
                 }
             )
-    dims = [tuple(int(d) for d in r["shape"].split("x")) for r in rows]
-    order = sorted(range(len(rows)), key=lambda i: (rows[i]["device"], dims[i], rows[i]["source"]))
-    return [rows[i] for i in order]
+    return rows
 
 
 def main() -> None:

@@ -204,24 +204,22 @@ def static_check(config: Config, dev: DeviceLimits) -> ResourceCheck:
     if regs > dev.max_regs_per_thread:
         problems.append(f"~{regs} registers per thread > {dev.max_regs_per_thread}: it would spill")
     wanted_blocks = family.launch_bound_blocks(config.as_dict())
-    if wanted_blocks and fp.threads <= dev.max_threads_per_block:
-        cap = launch_bound_registers(fp.threads, wanted_blocks, dev)
-        if regs > family.launch_bound_slack * cap:
-            problems.append(
-                f"a launch bound of {wanted_blocks} blocks of {fp.threads} threads leaves {cap} "
-                f"registers per thread, under the ~{regs} the kernel needs: it would spill or "
-                "not compile"
-            )
+    # Registers per thread the launch bound leaves, where there is one.
+    cap = launch_bound_registers(fp.threads, wanted_blocks, dev) if wanted_blocks else None
+    bounded_too_tight = cap is not None and regs > family.launch_bound_slack * cap
+    if bounded_too_tight and fp.threads <= dev.max_threads_per_block:
+        problems.append(
+            f"a launch bound of {wanted_blocks} blocks of {fp.threads} threads leaves {cap} "
+            f"registers per thread, under the ~{regs} the kernel needs: it would spill or "
+            "not compile"
+        )
     occ = occupancy(fp.threads, regs, fp.smem_bytes, dev)
     if not problems and occ.blocks_per_sm < 1:
         problems.append(f"no block fits on an SM (limited by {occ.limited_by})")
     wanted = config.as_dict().get("SMBLOCKS", 1)  # a persistent grid's blocks per SM
     if not problems and occ.blocks_per_sm < wanted:
         # A launch bound caps the registers to fit its blocks (dmma_streamk bounds by SMBLOCKS).
-        bounded = occ
-        if wanted_blocks:
-            cap = launch_bound_registers(fp.threads, wanted_blocks, dev)
-            bounded = occupancy(fp.threads, min(regs, cap), fp.smem_bytes, dev)
+        bounded = occ if cap is None else occupancy(fp.threads, min(regs, cap), fp.smem_bytes, dev)
         if bounded.blocks_per_sm < wanted:
             problems.append(
                 f"SMBLOCKS={wanted} blocks per SM do not fit: {bounded.blocks_per_sm} do "

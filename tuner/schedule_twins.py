@@ -18,6 +18,8 @@ stored ``dmma_streamk`` answer's data-parallel twin.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tuner.config import Config
 from tuner.evaluate import Result
 from tuner.families import get_family
@@ -70,3 +72,19 @@ def grid_twin(config: Config) -> Config | None:
     blocks = params.pop("SMBLOCKS")
     twin = get_family(grid_family).config({**params, "SPLITK": 1, "MINBLOCKS": blocks})
     return twin.padded(config.pad) if config.pad else twin
+
+
+def twin_screening(screened: Result, twin: Config) -> Result:
+    """What a twin's final re-measurement is stored over (``tuner.finalists.final_result``): its
+    source's screening, under the twin's name, family and parameters, with the compile figures
+    left to the twin's own compile and the source named (``twin_of``)."""
+    return replace(
+        screened,
+        config_name=twin.name,
+        family=twin.family,
+        params=twin.as_dict(),
+        registers=None,
+        smem_bytes=None,
+        occupancy=None,
+        provenance={**screened.provenance, "twin_of": screened.config_name},
+    )

@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import optuna
 from optuna.trial import TrialState
@@ -55,7 +55,7 @@ from tuner.finalists import (
 from tuner.rates import DeviceRates
 from tuner.recording import Recorder
 from tuner.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
-from tuner.schedule_twins import grid_twin, streamk_twin
+from tuner.schedule_twins import grid_twin, streamk_twin, twin_screening
 from tuner.screening_mode import may_screen_padded, other_mode, padded_families, screened_as
 from tuner.shape import Shape
 from tuner.space import Space
@@ -423,12 +423,13 @@ class Study:
         if not chosen:
             return
         configs = [self.candidates[name] for name in chosen]
-        others = self._other_modes(done, chosen[: self._finalists])
-        twins = self._streamk_twins(done, chosen[: self._finalists])
+        held = self.evaluator.measured_configs(self.shape)
+        others = self._other_modes(done, chosen[: self._finalists], held)
+        twins = self._streamk_twins(done, chosen[: self._finalists], held)
         screened = {
             **done,
             **{other.name: done[name] for name, other in others.items()},
-            **{twin.name: _twin_screening(done[name], twin) for name, twin in twins.items()},
+            **{twin.name: twin_screening(done[name], twin) for name, twin in twins.items()},
         }
         comparisons = self.evaluator.compare(
             [*configs, *others.values(), *twins.values()],
@@ -449,14 +450,15 @@ class Study:
         if progress.finalists:
             progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
 
-    def _other_modes(self, done: dict[str, Result], fastest: list[str]) -> dict[str, Config]:
+    def _other_modes(
+        self, done: dict[str, Result], fastest: list[str], held: set[str] | None
+    ) -> dict[str, Config]:
         """Where the shape has ragged rows: the fastest finalists, and the fastest candidate of
         each family that takes leading dimensions, in the operand mode they were not screened
         in (padded, or on the caller's arrays; ``tuner.screening_mode.other_mode``), by the
-        screened candidate's name, where the evaluator can measure them
-        (``tuner.finalists.padding_candidates``)."""
+        screened candidate's name, where the evaluator can measure them (``held``: the names it
+        can, or None for any; ``tuner.finalists.padding_candidates``)."""
         leading = [f for f in self.families if get_family(f).leading_dims]
-        held = self.evaluator.measured_configs(self.shape)
         others = {}
         for name in padding_candidates(done, fastest, leading):
             other = other_mode(self.candidates[name], self.shape)
@@ -476,12 +478,13 @@ class Study:
         twin = grid_twin(config.direct)
         return twin if twin is not None and twin.family in self.families else None
 
-    def _streamk_twins(self, done: dict[str, Result], fastest: list[str]) -> dict[str, Config]:
+    def _streamk_twins(
+        self, done: dict[str, Result], fastest: list[str], held: set[str] | None
+    ) -> dict[str, Config]:
         """The stream-K twins of the ``fastest`` finalists (``tuner.schedule_twins``), by the
         screened candidate's name: the same tile on a persistent grid, re-measured beside it
         because a data-parallel grid's last wave may run part full. Only twins not measured
-        already and that the evaluator can measure."""
-        held = self.evaluator.measured_configs(self.shape)
+        already and that the evaluator can measure (``held``, as for :meth:`_other_modes`)."""
         twins = {}
         for name in fastest:
             twin = streamk_twin(self.candidates[name], done[name], self.device)
@@ -602,19 +605,3 @@ class Study:
             and (progress.best is None or progress.best.ms is None or result.ms < progress.best.ms)
         ):
             progress.best = result
-
-
-def _twin_screening(screened: Result, twin: Config) -> Result:
-    """What a stream-K twin's re-measurement is stored over: its source's screening, under the
-    twin's name, family and parameters, with the compile figures left to the twin's own
-    compile and the source named (``twin_of``)."""
-    return replace(
-        screened,
-        config_name=twin.name,
-        family=twin.family,
-        params=twin.as_dict(),
-        registers=None,
-        smem_bytes=None,
-        occupancy=None,
-        provenance={**screened.provenance, "twin_of": screened.config_name},
-    )

@@ -113,6 +113,8 @@ _DMMA_TILE_PARAMS = (
 _DMMA_SPLITK = Param(
     "SPLITK", tuple(sorted({1, 33, 66, *SPLITK.params[-1].values})), SPLITK.params[-1].doc
 )
+# The cp.async ring's depth, shared by dmma_pipelined and dmma_streamk.
+_DMMA_STAGES = Param("STAGES", (2, 3, 4), "shared-memory buffers in flight")
 _DMMA_MINBLOCKS = Param(
     "MINBLOCKS",
     (1, 2, 3, 4),
@@ -225,7 +227,7 @@ DMMA_PIPELINED = Family(
     "stores; K split over grid z as dmma when SPLITK > 1.",
     params=(
         *_DMMA_TILE_PARAMS,
-        Param("STAGES", (2, 3, 4), "shared-memory buffers in flight"),
+        _DMMA_STAGES,
         _DMMA_SPLITK,
         _DMMA_MINBLOCKS,
     ),
@@ -252,9 +254,8 @@ def _dmma_streamk_derive(p: Params) -> dict[str, int]:
     """dmma_pipelined.cu.j2's constants in its stream-K mode: no grid z (SPLITK 1), the launch
     bound of SMBLOCKS blocks per SM (MINBLOCKS), and a counter triple per block of the largest
     persistent grid (fewer tiles than blocks are shared)."""
-    base = {**p, "SPLITK": 1, "MINBLOCKS": p["SMBLOCKS"]}
     return {
-        **_dmma_pipelined_derive(base),
+        **_dmma_pipelined_derive(p),
         "SPLITK": 1,
         "MINBLOCKS": p["SMBLOCKS"],
         "STREAMK": 1,
@@ -270,7 +271,7 @@ DMMA_STREAMK = Family(
     "C as split-K does; no wave runs part full.",
     params=(
         *_DMMA_TILE_PARAMS,
-        DMMA_PIPELINED.params[len(_DMMA_TILE_PARAMS)],  # STAGES
+        _DMMA_STAGES,
         Param(
             "SMBLOCKS",
             (1, 2, 3, 4),
