@@ -1,6 +1,6 @@
 """Hatch build hook: a wheel carries the committed results an installed gemmtune reads.
 
-Which files, and where in the wheel, is decided by ``tuner/results/location.py`` (the module
+Which files, and where in the wheel, is decided by ``tuner/data/location.py`` (the module
 that also resolves where the readers look), loaded here by path: it needs only the standard
 library, and the package's dependencies are not installed while a wheel is built.
 """

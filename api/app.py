@@ -30,9 +30,9 @@ from api.index_refresher import refreshing
 from api.routes import configs, dashboard, docs, health, results, studies
 from api.settings import Settings
 from api.study_cache import StudyCache
-from tuner.answer_index import BestIndex
-from tuner.answers import UncomputedLayoutError, UnknownDeviceError
-from tuner.intake import RejectedRecords
+from tuner.answers.best import UncomputedLayoutError, UnknownDeviceError
+from tuner.answers.index import BestIndex
+from tuner.data.intake import RejectedRecords
 
 STATIC = Path(__file__).resolve().parent / "static"
 

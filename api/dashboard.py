@@ -1,4 +1,4 @@
-"""What the dashboard pages show: read from storage, drawn by :mod:`tuner.svg_charts`."""
+"""What the dashboard pages show: read from storage, drawn by :mod:`tuner.report.svg_charts`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 import storage
-from tuner.accuracy import DEFAULT_ACCURACY
-from tuner.answer_index import load_snapshot
-from tuner.answers import Tuned
-from tuner.svg_charts import Bar, bar_chart
+from tuner.answers.best import Tuned
+from tuner.answers.index import load_snapshot
+from tuner.core.accuracy import DEFAULT_ACCURACY
+from tuner.report.svg_charts import Bar, bar_chart
 
 
 def _pct(entry: Tuned) -> float | None:

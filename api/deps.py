@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import storage
 from api.settings import Settings
 from api.study_cache import StudyCache
-from tuner.answer_index import BestIndex
+from tuner.answers.index import BestIndex
 
 
 def get_settings(request: Request) -> Settings:

@@ -20,10 +20,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.status import HTTP_422_UNPROCESSABLE_CONTENT
 
 from api.schemas import CONFIG_NAME, NON_BLANK
-from tuner.answers import UncomputedLayoutError, UnknownDeviceError
-from tuner.device_kind import ARCH_FORMAT
-from tuner.intake import RejectedRecords
-from tuner.shape import MAX_DIM
+from tuner.answers.best import UncomputedLayoutError, UnknownDeviceError
+from tuner.answers.device_kind import ARCH_FORMAT
+from tuner.core.shape import MAX_DIM
+from tuner.data.intake import RejectedRecords
 
 _SOURCES = ("body", "query", "path", "header", "cookie")
 _DIMS = {"m", "n", "k", "m_min", "m_max", "n_min", "n_max", "k_min", "k_max"}
@@ -174,7 +174,7 @@ async def http_error_handler(request: Request, exc: Exception) -> Response:
 
 
 async def rejected_records_handler(request: Request, exc: Exception) -> JSONResponse:
-    """Records refused by :mod:`tuner.intake`: one 422 entry per problem, on its field."""
+    """Records refused by :mod:`tuner.data.intake`: one 422 entry per problem, on its field."""
     assert isinstance(exc, RejectedRecords)
     return _unprocessable(
         [

@@ -17,7 +17,7 @@ from markupsafe import Markup
 from api.importance import importances
 from api.study_cache import CachedStudy, Importances
 from api.study_page import scope
-from tuner.svg_charts import Bar, BarLayout, bar_chart
+from tuner.report.svg_charts import Bar, BarLayout, bar_chart
 
 # What the summary above the chart names: the few parameters that mattered most.
 NAMED = 3

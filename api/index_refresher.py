@@ -1,6 +1,6 @@
 """Keeps the app's best-config index current from a background task, so no request waits.
 
-Every ``interval_s`` the task runs :meth:`tuner.answer_index.BestIndex.refresh` in a worker
+Every ``interval_s`` the task runs :meth:`tuner.answers.index.BestIndex.refresh` in a worker
 thread (a fingerprint query, then only the rows that changed); the event loop that answers
 ``POST /v1/configs/best`` never reads the database. Writes through this app's own uploads are
 merged at once by the upload itself.
@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
 
-from tuner.answer_index import BestIndex
+from tuner.answers.index import BestIndex
 
 # With a TTL of 0 ("no caching", as tests ask) the refresher still sleeps this long between
 # reads, so it cannot take a core.

@@ -1,4 +1,4 @@
-"""Moved: the answers live in :mod:`tuner.answers` (rules) and :mod:`tuner.answer_index` (the
+"""Moved: the answers live in :mod:`tuner.answers.best` (rules) and :mod:`tuner.answers.index` (the
 in-memory index), TFLOP/s in :func:`storage.tflops`.
 
 Only ``tflops`` is still re-exported here, for ``api/preload.py`` until it imports it from

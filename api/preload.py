@@ -1,6 +1,6 @@
 """Fill an empty database with the committed H100 results, so a fresh server has answers.
 
-Files of the results folder (:mod:`tuner.results.location`: ``$GEMMTUNE_RESULTS_DIR``, else the
+Files of the results folder (:mod:`tuner.data.location`: ``$GEMMTUNE_RESULTS_DIR``, else the
 checkout's ``benchmarks/results``, else the copy installed with the package), each used when
 present:
 
@@ -16,7 +16,7 @@ present:
 Each row's ``created_at`` is when it was measured, not when it was preloaded: the provenance's
 ``time`` (one measurement) or ``date`` (a suite run), else the sweep table header's ``date``.
 
-Every record must pass the rules of uploads and imports (:mod:`tuner.intake`), or nothing is
+Every record must pass the rules of uploads and imports (:mod:`tuner.data.intake`), or nothing is
 stored. Everything goes through :func:`storage.record_measurements`, which stores the same rows and
 best_config as live tuning's :func:`storage.record_measurement` one record at a time would.
 Idempotent: a database that already holds measurements is left alone.
@@ -35,12 +35,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from api.lookup import tflops as _tflops
-from tuner.errors import InputError
-from tuner.families import accuracy_of, parse_config
-from tuner.intake import check_records
-from tuner.results import SuiteFile, SweepTable, data_location, read_suite_file, read_sweep_table
-from tuner.results.location import SUITE_BESTS
-from tuner.sql_recorder import measurement_in
+from tuner.core.errors import InputError
+from tuner.data import SuiteFile, SweepTable, data_location, read_suite_file, read_sweep_table
+from tuner.data.intake import check_records
+from tuner.data.location import SUITE_BESTS
+from tuner.kernels.families import accuracy_of, parse_config
+from tuner.search.sql_recorder import measurement_in
 
 SWEEP_FILE = "h100-sweep.jsonl"
 SWEEP_GLOB = "h100-sweep*.jsonl"
@@ -154,7 +154,7 @@ def _records(folder: Path) -> tuple[list[Record], int]:
 
 
 def _checked(path: Path, records: Iterator[Record]) -> list[Record]:
-    """The file's records, each passing the rules of uploads and imports (:mod:`tuner.intake`).
+    """The file's records, each passing the rules of uploads and imports (:mod:`tuner.data.intake`).
 
     Raises:
         InputError: a record names no config (:class:`RejectedRecords` when it breaks a rule);

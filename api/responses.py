@@ -6,10 +6,10 @@ from collections.abc import Iterable
 
 import storage
 from api import schemas
-from tuner.answer_index import BestIndex, Snapshot
-from tuner.answers import Answer
-from tuner.device_kind import DeviceSpec
-from tuner.families import get_family
+from tuner.answers.best import Answer
+from tuner.answers.device_kind import DeviceSpec
+from tuner.answers.index import BestIndex, Snapshot
+from tuner.kernels.families import get_family
 
 
 def asked_device(body: schemas.BestRequest) -> DeviceSpec | None:

@@ -15,11 +15,11 @@ from pydantic import (
 )
 
 from storage import STATUSES
-from tuner.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
-from tuner.answers import FAR_DISTANCE
-from tuner.device_kind import ARCH_FORMAT
-from tuner.families import FAMILIES
-from tuner.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
+from tuner.answers.best import FAR_DISTANCE
+from tuner.answers.device_kind import ARCH_FORMAT
+from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
+from tuner.core.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
+from tuner.kernels.families import FAMILIES
 
 # Strict: JSON's true is not m = 1, nor is the string "4096" a dimension.
 Dim = Annotated[StrictInt, Field(ge=1, le=MAX_DIM, description=f"matrix dimension, 1..{MAX_DIM}")]
@@ -217,7 +217,7 @@ class ShapeIn(Strict):
 
 class MeasurementIn(Strict):
     """One evaluated candidate. Beyond these types, the config must obey its family's rules
-    and the times must be plausible on the device (:mod:`tuner.intake`; 422 otherwise)."""
+    and the times must be plausible on the device (:mod:`tuner.data.intake`; 422 otherwise)."""
 
     family: FamilyName  # type: ignore[valid-type]
     config_name: str = Field(

@@ -13,7 +13,7 @@ from sqlalchemy.exc import ArgumentError
 from api.app import create_app
 from api.preload import preload
 from api.settings import Settings
-from tuner.results import data_location
+from tuner.data import data_location
 
 
 def app_from_environment() -> FastAPI:

@@ -2,7 +2,7 @@
 shape a user types, the answer the API would give, how far it is from its data and where that
 data came from (the regret view).
 
-The answer is :meth:`tuner.answers.Tuning.answer` on the API's own snapshot, so the page and
+The answer is :meth:`tuner.answers.best.Tuning.answer` on the API's own snapshot, so the page and
 ``POST /v1/configs/best`` cannot disagree.
 """
 
@@ -14,11 +14,11 @@ from typing import Any
 
 from markupsafe import Markup
 
-from tuner.answers import FAR_DISTANCE, Answer, Tuned, Tuning
-from tuner.device_kind import DeviceSpec
-from tuner.errors import InputError
-from tuner.shape import parse_shape
-from tuner.svg_charts import Point, scatter_chart
+from tuner.answers.best import FAR_DISTANCE, Answer, Tuned, Tuning
+from tuner.answers.device_kind import DeviceSpec
+from tuner.core.errors import InputError
+from tuner.core.shape import parse_shape
+from tuner.report.svg_charts import Point, scatter_chart
 
 # Ratio to cuBLAS (its time / ours) in bands, for the colours of the chart.
 BANDS = ((1.2, ">= 1.2x cuBLAS"), (1.0, "1.0-1.2x cuBLAS"), (0.8, "0.8-1.0x cuBLAS"))

@@ -4,7 +4,7 @@ own, :mod:`api.importance_panel`), TFLOP/s against a chosen axis coloured by a c
 the failures and the trial table.
 
 Every chart is bounded however long the study: points that would land on one another are drawn
-once (:func:`tuner.svg_charts.thinned`), parallel coordinates show the fastest trials and an
+once (:func:`tuner.report.svg_charts.thinned`), parallel coordinates show the fastest trials and an
 even sample of the rest, the table is one page.
 """
 
@@ -22,8 +22,8 @@ from api.study_cache import CachedStudy
 from api.study_data import Study, StudyTrial
 from api.study_names import study_title
 from api.trial_table import STATUS_MEANING, TableQuery, failures, table_page
-from tuner.errors import InputError
-from tuner.svg_charts import (
+from tuner.core.errors import InputError
+from tuner.report.svg_charts import (
     Point,
     Reference,
     best_so_far_chart,
@@ -31,7 +31,7 @@ from tuner.svg_charts import (
     scatter_chart,
     thinned,
 )
-from tuner.svg_parallel import Line, parallel_coordinates_chart
+from tuner.report.svg_parallel import Line, parallel_coordinates_chart
 
 # Resources every measured trial has, by the name the axis form uses.
 RESOURCES = {
@@ -124,7 +124,7 @@ def _dots(
     tooltip: Callable[[StudyTrial], str] = _label,
 ) -> list[Point]:
     """The points of ``trials`` (TFLOP/s against ``xs``) a chart draws: at most ``limit``,
-    those that would hide one another drawn once (:func:`tuner.svg_charts.thinned`)."""
+    those that would hide one another drawn once (:func:`tuner.report.svg_charts.thinned`)."""
     ys = [t.tflops or 0.0 for t in trials]
     return [
         Point(xs[i], ys[i], groups[i], tooltip(trials[i]) + more_here(n))

@@ -1,8 +1,8 @@
 """``POST /v1/results``: from a validated body to stored rows, all or nothing.
 
-Every measurement passes :mod:`tuner.intake` first (the rules shared with ``gemmtune import``
+Every measurement passes :mod:`tuner.data.intake` first (the rules shared with ``gemmtune import``
 and preload); one problem refuses the whole upload. What is stored is marked trusted or not by
-the token it came with (:func:`tuner.intake.with_trust`): an untrusted row is listed like any
+the token it came with (:func:`tuner.data.intake.with_trust`): an untrusted row is listed like any
 other but never becomes the best config. The SQLite file is checked before and after the
 write, so an upload is never acknowledged into a file that was deleted or replaced.
 """
@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from api import schemas
-from tuner.families import accuracy_of
-from tuner.intake import Problem, RejectedRecords, check_upload, with_trust
+from tuner.data.intake import Problem, RejectedRecords, check_upload, with_trust
+from tuner.kernels.families import accuracy_of
 
 
 def store_upload(

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import storage
 from benchmarks.serving import result_header, run_steps, served
-from tuner.families import parse_config
+from tuner.kernels.families import parse_config
 
 DEVICE = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
 CONFIGS = [

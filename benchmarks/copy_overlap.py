@@ -4,7 +4,7 @@ mode of the tuner.)
     python benchmarks/copy_overlap.py --out copy-overlap.json [--rounds 5] \
         --case 2047x2047x2047:dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1 ...
 
-A padded launch (``tuner.padded_launch``) copies each ragged operand into rows on 128-byte
+A padded launch (``tuner.gpu.padded_launch``) copies each ragged operand into rows on 128-byte
 lines with the copy kernel, then runs the product: on the cubes and primes of the odd suite the
 copies cost 4-9 % of the kernel's time (``benchmarks/speed.md``). The product on the FP64 tensor
 cores is bound by its math, not by DRAM, and ``cudaMemcpy2DAsync`` on another stream may move
@@ -45,11 +45,11 @@ from benchmarks.odd_loss import (
     leading_dims_kernel,
     time_cases,
 )
-from tuner.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
-from tuner.operand_padding import Copy2D, row_pitch
-from tuner.pad_copy import copy_rows
-from tuner.shape import Shape
-from tuner.stream_gate import held_stream
+from tuner.core.shape import Shape
+from tuner.gpu.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
+from tuner.gpu.pad_copy import copy_rows
+from tuner.gpu.stream_gate import held_stream
+from tuner.kernels.operand_padding import Copy2D, row_pitch
 
 FRACTIONS = (0.125, 0.25, 0.5)  # K1 / K of the chained ways
 # One more chained way writes a C whose rows are on 128-byte lines, as if the caller's were: the

@@ -4,9 +4,9 @@
 
 Each thread runs CHAINS independent FMA chains (enough to cover the pipeline's latency) for
 ITERATIONS steps on values read from memory, and writes their sum, so nothing is folded away.
-Timed like every kernel of the tuner (``tuner.measure.time_launches``: CUDA events, WARMUPS
+Timed like every kernel of the tuner (``tuner.gpu.measure.time_launches``: CUDA events, WARMUPS
 launches, then the median of RUNS). Prints TFLOP/s and writes
-them with the device, clocks and versions: the roofline's compute roof (``tuner.roofline``)
+them with the device, clocks and versions: the roofline's compute roof (``tuner.model.roofline``)
 for a GPU the project has not measured before. The same method as the H100 figure in
 shared/bench/README.md (8 independent chains per thread).
 """
@@ -23,9 +23,9 @@ import cupy as cp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.gpu_worker import device_provenance
-from tuner.measure import time_launches
-from tuner.resources import live_device
+from tuner.gpu.measure import time_launches
+from tuner.gpu.worker import device_provenance
+from tuner.kernels.resources import live_device
 
 CHAINS = 8
 ITERATIONS = 4096

@@ -14,7 +14,7 @@ Whether that pays depends on three rates this script measures on the device:
   whether the pipes work side by side or share one limit (issue, power, clock);
 
 and, for scale, cuBLAS's DGEMM and SGEMM on some suite shapes in the same process.
-Timed with ``tuner.measure.time_launches`` (CUDA events, warm-up, median).
+Timed with ``tuner.gpu.measure.time_launches`` (CUDA events, warm-up, median).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import cupy as cp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.ffma_ceiling import write_result
-from tuner.gpu_worker import device_provenance
-from tuner.measure import cublas_gemm, time_launches
-from tuner.resources import DeviceLimits, live_device
+from tuner.gpu.measure import cublas_gemm, time_launches
+from tuner.gpu.worker import device_provenance
+from tuner.kernels.resources import DeviceLimits, live_device
 
 THREADS = 256
 BLOCKS_PER_SM = 4

@@ -21,13 +21,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.answers import default_config
-from tuner.config import Config
-from tuner.cost_model import estimate
-from tuner.gpu_worker import GpuEvaluator
-from tuner.measure import tflops
-from tuner.shape import Shape, parse_shape
-from tuner.space import Space
+from tuner.answers.best import default_config
+from tuner.core.config import Config
+from tuner.core.shape import Shape, parse_shape
+from tuner.gpu.measure import tflops
+from tuner.gpu.worker import GpuEvaluator
+from tuner.kernels.space import Space
+from tuner.model.cost_model import estimate
 
 SHAPES = ("4096x4096x4096", "4097x4097x4097", "1537x2999x1001")
 KINDS = (("bfloat16", "NN"), ("bfloat16", "NT"), ("float16", "NN"), ("float16", "NT"))

@@ -1,4 +1,4 @@
-"""How well the cost model (``tuner.cost_model.estimate``) orders measured sweep tables.
+"""How well the cost model (``tuner.model.cost_model.estimate``) orders measured sweep tables.
 
     python benchmarks/model_agreement.py [--table FILE ...] [--min-rows 20] [--json OUT]
 
@@ -34,12 +34,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner import cost_model
-from tuner.config import Config
-from tuner.cost_model import Estimate, estimate
-from tuner.families import get_family, parse_config
-from tuner.replay import ReplayEvaluator
-from tuner.shape import Shape
+from tuner.core.config import Config
+from tuner.core.shape import Shape
+from tuner.kernels.families import get_family, parse_config
+from tuner.model import cost_model
+from tuner.model.cost_model import Estimate, estimate
+from tuner.search.replay import ReplayEvaluator
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = 0.02  # "within 2 % of the best", as benchmarks/search.py
@@ -180,14 +180,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {key:24s} {value['rows']:5d} rows  {value['relative_error']:.2f}")
     if args.json:
         doc = {
-            "what": "the cost model (tuner.cost_model) against measured sweep tables",
+            "what": "the cost model (tuner.model.cost_model) against measured sweep tables",
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "tables": [p.name for p in tables],
             "tolerance": TOLERANCE,
             "issue_model": (
                 f"min(1, {args.warp_issue_share} * warps per scheduler)"
                 if args.warp_issue_share is not None
-                else f"tuner.cost_model.issue_efficiency (WARP_READY {cost_model.WARP_READY})"
+                else f"tuner.model.cost_model.issue_efficiency (WARP_READY {cost_model.WARP_READY})"
             ),
             "agreement": [asdict(r) for r in results],
             "by_family_and_warps": by_warps,

@@ -37,8 +37,8 @@ from sqlalchemy import select
 
 import storage
 from storage.records import is_final
-from tuner.shape import Shape, parse_shape
-from tuner.suite import read_shapes
+from tuner.core.shape import Shape, parse_shape
+from tuner.data.shape_lists import read_shapes
 
 HERE = Path(__file__).resolve().parent
 

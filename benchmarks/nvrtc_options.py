@@ -10,7 +10,7 @@ probe turns that cache off (``CUDA_CACHE_DISABLE=1``) and first shows it is off:
 compiled twice takes as long the second time.
 
 A seeded sample of the shape's candidates, ``--per-family`` per default family, is compiled
-with the service's options (``tuner.compile.NVRTC_OPTIONS``, "base") and with each variant's
+with the service's options (``tuner.kernels.compile.NVRTC_OPTIONS``, "base") and with each variant's
 options added: config by config, the sets in turn (first set alternating), one compile at a
 time (the compiler alone on a core); then the whole sample in a pool of ``--workers`` processes
 (as a study compiles), the sets in turn, twice. Each row holds a config's seconds per set, its
@@ -36,13 +36,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.compile import NVRTC_OPTIONS, CompileError, parse_ptxas_report
-from tuner.families import parse_config
-from tuner.render import render
-from tuner.resources import table_device
-from tuner.runner import DEFAULT_FAMILIES
-from tuner.shape import parse_shape
-from tuner.space import Space
+from tuner.core.shape import parse_shape
+from tuner.kernels.compile import NVRTC_OPTIONS, CompileError, parse_ptxas_report
+from tuner.kernels.families import parse_config
+from tuner.kernels.render import render
+from tuner.kernels.resources import table_device
+from tuner.kernels.space import Space
+from tuner.run.runner import DEFAULT_FAMILIES
 
 ARCH = "sm_90"
 POOL_ROUNDS = 2

@@ -39,14 +39,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.odd_report import aligned_twin
-from tuner.compile import NvrtcCompiler, compile_many, load_kernel
-from tuner.families import parse_config
-from tuner.gpu_worker import device_provenance
-from tuner.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
-from tuner.operand_padding import round_up, row_pitch_multiple
-from tuner.render import KernelSource, render
-from tuner.resources import live_device
-from tuner.shape import Shape, parse_shape
+from tuner.core.shape import Shape, parse_shape
+from tuner.gpu.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
+from tuner.gpu.worker import device_provenance
+from tuner.kernels.compile import NvrtcCompiler, compile_many, load_kernel
+from tuner.kernels.families import parse_config
+from tuner.kernels.operand_padding import round_up, row_pitch_multiple
+from tuner.kernels.render import KernelSource, render
+from tuner.kernels.resources import live_device
 
 WAYS = ("twin", "prepadded", "prepadded_ab", "prepadded_a", "prepadded_b", "padded", "direct")
 LAUNCHES = 3  # per way per round
@@ -135,7 +135,7 @@ def _case(cp: Any, shape: Shape, name: str, rounds: int) -> dict[str, Any]:
     host: dict[str, list[float]] = {way: [] for way in WAYS}
     for _ in range(rounds):
         for way, run in runs.items():
-            # Queued without waiting, as tuner.measure.time_launches does: the host enqueues a
+            # Queued without waiting, as tuner.gpu.measure.time_launches does: the host enqueues a
             # padded launch's copies and kernel while the GPU flushes L2, so host time is not
             # counted unless the host falls behind. The host's own time per launch (the flush
             # and event records included) is kept beside it.

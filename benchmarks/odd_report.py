@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tuner.suite import read_suite  # noqa: E402
+from tuner.data.shape_lists import read_suite  # noqa: E402
 
 SHARE_OF_ALIGNED = 0.95
 GEOMEAN_RATIO = 1.2

@@ -1,5 +1,5 @@
 """Time the copies a padded launch makes (GPU only): ``cudaMemcpy2DAsync`` against the copy
-kernel of ``tuner.pad_copy``, on the operands of odd shapes, alternating, CUDA events, medians.
+kernel of ``tuner.gpu.pad_copy``, on the operands of odd shapes, alternating, CUDA events, medians.
 
     python benchmarks/pad_copy.py --out pad-copy.json [--repeats 30]
 
@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.gpu_worker import device_provenance
-from tuner.operand_padding import Copy2D
-from tuner.pad_copy import copy_rows
-from tuner.resources import live_device
+from tuner.gpu.pad_copy import copy_rows
+from tuner.gpu.worker import device_provenance
+from tuner.kernels.operand_padding import Copy2D
+from tuner.kernels.resources import live_device
 
 L2_FLUSH_BYTES = 256 << 20
 
@@ -122,7 +122,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = [_case(*case, repeats=args.repeats) for case in CASES]
     doc = {
-        "what": "padded-operand copies: cudaMemcpy2DAsync against tuner.pad_copy's kernel",
+        "what": "padded-operand copies: cudaMemcpy2DAsync against tuner.gpu.pad_copy's kernel",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "provenance": device_provenance(live_device()),
         "repeats": args.repeats,

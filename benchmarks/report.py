@@ -3,7 +3,8 @@
 
     python benchmarks/report.py benchmarks/results/h100-suite.json [--chart h100-suite.svg]
 
-A thin wrapper: the rendering lives in ``tuner.bench_report`` (``gemmtune bench`` writes both).
+A thin wrapper: the rendering lives in ``tuner.report.bench_tables`` (``gemmtune bench`` writes
+both).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.bench_report import chart_title, markdown, ratio_chart
-from tuner.results import read_suite_file
+from tuner.data import read_suite_file
+from tuner.report.bench_tables import chart_title, markdown, ratio_chart
 
 
 def main() -> None:

@@ -5,19 +5,18 @@
         [--table benchmarks/results/h100-sweep.jsonl ...] [--family warptile ...]
         [--markdown benchmarks/search.md] [--json out.json]
 
-For every shape of the table, sampler and seed, a study (``tuner.study.Study``, in-memory Optuna
-storage, a MemoryRecorder, no warm start) runs on the ``--family`` families (default warptile and
-pipelined, the exhaustive table's) with the replay evaluator; several ``--table`` files are
-merged (sweeps of different families), and a study searches only the configs they hold. It stops
-as soon as the best result so far is within ``--tolerance`` of the best the tables hold for that
-shape in those families, or after ``--cap`` evaluated candidates (a capped run;
-``--cap-for SAMPLER=N`` gives one sampler another cap, e.g. a slow model-based one).
-Prints, per shape and sampler, the quantiles of the count of evaluated candidates, as a number
-and as a share of the valid space, plus the wall time; whether the search target holds per shape
-(the best sampler's median count at most ``TARGET_SHARE`` of the valid space and at most
-``TARGET_VS_RANDOM`` of random's); random's expected count is also computed exactly from the
-table as a cross-check. ``--markdown`` writes the same report, with the date, machine and the
-command that reproduces it, to a file.
+For every shape of the table, sampler and seed, a study (``tuner.search.study.Study``, in-memory
+Optuna storage, a MemoryRecorder, no warm start) runs on the ``--family`` families (default warptile
+and pipelined, the exhaustive table's) with the replay evaluator; several ``--table`` files are
+merged (sweeps of different families), and a study searches only the configs they hold. It stops as
+soon as the best result so far is within ``--tolerance`` of the best the tables hold for that shape
+in those families, or after ``--cap`` evaluated candidates (a capped run; ``--cap-for SAMPLER=N``
+gives one sampler another cap, e.g. a slow model-based one). Prints, per shape and sampler, the
+quantiles of the count of evaluated candidates, as a number and as a share of the valid space, plus
+the wall time; whether the search target holds per shape (the best sampler's median count at most
+``TARGET_SHARE`` of the valid space and at most ``TARGET_VS_RANDOM`` of random's); random's expected
+count is also computed exactly from the table as a cross-check. ``--markdown`` writes the same
+report, with the date, machine and the command that reproduces it, to a file.
 """
 
 from __future__ import annotations
@@ -50,17 +49,17 @@ from benchmarks.search_report import (
     relative,
     render,
 )
-from tuner.evaluate import Result
-from tuner.recording import MemoryRecorder
-from tuner.replay import ReplayEvaluator, default_table
-from tuner.results import read_sweep_table
-from tuner.samplers import SAMPLERS
-from tuner.shape import parse_shape
-from tuner.study import Progress, Study
+from tuner.core.shape import parse_shape
+from tuner.data import read_sweep_table
+from tuner.search.evaluator import Result
+from tuner.search.recorder import MemoryRecorder
+from tuner.search.replay import ReplayEvaluator, default_table
+from tuner.search.samplers import SAMPLERS
+from tuner.search.study import Progress, Study
 
-# tuner.samplers imports the cost model only when "ranked" is first asked for; import it now so
-# that every run uses the code there was at the start (and that code_version() names).
-importlib.import_module("tuner.ranking")
+# tuner.search.samplers imports the cost model only when "ranked" is first asked for; import it now
+# so that every run uses the code there was at the start (and that code_version() names).
+importlib.import_module("tuner.search.samplers.ranked")
 
 DEFAULT_SAMPLERS = ("ranked", "tpe", "random", "cmaes")
 # Model-based samplers whose proposals get slower as the study grows: started first, so that the

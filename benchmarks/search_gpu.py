@@ -45,12 +45,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from storage import open_database
-from tuner.families import checked_config
-from tuner.gpu_worker import GpuEvaluator
-from tuner.runner import DEFAULT_FAMILIES, WARM_START, run_study
-from tuner.shape import Shape, parse_shape
-from tuner.study import Progress
-from tuner.suite import read_suite
+from tuner.core.shape import Shape, parse_shape
+from tuner.data.shape_lists import read_suite
+from tuner.gpu.worker import GpuEvaluator
+from tuner.kernels.families import checked_config
+from tuner.run.runner import DEFAULT_FAMILIES, WARM_START, run_study
+from tuner.search.study import Progress
 
 HERE = Path(__file__).resolve().parent
 MODES = {  # name: (sampler, warm start, trials option)

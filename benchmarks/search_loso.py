@@ -37,17 +37,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.answers import default_config
-from tuner.config import Config
-from tuner.correction import shape_distance
-from tuner.families import checked_config
-from tuner.recording import MemoryRecorder
-from tuner.replay import ReplayEvaluator
-from tuner.results import results_dir, sweep_tables
-from tuner.runner import DEFAULT_FAMILIES
-from tuner.samplers import Observation
-from tuner.shape import Shape, parse_shape
-from tuner.study import Progress, Study
+from tuner.answers.best import default_config
+from tuner.core.config import Config
+from tuner.core.shape import Shape, parse_shape
+from tuner.data import results_dir, sweep_tables
+from tuner.kernels.families import checked_config
+from tuner.run.runner import DEFAULT_FAMILIES
+from tuner.search.recorder import MemoryRecorder
+from tuner.search.replay import ReplayEvaluator
+from tuner.search.samplers import Observation
+from tuner.search.samplers.correction import shape_distance
+from tuner.search.study import Progress, Study
 
 MODES = ("ranked cold", "ranked transfer", "tpe cold", "random cold")
 BUDGET = 40  # the budget: within 5 % after at most this many candidates

@@ -20,12 +20,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.families import get_family
-from tuner.replay import ReplayEvaluator
-from tuner.results import SweepRow
-from tuner.samplers import SAMPLERS
-from tuner.shape import Shape, parse_shape
-from tuner.study import search_space
+from tuner.core.shape import Shape, parse_shape
+from tuner.data import SweepRow
+from tuner.kernels.families import get_family
+from tuner.search.replay import ReplayEvaluator
+from tuner.search.samplers import SAMPLERS
+from tuner.search.study import search_space
 
 ROOT = Path(__file__).resolve().parent.parent
 # The families of the exhaustive table (and of the runs saved before --family existed).
@@ -35,7 +35,7 @@ FAMILIES = ("warptile", "pipelined")
 @dataclass(frozen=True)
 class Scope:
     """What the runs searched: a replay and the families studied on it. The valid space of a
-    shape is every candidate of those families that the replay holds (``tuner.study.Study``
+    shape is every candidate of those families that the replay holds (``tuner.search.study.Study``
     searches exactly these)."""
 
     evaluator: ReplayEvaluator

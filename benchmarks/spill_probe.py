@@ -4,11 +4,11 @@ under the pre-compile estimate: registers and spills from nvcc for sm_90 (no GPU
     python benchmarks/spill_probe.py --out benchmarks/results/nvcc-launch-bound-spills.json \
         [--per-family 60] [--seed 1] [--shape 4096x4096x4096] [CONFIG ...]
 
-The configs are the named ones plus, per family (``dmma``, ``dmma_pipelined``), a seeded sample
-of the shape's candidates whose estimate exceeds 1.15 times the cap that MINBLOCKS leaves
-(``tuner.resources.launch_bound_registers``). Each row holds the estimate, the cap, their ratio,
-and what nvcc reported; the summary counts, per ratio band, the configs that spilled. This is
-the evidence behind ``launch_bound_slack`` of ``dmma_pipelined`` (``tuner.families.dmma``).
+The configs are the named ones plus, per family (``dmma``, ``dmma_pipelined``), a seeded sample of
+the shape's candidates whose estimate exceeds 1.15 times the cap that MINBLOCKS leaves
+(``tuner.kernels.resources.launch_bound_registers``). Each row holds the estimate, the cap, their
+ratio, and what nvcc reported; the summary counts, per ratio band, the configs that spilled. This is
+the evidence behind ``launch_bound_slack`` of ``dmma_pipelined`` (``tuner.kernels.families.dmma``).
 """
 
 from __future__ import annotations
@@ -24,12 +24,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.compile import CompiledKernel, CompileError, NvccCompiler, compile_many
-from tuner.families import parse_config
-from tuner.render import KernelSource, render
-from tuner.resources import ResourceCheck, launch_bound_registers, static_check, table_device
-from tuner.shape import parse_shape
-from tuner.space import Space
+from tuner.core.shape import parse_shape
+from tuner.kernels.compile import CompiledKernel, CompileError, NvccCompiler, compile_many
+from tuner.kernels.families import parse_config
+from tuner.kernels.render import KernelSource, render
+from tuner.kernels.resources import (
+    ResourceCheck,
+    launch_bound_registers,
+    static_check,
+    table_device,
+)
+from tuner.kernels.space import Space
 
 ARCH = "sm_90"
 FAMILIES = ("dmma", "dmma_pipelined")

@@ -2,7 +2,7 @@
 GPU throughput benchmark (``benchmarks/search_gpu.py``: ``ranked``, no warm start, a fresh
 SQLite database with Optuna's tables, the default families), with an evaluator that answers at
 once, so every second measured is the study's own bookkeeping. The BLAS runs on one thread, as
-in a study beside the GPU evaluator's compile pool (``tuner.compile_pool.one_blas_thread``).
+in a study beside the GPU evaluator's compile pool (``tuner.kernels.compile_pool.one_blas_thread``).
 
     python benchmarks/study_overhead.py --out overhead.json [--trials 80] [--profile prof.txt]
 
@@ -35,11 +35,11 @@ import optuna
 
 from storage import open_database
 from tests.tuner.fakes import RuleEvaluator
-from tuner.compile_pool import one_blas_thread
-from tuner.resources import table_device
-from tuner.runner import DEFAULT_FAMILIES, run_study
-from tuner.shape import Shape
-from tuner.study import Progress
+from tuner.core.shape import Shape
+from tuner.kernels.compile_pool import one_blas_thread
+from tuner.kernels.resources import table_device
+from tuner.run.runner import DEFAULT_FAMILIES, run_study
+from tuner.search.study import Progress
 
 SHAPES = (Shape(4096, 4096, 4096), Shape(1024, 1024, 512))
 

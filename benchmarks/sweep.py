@@ -4,13 +4,13 @@
         --shape 4096x4096x4096 --shape 1000x1000x1000 --out $OUT/sweep.jsonl \
         [--resume previous.jsonl] [--max-minutes 9] [--where THREADS=128,256 --where BK=16,32]
 
-Writes a sweep table (``tuner.results.sweep_table``): a header with device, date and versions,
-then one line per (shape, config), every status, failures with their reason. ``tuner.replay``,
-``tuner.priors`` and the server's preload read it. Kernels do not depend
-on the shape, so each family's candidates (union over shapes) compile once, on every core,
-while they are measured one by one in the isolated GPU worker. ``--resume`` skips rows already
-measured (a sweep longer than one GPU session runs in pieces). ``--where NAME=V1,V2`` keeps
-only the candidates whose parameter NAME takes one of the values (a slice of a large space).
+Writes a sweep table (``tuner.data.sweep_table``): a header with device, date and versions, then one
+line per (shape, config), every status, failures with their reason. ``tuner.search.replay``,
+``tuner.search.priors`` and the server's preload read it. Kernels do not depend on the shape, so
+each family's candidates (union over shapes) compile once, on every core, while they are measured
+one by one in the isolated GPU worker. ``--resume`` skips rows already measured (a sweep longer than
+one GPU session runs in pieces). ``--where NAME=V1,V2`` keeps only the candidates whose parameter
+NAME takes one of the values (a slice of a large space).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.config import Config
-from tuner.gpu_worker import GpuEvaluator
-from tuner.results import SweepHeader, SweepRow, SweepTableWriter, read_sweep_table
-from tuner.shape import parse_shape
-from tuner.space import Space
+from tuner.core.config import Config
+from tuner.core.shape import parse_shape
+from tuner.data import SweepHeader, SweepRow, SweepTableWriter, read_sweep_table
+from tuner.gpu.worker import GpuEvaluator
+from tuner.kernels.space import Space
 
 
 def already_done(paths: list[Path]) -> set[tuple[str, str]]:

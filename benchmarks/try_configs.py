@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.config import Config
-from tuner.evaluate import Comparison
-from tuner.families import get_family, parse_config
-from tuner.gpu_worker import GpuEvaluator
-from tuner.measure import tflops
-from tuner.shape import Shape, parse_shape
+from tuner.core.config import Config
+from tuner.core.shape import Shape, parse_shape
+from tuner.gpu.measure import tflops
+from tuner.gpu.worker import GpuEvaluator
+from tuner.kernels.families import get_family, parse_config
+from tuner.search.evaluator import Comparison
 
 
 def _compare(

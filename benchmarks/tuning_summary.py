@@ -8,7 +8,7 @@ cuBLAS, the ratio, provenance) it adds, from the tuning database: the studies th
 shape on that device, the candidates they evaluated (all statuses), and the tuning wall time:
 the sum of the intervals between consecutive stored results of the shape, leaving out gaps of
 more than ``--gap-s`` seconds (a study resumed in a later run), so the time between runs does
-not count. The output is a suite file (``tuner.results.suite_file``), which ``gemmtune serve``
+not count. The output is a suite file (``tuner.data.suite_file``), which ``gemmtune serve``
 preloads.
 
 When the database was seeded from committed files (``api.preload``: an earlier summary and sweep
@@ -34,7 +34,7 @@ from sqlalchemy import select
 
 import storage
 from storage.models import Device, Measurement, Shape
-from tuner.results import read_suite_file, write_suite_file
+from tuner.data import read_suite_file, write_suite_file
 
 KEEP = (
     "class", "m", "n", "k", "config", "family", "status", "reason", "ms", "tflops", "cublas_ms",

@@ -1,4 +1,4 @@
-"""How the stream-K twins of a study's finalists (``tuner.schedule_twins``) did beside the
+"""How the stream-K twins of a study's finalists (``tuner.search.schedule_twins``) did beside the
 finalists they come from, read from ``gemmtune export`` files (no GPU needed):
 
     gemmtune export --db sqlite:///odd.db odd-export.json
@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.finalists import FINALISTS_SUFFIX
+from tuner.search.finalists import FINALISTS_SUFFIX
 
 
 def twin_rows(measurements: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,8 +18,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.client import compiled
-from tuner.measure import launch, random_operands, relative_error, tolerance
-from tuner.shape import Shape
+from tuner.core.shape import Shape
+from tuner.gpu.measure import launch, random_operands, relative_error, tolerance
 
 CONFIG = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"
 SHAPE = Shape(1000, 1000, 1000)

@@ -34,7 +34,7 @@ LEGACY_LAYOUTS: dict[str, str] = {"row-major": "NN"}
 EXACT = "exact"
 
 
-# Column lengths of the tables (storage.models); tuner.intake checks records against the same
+# Column lengths of the tables (storage.models); tuner.data.intake checks records against the same
 # limits PostgreSQL enforces, so a file imports alike on SQLite and PostgreSQL.
 DEVICE_NAME_LENGTH = 200
 LABEL_LENGTH = 32  # arch, dtype, layout

@@ -1,4 +1,4 @@
-// Pitched row copies for padded operands (tuner/pad_copy.py; not a kernel family, not rendered):
+// Pitched row copies for padded operands (tuner/gpu/pad_copy.py; not a kernel family, not rendered):
 // `rows` rows of `cols` elements from `src` (rows `src_pitch` elements apart) to `dst` (rows
 // `dst_pitch` apart), elements of 4 bytes (float32) or 2 (float16, bfloat16 bits). Either
 // pitch may be any length and either base only element-aligned: lanes of a warp take

@@ -1,11 +1,11 @@
-// The split pass of FP32 emulated on the BF16 tensor cores (tuner/split_launch.py; not a kernel
+// The split pass of FP32 emulated on the BF16 tensor cores (tuner/gpu/split_launch.py; not a kernel
 // family, not rendered): each float32 x of `rows` x `cols` elements at `src` (rows `src_pitch`
 // elements apart) becomes hi = bf16(x) and lo = bf16(x - hi), both rounded to nearest even,
 // written as BF16 bits into three parts of `dst` (rows `dst_pitch` apart), part p starting
 // `part_stride` elements after part p - 1: lo into part `lo_part`, hi into the other two.
 // Where K runs along a row, the parts sit side by side in each row; where it runs down the
 // columns, one below the other. Elements past `cols` and the rows and columns between parts are
-// never written (the caller keeps them zero). The geometry is the pad copy's (tuner/pad_copy.py:
+// never written (the caller keeps them zero). The geometry is the pad copy's (tuner/gpu/pad_copy.py:
 // lanes of a warp on consecutive elements of one row, blocks striding over the rows).
 
 #define UNROLL 4

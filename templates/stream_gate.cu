@@ -1,4 +1,4 @@
-// The stream gate (tuner/stream_gate.py; not a kernel family, not rendered): one thread that
+// The stream gate (tuner/gpu/stream_gate.py; not a kernel family, not rendered): one thread that
 // holds its stream until the host has written a value of at least `ticket` to `opened` (pinned
 // host memory, mapped), or until `timeout_ns` have passed, so that work the host enqueues
 // behind it then runs back to back however slowly the host enqueued it.

@@ -28,9 +28,9 @@ from sqlalchemy import select
 
 import storage
 from tests.api.conftest import free_port
-from tuner.answers import default_config
-from tuner.results import read_sweep_table, sweep_tables
-from tuner.shape import Shape
+from tuner.answers.best import default_config
+from tuner.core.shape import Shape
+from tuner.data import read_sweep_table, sweep_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -108,7 +108,7 @@ def test_the_wheel_holds_the_results_readers_need_and_no_more(installed: Install
 
 def test_the_installed_copy_reads_its_packaged_data(installed: Installed) -> None:
     code = (
-        "import json, tuner; from tuner.results import data_location as d; w = d(); "
+        "import json, tuner; from tuner.data import data_location as d; w = d(); "
         "print(json.dumps([tuner.__file__, str(w.results), str(w.suite), w.origin]))"
     )
     done = installed.run("python", "-c", code)

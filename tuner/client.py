@@ -1,12 +1,13 @@
 """Ask gemmtune which config to run, and run it.
 
 :func:`best` answers over HTTP (a running ``gemmtune serve``) or straight from a results database,
-with the same :class:`~tuner.answers.Answer` either way (the rules are :mod:`tuner.answers`).
-It answers for a GPU: by default the current CuPy device when CuPy sees one, so a GPU whose FP64
-tensor cores are slow never gets a ``dmma`` config tuned on an H100. :func:`matmul` (exported
-as ``tuner.matmul``) computes ``C = alpha * A @ B + beta * C`` on CuPy arrays with that config,
-compiled once per process and GPU architecture (NVRTC, with gemmtune's on-disk cubin cache
-underneath); with nothing tuned it uses the rule-chosen default, correct for any shape.
+with the same :class:`~tuner.answers.best.Answer` either way (the rules are
+:mod:`tuner.answers.best`). It answers for a GPU: by default the current CuPy device when CuPy sees
+one, so a GPU whose FP64 tensor cores are slow never gets a ``dmma`` config tuned on an H100.
+:func:`matmul` (exported as ``tuner.matmul``) computes ``C = alpha * A @ B + beta * C`` on CuPy
+arrays with that config, compiled once per process and GPU architecture (NVRTC, with gemmtune's
+on-disk cubin cache underneath); with nothing tuned it uses the rule-chosen default, correct for any
+shape.
 
     >>> from tuner.client import best
     >>> best(1000, 1000, 1000, url="http://127.0.0.1:8000").name   # doctest: +SKIP
@@ -26,15 +27,15 @@ from collections.abc import Hashable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from tuner.accuracy import DEFAULT_ACCURACY, check_accuracy
-from tuner.answers import Answer, computed
-from tuner.device_kind import DeviceSpec
-from tuner.errors import InputError
-from tuner.render import KernelSource, render
-from tuner.shape import Shape
+from tuner.answers.best import Answer, computed
+from tuner.answers.device_kind import DeviceSpec
+from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
+from tuner.core.errors import InputError
+from tuner.core.shape import Shape
+from tuner.kernels.render import KernelSource, render
 
 if TYPE_CHECKING:
-    from tuner.answer_index import BestIndex
+    from tuner.answers.index import BestIndex
 
 API_URL_ENV_VAR = "GEMMTUNE_API_URL"
 
@@ -66,7 +67,7 @@ def current_device() -> DeviceSpec | None:
 
 @lru_cache(maxsize=16)
 def _described(index: int) -> DeviceSpec:
-    from tuner.resources import live_device
+    from tuner.kernels.resources import live_device
 
     limits = live_device(index)
     return DeviceSpec(limits.name, limits.arch, limits.sm_count)
@@ -101,11 +102,11 @@ def best(
         db: a results database URL, read directly (used when no ``url`` is given or set);
             default ``$GEMMTUNE_DATABASE_URL`` or ``sqlite:///gemmtune.db``.
         device: the GPU to answer for: :data:`CURRENT` (the default: the current CuPy device,
-            if any), a name, a :class:`~tuner.device_kind.DeviceSpec` (name, arch, SM count:
+            if any), a name, a :class:`~tuner.answers.device_kind.DeviceSpec` (name, arch, SM count:
             a GPU with no results of its own is then answered from GPUs of its kind), or
             ``None`` for the fastest config of any device.
-        dtype, layout: the inputs' type and how they are stored (``tuner.shape``).
-        accuracy: the least exact class accepted (``tuner.accuracy``): ``exact`` (the
+        dtype, layout: the inputs' type and how they are stored (``tuner.core.shape``).
+        accuracy: the least exact class accepted (``tuner.core.accuracy``): ``exact`` (the
             default) or ``bf16x3`` (float32 emulated on the BF16 tensor cores).
 
     Raises:
@@ -152,7 +153,7 @@ def _over_http(
 @lru_cache(maxsize=8)
 def _index(db_url: str) -> BestIndex:
     import storage
-    from tuner.answer_index import BestIndex
+    from tuner.answers.index import BestIndex
 
     # Reading only: a mistyped path is a StorageError naming it, never a new empty database.
     return BestIndex(storage.open_existing_database(db_url), ttl_s=5.0)
@@ -193,12 +194,12 @@ def compiled(name: str, site: Hashable = 0) -> tuple[Any, KernelSource]:
     The split-K families (``Family.module_counters``) keep their ticket counters in the loaded
     module, so two of their launches must not overlap: for them each launch ``site`` (what
     :func:`matmul` passes: the CUDA stream handle and the calling thread) gets a module of its
-    own, loaded from its own copy of the cubin (:func:`tuner.compile.load_kernel`). Launches
+    own, loaded from its own copy of the cubin (:func:`tuner.kernels.compile.load_kernel`). Launches
     from one site run one after the other on one stream, which the counters allow. Other
     families share one module per process.
     """
-    from tuner.compile import NvrtcCompiler, load_kernel
-    from tuner.families import get_family, parse_config
+    from tuner.kernels.compile import NvrtcCompiler, load_kernel
+    from tuner.kernels.families import get_family, parse_config
 
     arch = _arch()
     with _lock:
@@ -247,7 +248,7 @@ def matmul(
     """``alpha * a @ b + beta * c`` with gemmtune's best kernel for the shape, dtype and layout:
     strict FP32 for float32 inputs, FP32 sums of the exact products for float16 and bfloat16
     (C is float32 either way); with ``accuracy="bf16x3"``, float32 inputs may be emulated on
-    the BF16 tensor cores (``tuner.accuracy``), where that is faster.
+    the BF16 tensor cores (``tuner.core.accuracy``), where that is faster.
 
     Args:
         a, b: 2-D CuPy arrays of one dtype (float32, float16, or bfloat16 where CuPy has it),
@@ -276,7 +277,7 @@ def matmul(
     """
     import cupy
 
-    from tuner.half_arrays import describe, dtype_name, operand
+    from tuner.gpu.half_arrays import describe, dtype_name, operand
 
     a_stored, a_transposed = operand("a", a)
     b_stored, b_transposed = operand("b", b)
@@ -309,7 +310,7 @@ def matmul(
     # the same one.
     site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
     kernel, source = compiled(_config_name(shape, url, db, _resolve(device), accuracy), site)
-    from tuner.measure import launch
+    from tuner.gpu.measure import launch
 
     launch(kernel, source, shape, alpha, a_stored, b_stored, beta, c)
     return c

@@ -17,7 +17,7 @@ from api.shape_space import shape_space_context
 from api.study_names import study_title
 from api.study_page import StudyView, study_context
 from api.trial_table import SortKey, TableQuery
-from tuner.errors import InputError
+from tuner.core.errors import InputError
 
 router = APIRouter(prefix="/dashboard", tags=["dashboard"], include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent.parent / "templates")

@@ -11,7 +11,7 @@ from api import schemas
 from api.deps import IndexDep, SessionDep, SessionsDep, TrustDep
 from api.responses import measurement_out
 from api.uploads import store_upload
-from tuner.shape import MAX_DIM
+from tuner.core.shape import MAX_DIM
 
 router = APIRouter(prefix="/v1", tags=["results"])
 

@@ -34,7 +34,7 @@ PIPE = "pipelined_bm64_bn64_bk32_wm32_wn32_wni1_tm4_tn4_t128_s2"
 
 
 def measurement(name: str, ms: float | None, **extra: object) -> storage.MeasurementIn:
-    from tuner.families import parse_config
+    from tuner.kernels.families import parse_config
 
     config = parse_config(name)
     values: dict[str, object] = {

@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 
 import storage
 from tests.api.conftest import A100, FAST, H100, PIPE, SLOW, make_app, measurement, seed
-from tuner.answers import DEFAULT_LARGE, DEFAULT_SMALL, default_config
-from tuner.families import get_family
+from tuner.answers.best import DEFAULT_LARGE, DEFAULT_SMALL, default_config
+from tuner.kernels.families import get_family
 
 H100_OUT = {"name": H100.name, "arch": "sm_90", "sm_count": 132}
 H200 = {"device": "NVIDIA H200", "device_arch": "sm_90", "device_sm_count": 132}
@@ -161,8 +161,8 @@ def test_empty_database_gets_a_valid_default_for_any_shape(db_url: str) -> None:
 
 @pytest.mark.parametrize("name", [DEFAULT_SMALL, DEFAULT_LARGE])
 def test_default_configs_satisfy_every_family_rule(name: str) -> None:
-    from tuner.families import parse_config
-    from tuner.resources import static_check, table_device
+    from tuner.kernels.families import parse_config
+    from tuner.kernels.resources import static_check, table_device
 
     config = parse_config(name)
     assert get_family(config.family).broken_rules(config) == []

@@ -1,5 +1,5 @@
 """``gemmtune best`` prints the answer ``POST /v1/configs/best`` gives: the same config, source
-and distance, from the same rules (``tuner.answers``)."""
+and distance, from the same rules (``tuner.answers.best``)."""
 
 from __future__ import annotations
 

@@ -12,12 +12,12 @@ import pytest
 
 import storage
 import tuner.client as client
-import tuner.resources
+import tuner.kernels.resources
 from tests.api.conftest import FAST, H100, LiveServer, seed
-from tuner.answers import DEFAULT_SMALL, Answer
+from tuner.answers.best import DEFAULT_SMALL, Answer
+from tuner.answers.device_kind import DeviceSpec
 from tuner.client import CURRENT, best
-from tuner.device_kind import DeviceSpec
-from tuner.errors import InputError
+from tuner.core.errors import InputError
 
 H200 = DeviceSpec("NVIDIA H200", "sm_90", 132)
 RTX = DeviceSpec("NVIDIA GeForce RTX 4090", "sm_89", 128)
@@ -36,8 +36,8 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[DeviceSpec]:
     )
     monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=cuda))
     monkeypatch.setattr(client.importlib.util, "find_spec", lambda name: object())
-    limits = tuner.resources.DeviceLimits(RTX.name, "sm_89", 128)
-    monkeypatch.setattr(tuner.resources, "live_device", lambda index: limits)
+    limits = tuner.kernels.resources.DeviceLimits(RTX.name, "sm_89", 128)
+    monkeypatch.setattr(tuner.kernels.resources, "live_device", lambda index: limits)
     client._described.cache_clear()
     yield RTX
     client._described.cache_clear()

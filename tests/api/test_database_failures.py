@@ -20,7 +20,7 @@ from sqlalchemy.exc import OperationalError
 import storage
 from tests.api.conftest import TRUSTED, make_app, seed
 from tests.api.test_results import upload
-from tuner.answer_index import BestIndex
+from tuner.answers.index import BestIndex
 
 AUTH = {"Authorization": f"Bearer {TRUSTED}"}
 CUBE = {"m": 1024, "n": 1024, "k": 1024}

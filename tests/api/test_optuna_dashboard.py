@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 import storage
-from tests.tuner.test_priors import TABLE
-from tuner.replay import ReplayEvaluator
-from tuner.shape import Shape
-from tuner.sql_recorder import SqlRecorder
-from tuner.study import Study
+from tests.tuner.search.test_priors import TABLE
+from tuner.core.shape import Shape
+from tuner.search.replay import ReplayEvaluator
+from tuner.search.sql_recorder import SqlRecorder
+from tuner.search.study import Study
 
 optuna_dashboard = pytest.importorskip("optuna_dashboard")
 

@@ -23,8 +23,8 @@ from api.preload import (
     preload,
     sweep_records,
 )
-from tuner.answer_index import load_snapshot
-from tuner.results import ResultsFileError, read_sweep_table, results_dir
+from tuner.answers.index import load_snapshot
+from tuner.data import ResultsFileError, read_sweep_table, results_dir
 
 H100 = "NVIDIA H100 80GB HBM3"
 PROVENANCE = {"device": H100, "sm_count": 132, "compute_capability": "9.0"}
@@ -162,7 +162,7 @@ def test_committed_sweep_parses() -> None:
 def test_a_results_file_with_an_implausible_row_preloads_nothing(
     sessions: sessionmaker[Session], tmp_path: Path, change: dict[str, object], needle: str
 ) -> None:
-    from tuner.errors import InputError
+    from tuner.core.errors import InputError
 
     folder = small_results(tmp_path / "results")
     row = json.loads((folder / SUITE_FILE).read_text())["shapes"][0]

@@ -83,7 +83,7 @@ def test_healthz(client: TestClient) -> None:
 
 
 def upload(ms: float, name: str = SLOW) -> dict[str, Any]:
-    from tuner.families import parse_config
+    from tuner.kernels.families import parse_config
 
     return {
         "device": {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "sm_count": 132},
@@ -131,7 +131,7 @@ def test_a_trusted_upload_is_stored_and_the_next_answer_sees_it(client: TestClie
 def test_an_upload_takes_its_familys_accuracy_class_and_answers_only_that_floor(
     client: TestClient,
 ) -> None:
-    from tuner.families import parse_config
+    from tuner.kernels.families import parse_config
 
     auth = {"Authorization": f"Bearer {TRUSTED}"}
     name = "wgmma_bf16x3_bm128_bn128_bk64_wgm1_s4_sw4_dt1_ly0"

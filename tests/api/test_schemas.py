@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import storage
 from api import schemas
-from tuner.answer_index import Snapshot
-from tuner.answers import default_config
+from tuner.answers.best import default_config
+from tuner.answers.index import Snapshot
 
 
 def test_uploads_and_result_lists_carry_every_measurement_field() -> None:

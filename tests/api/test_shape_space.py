@@ -7,7 +7,7 @@ import math
 import pytest
 
 from api.shape_space import SLOWER, band, neighbours
-from tests.tuner.test_answers import A100, CUBE, H100, SMALL, STREAMK, WARPTILE, tuned
+from tests.tuner.answers.test_answers import A100, CUBE, H100, SMALL, STREAMK, WARPTILE, tuned
 
 
 @pytest.mark.parametrize(

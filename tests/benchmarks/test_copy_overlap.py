@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from benchmarks.copy_overlap import FRACTIONS, K_STEP, Operands, first_part
-from tuner.shape import Shape
+from tuner.core.shape import Shape
 
 
 @pytest.mark.parametrize("k", [33, 255, 1019, 2047, 4093, 4097])

@@ -10,10 +10,10 @@ from types import ModuleType
 
 import numpy as np
 
-from tuner.cost_model import estimate
-from tuner.families import parse_config
-from tuner.resources import table_device
-from tuner.shape import parse_shape
+from tuner.core.shape import parse_shape
+from tuner.kernels.families import parse_config
+from tuner.kernels.resources import table_device
+from tuner.model.cost_model import estimate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.odd_loss import in_wider_rows, twin_of
-from tuner.suite import read_suite
+from tuner.data.shape_lists import read_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 

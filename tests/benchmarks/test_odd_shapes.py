@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tuner.suite import read_suite
+from tuner.data.shape_lists import read_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 ODD = read_suite(ROOT / "benchmarks" / "odd_shapes.csv")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.twin_finalists import twin_rows
-from tuner.finalists import finalists_name
+from tuner.search.finalists import finalists_name
 
 ROOT = Path(__file__).resolve().parents[2]
 GRID = "dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tuner.families import parse_config
+from tuner.kernels.families import parse_config
 
 
 def compile_and_load(names: Sequence[str]) -> dict[str, tuple[Any, Any]]:
     """Each config name -> (loaded kernel, its source); a compile error fails the test."""
-    from tuner.compile import NvrtcCompiler, compile_many, load_kernel
-    from tuner.render import render
-    from tuner.resources import live_device
+    from tuner.kernels.compile import NvrtcCompiler, compile_many, load_kernel
+    from tuner.kernels.render import render
+    from tuner.kernels.resources import live_device
 
     sources = [render(parse_config(name)) for name in names]
     results = compile_many(NvrtcCompiler(live_device().arch), sources)

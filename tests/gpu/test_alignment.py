@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from tests.representative import REPRESENTATIVE
-from tuner.accuracy import DEFAULT_ACCURACY
-from tuner.families import FAMILIES
-from tuner.shape import Shape
+from tuner.core.accuracy import DEFAULT_ACCURACY
+from tuner.core.shape import Shape
+from tuner.kernels.families import FAMILIES
 
 pytestmark = pytest.mark.gpu
 
@@ -34,7 +34,7 @@ OFFSET_SHAPES = [Shape(283, 264, 176), Shape(283, 266, 178)]
 
 @pytest.fixture(scope="module")
 def residue_operands() -> dict[Shape, Any]:
-    from tuner.measure import Operands
+    from tuner.gpu.measure import Operands
 
     return {shape: Operands.make(shape, seed=i) for i, shape in enumerate(RESIDUE_SHAPES)}
 
@@ -59,7 +59,7 @@ FP32_FAMILIES = [
 def test_every_residue_mod_16_matches_cublas(
     family: str, kernels: dict[str, tuple[Any, Any]], residue_operands: dict[Shape, Any]
 ) -> None:
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     for name in REPRESENTATIVE[family]:
         kernel, source = kernels[name]
@@ -89,7 +89,7 @@ def test_unaligned_views_match_cublas(
     NaN and not read (alpha 1, beta 0)."""
     import cupy as cp
 
-    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+    from tuner.gpu.measure import cublas_gemm, launch, relative_error, tolerance
 
     rng = cp.random.default_rng(shape.n)
     for off_a, off_b, off_c in OFFSETS:
@@ -123,11 +123,11 @@ def test_leading_dimensions_wider_than_rows_match_cublas(
     family: str, shape: Shape, kernels: dict[str, tuple[Any, Any]]
 ) -> None:
     """The families that take leading dimensions, on A, B and C that are column slices of
-    wider arrays (``tuner.operand_padding.row_pitch``): cuBLAS's answer, and C's columns past its
-    view left as they were."""
+    wider arrays (``tuner.kernels.operand_padding.row_pitch``): cuBLAS's answer, and C's columns
+    past its view left as they were."""
     import cupy as cp
 
-    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+    from tuner.gpu.measure import cublas_gemm, launch, relative_error, tolerance
 
     rng = cp.random.default_rng(shape.k)
     for extra_a, extra_b, extra_c in PITCH_EXTRAS:

@@ -33,7 +33,7 @@ def bench(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
 
 
 def check_row(row: dict[str, Any], tuned: bool) -> None:
-    from tuner.measure import tolerance
+    from tuner.gpu.measure import tolerance
 
     assert row["status"] == "ok", row
     assert row["tuned"] is tuned and row["candidates_evaluated"] == 4

@@ -8,7 +8,7 @@ import pytest
 
 import storage
 from api.preload import preload
-from tuner.shape import Shape
+from tuner.core.shape import Shape
 
 SHAPES = [
     (1000, 1000, 1000),
@@ -38,7 +38,7 @@ def test_matmul_matches_cupy(db: str, m: int, n: int, k: int) -> None:
     import cupy
 
     import tuner
-    from tuner.measure import relative_error, tolerance
+    from tuner.gpu.measure import relative_error, tolerance
 
     rng = cupy.random.default_rng(m * 7 + n * 13 + k)
     a = rng.standard_normal((m, k), dtype=cupy.float32)
@@ -70,7 +70,7 @@ def test_matmul_rejects_wrong_inputs(db: str) -> None:
     import cupy
 
     import tuner
-    from tuner.errors import InputError
+    from tuner.core.errors import InputError
 
     a = cupy.ones((4, 5), dtype=cupy.float32)
     with pytest.raises(InputError, match="inner dimensions"):
@@ -95,7 +95,7 @@ def test_matmul_takes_half_inputs_and_transposed_views_in_place(
 
     import tuner
     import tuner.client as impl
-    from tuner.measure import reference_tolerance, relative_error
+    from tuner.gpu.measure import reference_tolerance, relative_error
 
     rng = cupy.random.default_rng(m + 3 * n + 5 * k)
     a32 = rng.standard_normal((k, m) if layout[0] == "T" else (m, k), dtype=cupy.float32)
@@ -128,8 +128,8 @@ def test_float32_transposed_views_at_either_accuracy(
 
     import tuner
     import tuner.client as impl
-    from tuner.accuracy import allowance
-    from tuner.measure import relative_error, tolerance
+    from tuner.core.accuracy import allowance
+    from tuner.gpu.measure import relative_error, tolerance
 
     rng = cupy.random.default_rng(m + 7 * n + 11 * k)
     a32 = rng.standard_normal((k, m) if layout[0] == "T" else (m, k), dtype=cupy.float32)
@@ -156,7 +156,7 @@ def test_split_kernels_on_two_streams_at_once_stay_correct() -> None:
 
     import tuner.client as impl
     from benchmarks.two_streams import CONFIG, SHAPE, relative_errors
-    from tuner.measure import tolerance
+    from tuner.gpu.measure import tolerance
 
     streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
     kernels = [impl.compiled(CONFIG, (s.ptr, threading.get_ident())) for s in streams]

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from tests.representative import REPRESENTATIVE
-from tuner.accuracy import DEFAULT_ACCURACY
-from tuner.families import FAMILIES
-from tuner.shape import Shape
+from tuner.core.accuracy import DEFAULT_ACCURACY
+from tuner.core.shape import Shape
+from tuner.kernels.families import FAMILIES
 
 pytestmark = pytest.mark.gpu
 
@@ -48,7 +48,7 @@ FP32_FAMILIES = [
 def test_family_matches_cublas(
     family: str, shape: Shape, kernels: dict[str, tuple[Any, Any]], record_property: Any
 ) -> None:
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     for name in REPRESENTATIVE[family]:
         kernel, source = kernels[name]
@@ -85,7 +85,7 @@ def test_split_counters_reset_between_launches(
     ticket counters."""
     import cupy as cp
 
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     shapes = [
         Shape(16, 4096, 4096),

@@ -14,7 +14,7 @@ import pytest
 from tests.gpu.loaded_kernels import compile_and_load
 from tests.gpu.test_alignment import RESIDUE_SHAPES
 from tests.gpu.test_hmma import EDGE, kind_config
-from tuner.shape import SUPPORTED_LAYOUTS, Shape
+from tuner.core.shape import SUPPORTED_LAYOUTS, Shape
 
 pytestmark = pytest.mark.gpu
 
@@ -37,7 +37,7 @@ def _name(base: str, layout: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.resources import live_device
+    from tuner.kernels.resources import live_device
 
     tiles = HMMA_TILES + (WGMMA_TILES if live_device().arch == "sm_90" else ())
     return compile_and_load([_name(base, layout) for base in tiles for layout in SUPPORTED_LAYOUTS])
@@ -48,7 +48,7 @@ def kernels() -> dict[str, tuple[Any, Any]]:
 def test_emulated_matches_strict_fp32_cublas(
     layout: str, mnk: tuple[int, int, int], kernels: dict[str, tuple[Any, Any]]
 ) -> None:
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     shape = Shape(*mnk, "float32", layout)
     failures = []
@@ -77,8 +77,8 @@ def test_emulated_reads_and_writes_misaligned_views(
 ) -> None:
     import cupy as cp
 
-    from tuner.accuracy import allowance
-    from tuner.measure import launch, relative_error, shape_gemm, stored_shapes, tolerance
+    from tuner.core.accuracy import allowance
+    from tuner.gpu.measure import launch, relative_error, shape_gemm, stored_shapes, tolerance
 
     shape = Shape(283, 266, 181, "float32", layout)
     rng = cp.random.default_rng(sum(offsets))
@@ -103,7 +103,7 @@ def test_emulated_reads_and_writes_misaligned_views(
 def test_emulated_matches_on_every_residue_mod_16(
     shape: Shape, kernels: dict[str, tuple[Any, Any]]
 ) -> None:
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     for name, (kernel, source) in kernels.items():
         if name.endswith(_name("", "NN")):
@@ -119,8 +119,8 @@ def test_emulated_reads_operands_whose_pitch_is_wider_than_their_rows(
     the half kernel writes C's view in place, leaving the columns past it as they were."""
     import cupy as cp
 
-    from tuner.accuracy import allowance
-    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+    from tuner.core.accuracy import allowance
+    from tuner.gpu.measure import cublas_gemm, launch, relative_error, tolerance
 
     shape = Shape(283, 266, 181)
     rng = cp.random.default_rng(sum(extras))

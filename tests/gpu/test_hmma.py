@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from tests.gpu.loaded_kernels import compile_and_load
-from tuner.config import PARAM_ABBR
-from tuner.families import HMMA
-from tuner.shape import SUPPORTED_LAYOUTS, Shape
+from tuner.core.config import PARAM_ABBR
+from tuner.core.shape import SUPPORTED_LAYOUTS, Shape
+from tuner.kernels.families import HMMA
 
 pytestmark = pytest.mark.gpu
 
@@ -59,7 +59,7 @@ def kernels() -> dict[str, tuple[Any, Any]]:
 def test_hmma_matches_cublas_and_fp32(
     dtype: str, layout: str, mnk: tuple[int, int, int], kernels: dict[str, tuple[Any, Any]]
 ) -> None:
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     shape = Shape(*mnk, dtype, layout)
     for base in TILES:
@@ -82,7 +82,7 @@ def test_split_counters_reset_between_launches(
     the 16384 counters only for the first: then slice 0 does all of K), is right every time."""
     import cupy as cp
 
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     name = kind_config(base, "bfloat16", "NN")
     kernel, source = kernels[name]

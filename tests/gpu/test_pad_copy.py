@@ -1,4 +1,4 @@
-"""The padded launch's copy kernel on the GPU (``tuner.pad_copy``): 4- and 2-byte elements,
+"""The padded launch's copy kernel on the GPU (``tuner.gpu.pad_copy``): 4- and 2-byte elements,
 pitches of every residue, sources off 16 bytes, rows past the grid's height; the copy equals
 the source, and the destination's pad columns stay as they were."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.operand_padding import Copy2D
+from tuner.kernels.operand_padding import Copy2D
 
 pytestmark = pytest.mark.gpu
 
@@ -28,7 +28,7 @@ def test_copy_equals_the_source_and_leaves_the_pads(
 ) -> None:
     import cupy as cp
 
-    from tuner.pad_copy import copy_rows
+    from tuner.gpu.pad_copy import copy_rows
 
     dtype = cp.uint32 if element == 4 else cp.uint16
     rng = cp.random.default_rng(rows + cols)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.gpu.loaded_kernels import compile_and_load
 from tests.gpu.test_hmma import KINDS, kind_config
-from tuner.shape import Shape
+from tuner.core.shape import Shape
 
 pytestmark = pytest.mark.gpu
 
@@ -46,7 +46,7 @@ def test_residue_shapes_cover_every_residue_mod_4() -> None:
 def test_padded_configs_match_cublas_on_every_residue(
     shape: Shape, padded_kernels: dict[str, tuple[Any, Any]]
 ) -> None:
-    from tuner.measure import Operands, verify
+    from tuner.gpu.measure import Operands, verify
 
     operands = Operands.make(shape, seed=shape.m)
     for name, (kernel, source) in padded_kernels.items():
@@ -72,7 +72,7 @@ def test_padded_configs_match_cublas_on_unaligned_views(
     A and B are left as they were, and C's memory outside its M x N view is untouched."""
     import cupy as cp
 
-    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+    from tuner.gpu.measure import cublas_gemm, launch, relative_error, tolerance
 
     rng = cp.random.default_rng(shape.n)
     for off_a, off_b, off_c in OFFSETS:
@@ -110,7 +110,7 @@ def test_padded_configs_read_and_write_rows_at_their_own_pitch(
     past its view stay as they were."""
     import cupy as cp
 
-    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+    from tuner.gpu.measure import cublas_gemm, launch, relative_error, tolerance
 
     rng = cp.random.default_rng(shape.k)
     a = rng.standard_normal((shape.m, shape.k + extra[0]), dtype=cp.float32)[:, : shape.k]
@@ -144,7 +144,7 @@ def test_half_residue_shapes_cover_every_residue_mod_8() -> None:
 def test_half_padded_configs_match_cublas_on_every_residue(
     dtype: str, layout: str, half_padded_kernels: dict[str, tuple[Any, Any]]
 ) -> None:
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     name = kind_config(HALF_TILE, dtype, layout) + "_pad8"
     kernel, source = half_padded_kernels[name]

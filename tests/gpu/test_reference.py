@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.shape import Shape
+from tuner.core.shape import Shape
 
 pytestmark = pytest.mark.gpu
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.gpu
 def test_reference_matches_float64_product(shape: Shape) -> None:
     import cupy
 
-    from tuner.measure import cublas_gemm, random_operands, relative_error, tolerance
+    from tuner.gpu.measure import cublas_gemm, random_operands, relative_error, tolerance
 
     a, b, c = random_operands(shape, seed=7)
     expected = 0.5 * (a.astype(cupy.float64) @ b.astype(cupy.float64)) + 3.0 * c.astype(
@@ -30,7 +30,7 @@ def test_reference_matches_float64_product(shape: Shape) -> None:
 def test_reference_with_beta_zero_never_reads_c() -> None:
     import cupy
 
-    from tuner.measure import cublas_gemm, random_operands
+    from tuner.gpu.measure import cublas_gemm, random_operands
 
     a, b, _ = random_operands(Shape(64, 48, 32), seed=3)
     out = cupy.full((64, 48), cupy.nan, dtype=cupy.float32)
@@ -48,8 +48,8 @@ def test_same_dtype_reference_matches_float64_on_the_rounded_inputs(
     values (read back through ``to_float32``), with alpha and beta applied."""
     import cupy
 
-    from tuner import half_arrays
-    from tuner.measure import random_operands, relative_error, tolerance
+    from tuner.gpu import half_arrays
+    from tuner.gpu.measure import random_operands, relative_error, tolerance
 
     shape = Shape(37, 70, 129, dtype, layout)
     a, b, c = random_operands(shape, seed=5)
@@ -67,7 +67,7 @@ def test_same_dtype_reference_matches_float64_on_the_rounded_inputs(
 def test_bfloat16_bits_round_to_nearest_even() -> None:
     import cupy
 
-    from tuner import half_arrays
+    from tuner.gpu import half_arrays
 
     values = cupy.array([1.0, 1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8, -2.5, 1.0 + 2.0**-9], cupy.float32)
     bits = half_arrays.from_float32(values, "bfloat16")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tuner.shape import Shape
+from tuner.core.shape import Shape
 
 CONFIGS = [
     "dmma_bm32_bn32_bk16_wm32_wn16_mk16_sk4_mb2_wd1",
@@ -50,7 +50,7 @@ def test_staged_c_matches_cublas_and_writes_nothing_else(
 ) -> None:
     import cupy as cp
 
-    from tuner.measure import cublas_gemm, launch, relative_error, tolerance
+    from tuner.gpu.measure import cublas_gemm, launch, relative_error, tolerance
 
     rng = cp.random.default_rng(shape.m * shape.n)
     a = rng.standard_normal((shape.m, shape.k), dtype=cp.float32)

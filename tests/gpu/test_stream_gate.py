@@ -1,4 +1,4 @@
-"""The stream gate on the GPU (``tuner.stream_gate``): work enqueued behind it waits for the
+"""The stream gate on the GPU (``tuner.gpu.stream_gate``): work enqueued behind it waits for the
 host, then runs back to back, so a host that dawdles between launches does not reach the
 events; a gate never opened lets the stream go after its timeout."""
 
@@ -23,7 +23,7 @@ def _small_launch() -> tuple[Any, Any]:
 
 def _timed_with_a_pause() -> Any:
     """Five repeats of: a copy, a pause on the host, the copy again (``time_launches``)."""
-    from tuner.measure import time_launches
+    from tuner.gpu.measure import time_launches
 
     a, out = _small_launch()
 
@@ -63,7 +63,7 @@ def test_a_gate_that_is_not_opened_lets_the_stream_go_after_its_timeout(
 ) -> None:
     import cupy as cp
 
-    import tuner.stream_gate as stream_gate
+    import tuner.gpu.stream_gate as stream_gate
 
     monkeypatch.setattr(stream_gate, "GATE_TIMEOUT_NS", 50_000_000)  # 50 ms
     a, out = _small_launch()
@@ -78,7 +78,7 @@ def test_a_gate_that_is_not_opened_lets_the_stream_go_after_its_timeout(
 
 def test_the_gate_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """With GEMMTUNE_STREAM_GATE=0 the timing counts the host's pause again."""
-    from tuner.stream_gate import GATE_ENV_VAR
+    from tuner.gpu.stream_gate import GATE_ENV_VAR
 
     monkeypatch.setenv(GATE_ENV_VAR, "0")
     timing = _timed_with_a_pause()

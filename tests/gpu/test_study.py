@@ -13,10 +13,10 @@ def test_thirty_trial_study_on_4096_cubed_stores_its_results(tmp_path: Path) -> 
     import storage
     from storage import open_database
     from storage.records import is_final
-    from tuner.gpu_worker import GpuEvaluator
-    from tuner.shape import Shape
-    from tuner.sql_recorder import SqlRecorder
-    from tuner.study import Study
+    from tuner.core.shape import Shape
+    from tuner.gpu.worker import GpuEvaluator
+    from tuner.search.sql_recorder import SqlRecorder
+    from tuner.search.study import Study
 
     url = f"sqlite:///{tmp_path / 'gpu.db'}"
     sessions = open_database(url)
@@ -54,7 +54,7 @@ def test_thirty_trial_study_on_4096_cubed_stores_its_results(tmp_path: Path) -> 
 
 
 def test_probes_measure_plausible_rates() -> None:
-    from tuner.gpu_worker import GpuEvaluator
+    from tuner.gpu.worker import GpuEvaluator
 
     evaluator = GpuEvaluator()
     try:

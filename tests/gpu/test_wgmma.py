@@ -11,7 +11,7 @@ import pytest
 
 from tests.gpu.loaded_kernels import compile_and_load
 from tests.gpu.test_hmma import EDGE, KINDS, kind_config
-from tuner.shape import Shape
+from tuner.core.shape import Shape
 
 pytestmark = pytest.mark.gpu
 
@@ -29,7 +29,7 @@ TILES = (
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.resources import live_device
+    from tuner.kernels.resources import live_device
 
     if live_device().arch != "sm_90":
         pytest.skip("wgmma runs on sm_90 only")
@@ -41,7 +41,7 @@ def kernels() -> dict[str, tuple[Any, Any]]:
 def test_wgmma_matches_cublas_and_fp32(
     dtype: str, layout: str, mnk: tuple[int, int, int], kernels: dict[str, tuple[Any, Any]]
 ) -> None:
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     shape = Shape(*mnk, dtype, layout)
     failures = []
@@ -68,7 +68,7 @@ def test_padded_wgmma_matches_cublas_on_every_residue_mod_8(
     dtype: str, layout: str, padded: dict[str, tuple[Any, Any]]
 ) -> None:
     from tests.gpu.test_padded_operands import HALF_RESIDUE_SHAPES
-    from tuner.measure import verify
+    from tuner.gpu.measure import verify
 
     name = kind_config(TILES[1], dtype, layout) + "_pad8"
     kernel, source = padded[name]
@@ -91,7 +91,7 @@ def test_wgmma_reads_operands_off_16_byte_alignment(
     them; both match FP32 sums of the same half values."""
     import cupy as cp
 
-    from tuner.measure import launch, relative_error
+    from tuner.gpu.measure import launch, relative_error
 
     shape = Shape(136, 264, 200, "float16", layout)
     rng = cp.random.default_rng(sum(offsets))

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-import tuner.gpu_worker as gpu_worker
+import tuner.gpu.worker as gpu_worker
 from tests.tuner.fake_gpu import FakeCompiler, fake_worker
-from tuner.gpu_worker import GpuEvaluator
+from tuner.gpu.worker import GpuEvaluator
 
 
 @pytest.fixture

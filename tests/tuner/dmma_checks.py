@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-from tuner.compile import NvccCompiler
-from tuner.cost_model import estimate
-from tuner.families import get_family, parse_config
-from tuner.render import render
-from tuner.resources import DEVICE_TABLE
-from tuner.shape import Shape
-from tuner.space import Space
+from tuner.core.shape import Shape
+from tuner.kernels.compile import NvccCompiler
+from tuner.kernels.families import get_family, parse_config
+from tuner.kernels.render import render
+from tuner.kernels.resources import DEVICE_TABLE
+from tuner.kernels.space import Space
+from tuner.model.cost_model import estimate
 
 H100 = DEVICE_TABLE["sm_90"]
 

@@ -9,13 +9,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import ClassVar
 
-from tuner.compile import CompiledKernel, CompileError, ResourceUsage
-from tuner.families import parse_config
-from tuner.gpu_requests import Compare, Measure, Probe
-from tuner.rates import DeviceRates
-from tuner.render import KernelSource
-from tuner.resources import table_device
-from tuner.shape import Shape
+from tuner.core.shape import Shape
+from tuner.gpu.requests import Compare, Measure, Probe
+from tuner.kernels.compile import CompiledKernel, CompileError, ResourceUsage
+from tuner.kernels.families import parse_config
+from tuner.kernels.render import KernelSource
+from tuner.kernels.resources import table_device
+from tuner.model.rates import DeviceRates
 
 ANSWER, HANG, DIE = Shape(8, 8, 8), Shape(1, 8, 8), Shape(2, 8, 8)
 CONFIG = parse_config("warptile_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128")

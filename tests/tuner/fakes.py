@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tuner.config import Config
-from tuner.evaluate import Comparison, EvaluatesAtOnce, Evaluator, Result
-from tuner.rates import DeviceRates
-from tuner.resources import DeviceLimits
-from tuner.shape import Shape
+from tuner.core.config import Config
+from tuner.core.shape import Shape
+from tuner.kernels.resources import DeviceLimits
+from tuner.model.rates import DeviceRates
+from tuner.search.evaluator import Comparison, EvaluatesAtOnce, Evaluator, Result
 
 
 class Forwarding(EvaluatesAtOnce):

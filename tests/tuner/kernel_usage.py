@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.representative import ALL_REPRESENTATIVE
-from tuner.compile import CompiledKernel, CompileError, NvccCompiler, compile_many
-from tuner.families import parse_config
-from tuner.render import render
+from tuner.kernels.compile import CompiledKernel, CompileError, NvccCompiler, compile_many
+from tuner.kernels.families import parse_config
+from tuner.kernels.render import render
 
 ARCH = "sm_90"
 USAGE_FIELDS = (

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 import tuner.client as client
-import tuner.compile
+import tuner.kernels.compile
 from tests.representative import REPRESENTATIVE
-from tuner.compile import cubin_copy
-from tuner.families import FAMILIES, parse_config
-from tuner.render import render
+from tuner.kernels.compile import cubin_copy
+from tuner.kernels.families import FAMILIES, parse_config
+from tuner.kernels.render import render
 
 STREAMK = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"
 WARPTILE = "warptile_bm128_bn256_bk16_wm64_wn64_wni2_tm8_tn4_t256"
@@ -40,8 +40,8 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     monkeypatch.setattr(client, "_kernels", {})
     monkeypatch.setattr(client, "_site_copies", {})
     monkeypatch.setattr(client, "_arch", lambda: "sm_90")
-    monkeypatch.setattr(tuner.compile, "NvrtcCompiler", _Compiler)
-    monkeypatch.setattr(tuner.compile, "load_kernel", load)
+    monkeypatch.setattr(tuner.kernels.compile, "NvrtcCompiler", _Compiler)
+    monkeypatch.setattr(tuner.kernels.compile, "load_kernel", load)
     return loaded
 
 

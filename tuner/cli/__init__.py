@@ -13,7 +13,7 @@ import typer
 
 from storage import StorageError
 from tuner.cli import bench, kernels, results, serve, tune
-from tuner.errors import InputError
+from tuner.core.errors import InputError
 
 app = typer.Typer(
     add_completion=False,

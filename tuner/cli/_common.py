@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from tuner.accuracy import ACCURACY_CLASSES
-from tuner.families import FAMILIES
-from tuner.runner import DEFAULT_EMULATED_FAMILIES, DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES
-from tuner.samplers import SAMPLERS
-from tuner.shape import SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
+from tuner.core.accuracy import ACCURACY_CLASSES
+from tuner.core.shape import SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
+from tuner.kernels.families import FAMILIES
+from tuner.run.runner import DEFAULT_EMULATED_FAMILIES, DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES
+from tuner.search.samplers import SAMPLERS
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)

@@ -19,7 +19,7 @@ from rich.progress import (
 )
 
 from tuner.cli._common import err
-from tuner.study import Progress as StudyProgress
+from tuner.search.study import Progress as StudyProgress
 
 
 def _bar(*extra: TextColumn) -> Progress:

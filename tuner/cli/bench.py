@@ -1,4 +1,4 @@
-"""``gemmtune bench`` (logic in ``tuner.bench``, rendering in ``tuner.bench_report``).
+"""``gemmtune bench`` (logic in ``tuner.run.bench``, rendering in ``tuner.report.bench_tables``).
 
 It needs a CUDA GPU: without one it ends with exit code 2 and one line, before it touches the
 database.
@@ -13,9 +13,6 @@ from typing import Annotated, Any
 import typer
 
 from storage import open_database
-from tuner import bench as logic
-from tuner.accuracy import DEFAULT_ACCURACY, check_accuracy
-from tuner.bench_report import chart_title, markdown, ratio_chart
 from tuner.cli._common import (
     AccuracyOpt,
     DbOpt,
@@ -28,10 +25,14 @@ from tuner.cli._common import (
     err,
 )
 from tuner.cli._progress import SuiteBar
-from tuner.results import default_suite, output_dir, write_suite_file
-from tuner.results.location import DEFAULT_SUITE_NAME
-from tuner.roofline import ceilings_for
-from tuner.runner import (
+from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
+from tuner.data import default_suite, output_dir, write_suite_file
+from tuner.data.location import DEFAULT_SUITE_NAME
+from tuner.data.shape_lists import read_suite
+from tuner.model.roofline import ceilings_for
+from tuner.report.bench_tables import chart_title, markdown, ratio_chart
+from tuner.run import bench as logic
+from tuner.run.runner import (
     DEFAULT_TRIALS,
     WARM_START,
     check_families,
@@ -40,8 +41,7 @@ from tuner.runner import (
     families_for,
     start_gpu,
 )
-from tuner.samplers import DEFAULT_SAMPLER
-from tuner.suite import read_suite
+from tuner.search.samplers import DEFAULT_SAMPLER
 
 
 def _write(path: Path, text: str) -> None:

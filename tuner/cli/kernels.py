@@ -7,16 +7,16 @@ from typing import Annotated
 
 import typer
 
-from tuner.candidates import compile_candidates
 from tuner.cli._common import DtypeOpt, LayoutOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
-from tuner.compile import COMPILERS, CompiledKernel, CompileError, choose_compiler
-from tuner.families import FAMILIES, checked_config, get_family
-from tuner.render import KernelSource, render
-from tuner.resources import resolve_device, static_check
-from tuner.shape import parse_shape
-from tuner.space import Space
+from tuner.core.shape import parse_shape
+from tuner.kernels.candidates import compile_candidates
+from tuner.kernels.compile import COMPILERS, CompiledKernel, CompileError, choose_compiler
+from tuner.kernels.families import FAMILIES, checked_config, get_family
+from tuner.kernels.render import KernelSource, render
+from tuner.kernels.resources import resolve_device, static_check
+from tuner.kernels.space import Space
 
 FamilyOpt = Annotated[str, typer.Option("--family", "-f", help=f"one of {', '.join(FAMILIES)}")]
 ShapeOpt = Annotated[str, typer.Option("--shape", "-s", help="MxNxK, e.g. 4096x4096x4096")]

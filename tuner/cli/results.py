@@ -12,16 +12,16 @@ import typer
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
-from tuner.accuracy import DEFAULT_ACCURACY, check_accuracy
-from tuner.answer_index import load_snapshot
+from tuner.answers.device_kind import DeviceSpec
+from tuner.answers.index import load_snapshot
 from tuner.cli._common import AccuracyOpt, DbOpt, DtypeOpt, LayoutOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
-from tuner.device_kind import DeviceSpec
-from tuner.errors import InputError
-from tuner.intake import check_record
-from tuner.shape import Shape, parse_shape
-from tuner.user_files import check_writable, read_json, write_text
+from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
+from tuner.core.errors import InputError
+from tuner.core.shape import Shape, parse_shape
+from tuner.data.intake import check_record
+from tuner.data.user_files import check_writable, read_json, write_text
 
 RESULT_COLUMNS = (
     Column("shape"),

@@ -1,4 +1,4 @@
-"""``gemmtune tune`` and ``tune-batch``: one study per shape (logic in ``tuner.runner``)."""
+"""``gemmtune tune`` and ``tune-batch``: one study per shape (logic in ``tuner.run.runner``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from storage import make_session_factory, open_engine
-from tuner.accuracy import DEFAULT_ACCURACY, check_accuracy
 from tuner.cli._common import (
     AccuracyOpt,
     DbOpt,
@@ -23,9 +22,12 @@ from tuner.cli._common import (
     out,
 )
 from tuner.cli._progress import StudyBar
-from tuner.gpu_selection import choose_gpus
-from tuner.multi_gpu import TuneSettings, start_workers, tune_shapes
-from tuner.runner import (
+from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
+from tuner.core.shape import Shape, parse_shape
+from tuner.data.shape_lists import read_shapes
+from tuner.gpu.selection import choose_gpus
+from tuner.run.multi_gpu import TuneSettings, start_workers, tune_shapes
+from tuner.run.runner import (
     DEFAULT_TRIALS,
     WARM_START,
     check_answerable,
@@ -33,10 +35,8 @@ from tuner.runner import (
     check_families,
     check_sampler,
 )
-from tuner.samplers import DEFAULT_SAMPLER
-from tuner.shape import Shape, parse_shape
-from tuner.study import Progress
-from tuner.suite import read_shapes
+from tuner.search.samplers import DEFAULT_SAMPLER
+from tuner.search.study import Progress
 
 TrialsOpt = Annotated[int | None, typer.Option(min=1, help="evaluated candidates in the study")]
 EvaluatorOpt = Annotated[

@@ -1,5 +1,5 @@
 """``gemmtune import`` refuses a file with one bad record, naming it, and stores nothing of it
-(the rules of API uploads: :mod:`tuner.intake`)."""
+(the rules of API uploads: :mod:`tuner.data.intake`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import storage
 from tests.tuner.cli.test_tune import cli, one_error_line
-from tuner.families import parse_config
+from tuner.kernels.families import parse_config
 
 NAME = "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
 

@@ -12,8 +12,8 @@ from rich.console import Console
 
 import tuner.cli._progress as progress
 from tests.tuner.cli.running import cli
-from tuner.render import render
-from tuner.space import Space
+from tuner.kernels.render import render
+from tuner.kernels.space import Space
 
 
 def terminal(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:

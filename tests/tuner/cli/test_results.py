@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 import storage
-from tuner.answers import DEFAULT_SMALL
+from tuner.answers.best import DEFAULT_SMALL
 from tuner.cli import main
-from tuner.families import parse_config
+from tuner.kernels.families import parse_config
 
 H100 = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
 A100 = storage.DeviceIn("NVIDIA A100-SXM4-40GB", "sm_80", 108)

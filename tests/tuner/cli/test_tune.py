@@ -27,12 +27,12 @@ from sqlalchemy.exc import DBAPIError
 import storage
 from tests.conftest import NewDatabase
 from tests.tuner.cli.running import cli, one_error_line
-from tuner.finalists import FINALISTS_SUFFIX, finalists_name
-from tuner.replay import ReplayEvaluator
-from tuner.results import results_dir
-from tuner.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, default_families
-from tuner.shape import Shape
-from tuner.study import study_name
+from tuner.core.shape import Shape
+from tuner.data import results_dir
+from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, default_families
+from tuner.search.finalists import FINALISTS_SUFFIX, finalists_name
+from tuner.search.replay import ReplayEvaluator
+from tuner.search.study import study_name
 
 BIG, MID = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000)
 QUICK = ("--evaluator", "replay", "--family", "warptile", "--sampler", "random")

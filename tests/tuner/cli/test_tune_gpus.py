@@ -11,10 +11,10 @@ import pytest
 from tests.conftest import NewDatabase
 from tests.tuner.cli.running import cli, one_error_line
 from tests.tuner.cli.test_tune import BIG, MID, counts, flat, name_of, rows_of
-from tests.tuner.test_gpu_selection import fake_cupy
-from tuner.gpu_selection import REPLAY_GPUS
-from tuner.replay import ReplayEvaluator
-from tuner.shape import Shape
+from tests.tuner.gpu.test_gpu_selection import fake_cupy
+from tuner.core.shape import Shape
+from tuner.gpu.selection import REPLAY_GPUS
+from tuner.search.replay import ReplayEvaluator
 
 REPLAY = ("--evaluator", "replay", "--family", "warptile", "--sampler", "random", "--seed", "3")
 

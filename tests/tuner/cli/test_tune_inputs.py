@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.tuner.cli.running import cli, one_error_line
-from tuner.replay import ReplayEvaluator
-from tuner.results import results_dir
+from tuner.data import results_dir
+from tuner.search.replay import ReplayEvaluator
 
 TABLE = "h100-sweep.jsonl"
 

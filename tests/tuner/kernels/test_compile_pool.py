@@ -1,0 +1,141 @@
+"""The compile pool: compiles ahead in worker processes, and survives a compiler that crashes."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from tuner.kernels.compile import CompiledKernel, CompileError, ResourceUsage
+from tuner.kernels.compile_pool import CompilePool, Outcome
+from tuner.kernels.families import parse_config
+from tuner.kernels.render import KernelSource
+
+CONFIGS = [
+    parse_config(f"warptile_bm64_bn64_bk{bk}_wm32_wn32_wni1_tm4_tn4_t128") for bk in (8, 16, 32)
+] + [parse_config(f"warptile_bm128_bn64_bk{bk}_wm64_wn32_wni1_tm4_tn4_t128") for bk in (8, 16)]
+CRASHER = CONFIGS[2]
+
+
+class CrashingCompiler:
+    """Compiles to a fake cubin in a worker process; the process dies on ``CRASHER`` (as NVRTC
+    might), so the whole process pool breaks with every compile in flight."""
+
+    arch = "sm_90"
+    version = "fake 1.0"
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        if source.config.name == CRASHER.name:
+            os._exit(11)
+        usage = ResourceUsage(64, 0, 0, 0, 0)
+        who = f"pid {os.getpid()}"  # which process compiled it
+        return CompiledKernel(source, self.arch, who, Path("/nonexistent"), usage, False)
+
+
+def test_every_config_gets_a_result_and_only_the_crasher_fails() -> None:
+    pool = CompilePool(CrashingCompiler(), workers=3, in_processes=True)
+    try:
+        for config in CONFIGS:
+            pool.submit(config)
+        outcomes = {config.name: pool.result(config) for config in CONFIGS}
+        assert pool.crashes >= 1
+        crashed = outcomes.pop(CRASHER.name)
+        assert isinstance(crashed, CompileError) and CRASHER.name in str(crashed)
+        assert "crashed" in str(crashed)
+        assert all(isinstance(o, CompiledKernel) for o in outcomes.values())
+        # The pool still works after the crash.
+        again = parse_config("warptile_bm64_bn128_bk8_wm32_wn64_wni1_tm4_tn4_t128")
+        assert isinstance(pool.result(again), CompiledKernel)
+    finally:
+        pool.close()
+
+
+def test_compiles_run_in_other_processes_and_are_not_repeated() -> None:
+    pool = CompilePool(CrashingCompiler(), workers=2, in_processes=True)
+    try:
+        safe = [c for c in CONFIGS if c != CRASHER]
+        for config in safe:
+            pool.submit(config)
+            pool.submit(config)  # a second submit of a pending config adds nothing
+        assert pool.pending() == len(safe)
+        results = [pool.result(c) for c in safe]
+        assert all(isinstance(r, CompiledKernel) for r in results)
+        assert all(
+            isinstance(r, CompiledKernel) and r.compiler != f"pid {os.getpid()}" for r in results
+        )
+        assert pool.pending() == 0
+    finally:
+        pool.close()
+
+
+def _blas_threads() -> set[int]:
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
+def test_a_warm_process_pool_leaves_this_process_one_blas_thread_until_closed() -> None:
+    import numpy  # noqa: F401  (its BLAS is the one limited)
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert _blas_threads() == {2}
+        pool = CompilePool(CrashingCompiler(), workers=1, in_processes=True)
+        try:
+            pool.warm()
+            assert _blas_threads() == {1}  # the compiler processes hold the other cores
+        finally:
+            pool.close()
+        assert _blas_threads() == {2}
+
+
+class CountingCompiler:
+    """Compiles to a fake cubin in a thread, counting the compiles of each config."""
+
+    arch = "sm_90"
+    version = "fake 1.0"
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        with self.lock:
+            self.counts[source.config.name] += 1
+        usage = ResourceUsage(64, 0, 0, 0, 0)
+        return CompiledKernel(source, self.arch, "fake", Path("/nonexistent"), usage, False)
+
+
+def test_studies_in_threads_share_one_pool() -> None:
+    """Two studies (one per GPU) submit the same configs at once: each config is compiled once;
+    then both ask for every result at once, and both get one."""
+    compiler = CountingCompiler()
+    pool = CompilePool(compiler, workers=2, in_processes=False)
+    start = threading.Barrier(2)
+
+    def submit_all() -> None:
+        start.wait(timeout=30)
+        for config in CONFIGS:
+            pool.submit(config)
+
+    def take_all() -> list[Outcome]:
+        start.wait(timeout=30)
+        return [pool.result(config) for config in CONFIGS]
+
+    try:
+        with ThreadPoolExecutor(2) as threads:
+            for done in [threads.submit(submit_all) for _ in range(2)]:
+                done.result(timeout=60)
+        assert pool.pending() == len(CONFIGS)
+        assert all(isinstance(pool.result(c), CompiledKernel) for c in CONFIGS)
+        assert compiler.counts == Counter(c.name for c in CONFIGS)  # once each
+        for config in CONFIGS:
+            pool.submit(config)
+        with ThreadPoolExecutor(2) as threads:
+            taken = [threads.submit(take_all) for _ in range(2)]
+            results = [outcome.result(timeout=60) for outcome in taken]
+        assert all(isinstance(r, CompiledKernel) for rs in results for r in rs)
+        assert pool.pending() == 0
+    finally:
+        pool.close()

@@ -1,0 +1,136 @@
+"""Stream-K twins (``tuner.search.schedule_twins``): which twin a data-parallel finalist has, and
+how a study re-measures it and starts from a stored stream-K answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from tests.tuner.fakes import Forwarding, RuleEvaluator, rule_ms
+from tuner.core.config import Config
+from tuner.core.shape import Shape
+from tuner.kernels.families import parse_config
+from tuner.kernels.render import render
+from tuner.kernels.resources import table_device
+from tuner.search.evaluator import Comparison, Result
+from tuner.search.recorder import MemoryRecorder
+from tuner.search.schedule_twins import grid_twin, resident_blocks_of, streamk_twin
+from tuner.search.study import Study
+
+H100 = table_device("sm_90")
+TILE = "bm64_bn128_bk32_wm32_wn64_mk4_s3"
+GRID = f"dmma_pipelined_{TILE}_sk1_mb1"
+
+
+def _screened(config: Config, registers: int | None, smem: int | None) -> Result:
+    return Result(
+        config.name, config.family, config.as_dict(), "ok", registers=registers, smem_bytes=smem
+    )
+
+
+def test_a_twin_keeps_the_tile_and_runs_as_many_blocks_per_sm_as_its_source_did() -> None:
+    """230 registers of 128 threads fit twice in an SM's 65536 (MINBLOCKS=1 asked for one); 64
+    registers would fit more blocks than the twin's SMBLOCKS allows (no twin)."""
+    grid = parse_config(GRID)
+    smem = render(grid).dynamic_smem_bytes
+    twin = streamk_twin(grid, _screened(grid, 230, smem), H100)
+    assert twin is not None and twin.name == f"dmma_streamk_{TILE}_smb2"
+    fewer = streamk_twin(grid, _screened(grid, 255, 3 * smem), H100)
+    assert fewer is not None and fewer.name == f"dmma_streamk_{TILE}_smb1"
+    assert resident_blocks_of(grid, _screened(grid, 64, 8192), H100) > 4
+    assert streamk_twin(grid, _screened(grid, 64, 8192), H100) is None
+
+
+def test_a_padded_finalist_has_a_padded_twin_and_the_static_estimate_stands_in() -> None:
+    padded = parse_config(GRID + "_pad4")
+    twin = streamk_twin(padded, None, H100)
+    assert twin is not None and twin.pad == 4 and twin.family == "dmma_streamk"
+    assert twin.kernel_name.startswith(f"dmma_streamk_{TILE}_smb")
+
+
+def test_split_k_and_other_families_have_no_twin() -> None:
+    assert streamk_twin(parse_config(f"dmma_pipelined_{TILE}_sk4_mb1"), None, H100) is None
+    warptile = parse_config("warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128")
+    assert streamk_twin(warptile, None, H100) is None
+    assert grid_twin(warptile) is None
+
+
+def test_grid_twin_undoes_streamk_twin() -> None:
+    for name in (GRID, GRID + "_pad4", "dmma_pipelined_bm64_bn64_bk16_wm32_wn32_mk16_s4_sk1_mb3"):
+        config = parse_config(name)
+        twin = streamk_twin(config, None, H100)
+        assert twin is not None
+        back = grid_twin(twin)
+        assert back is not None and back.pad == config.pad
+        blocks = twin.as_dict()["SMBLOCKS"]
+        assert back.as_dict() == {**config.as_dict(), "MINBLOCKS": blocks}
+
+
+class _TwinsFaster(Forwarding):
+    """The rule's times, except that configs with a stream-K twin screen in half of theirs
+    (so that the finalists have twins) and every stream-K config runs in a tenth of its."""
+
+    def evaluate(self, config: Config, shape: Shape) -> Result:
+        result = self.inner.evaluate(config, shape)
+        if streamk_twin(config, result, self.device) is None or result.ms is None:
+            return result
+        return replace(result, ms=result.ms / 2)
+
+    def compare(
+        self, configs: Sequence[Config], shape: Shape, rounds: int, budget_ms: float | None = None
+    ) -> list[Comparison]:
+        self.inner.compare(configs, shape, rounds, budget_ms)  # recorded there
+        return [
+            Comparison(
+                c.name,
+                "ok",
+                None,
+                (rule_ms(c.name) / (10 if c.family == "dmma_streamk" else 1),) * rounds,
+                (1.5,) * rounds,
+                0.0,
+            )
+            for c in configs
+        ]
+
+
+def test_a_study_remeasures_the_twins_of_its_fastest_and_may_keep_one() -> None:
+    rule = RuleEvaluator(H100)
+    recorder = MemoryRecorder()
+    study = Study(
+        Shape(1000, 1000, 1000),
+        ("dmma_pipelined",),
+        _TwinsFaster(rule),
+        recorder,
+        sampler="random",
+        seed=5,
+    )
+    progress = study.run(trials=12)
+    final = rule.compared[-1]
+    screened = recorder.evaluated(study.name)
+    fastest = sorted(
+        (r for r in screened.values() if r.status == "ok" and r.ms is not None),
+        key=lambda r: (r.ms, r.config_name),
+    )[:3]
+    expected = [streamk_twin(study.candidates[r.config_name], r, H100) for r in fastest]
+    twins = [t.name for t in expected if t is not None]
+    assert twins and all(name in final for name in twins)
+    assert not any(name.startswith("dmma_streamk") for name in screened)  # not screened
+    best = progress.best
+    assert best is not None and best.family == "dmma_streamk" and best.config_name in twins
+    assert best.params == parse_config(best.config_name).as_dict()
+    assert best.provenance["twin_of"] in {r.config_name for r in fastest}
+
+
+def test_a_stored_streamk_answer_starts_a_study_of_the_grid_family_from_its_grid_twin() -> None:
+    start = parse_config(f"dmma_streamk_{TILE}_smb2")
+
+    def starts_of(families: tuple[str, ...]) -> list[str]:
+        evaluator = RuleEvaluator(H100)
+        study = Study(
+            Shape(1000, 1000, 1000), families, evaluator, MemoryRecorder(), starts=[start]
+        )
+        return [c.name for c in study.starts]
+
+    assert starts_of(("dmma_pipelined",)) == [f"dmma_pipelined_{TILE}_sk1_mb2"]
+    assert starts_of(("dmma_streamk",)) == [start.name]
+    assert starts_of(("warptile",)) == []

@@ -1,0 +1,2 @@
+"""Which config to run for a shape on a device: exact, nearest, far or default; device kinds; the
+in-memory index."""

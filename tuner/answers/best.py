@@ -1,0 +1,520 @@
+"""Which config to run for a GEMM on a GPU: the one answer of ``POST /v1/configs/best``,
+``gemmtune best`` and ``tuner.client.best``.
+
+Sources, tried in order within the data the device may use:
+
+* ``exact``: a config tuned for this very shape;
+* ``nearest``: the config tuned for the closest tuned shape with the same dtype and layout.
+  Distance is Euclidean in log space, ``sqrt(sum((ln a_i - ln b_i)^2))`` over (m, n, k)
+  (:func:`storage.shape_distance`): equal ratios are equal distances, so 128 -> 256 is as far
+  as 4096 -> 8192. Its numbers were measured on that other shape and are labelled so;
+* ``far``: the nearest tuned shape is farther than :data:`FAR_DISTANCE`: what it measured says
+  little about this shape (a 3x5x7 GEMM is not a 1000^3 one), so the config is the default rule's
+  and no numbers are given; ``distance`` and the note name the nearest tuned shape;
+* ``default``: nothing usable tuned yet, so a warptile config picked by :func:`default_config`.
+  Every kernel is correct for any M, N, K >= 1, so a default is always safe, only maybe slow.
+
+Every answer carries a ``confidence`` in [0, 1] (:func:`confidence`): 1 for exact, falling
+linearly with the distance to 0 at :data:`FAR_DISTANCE`; 0 for far and default.
+
+Which data (``device_match``), for the :class:`~tuner.answers.device_kind.DeviceSpec` asked about:
+
+1. no device named: every device's, the fastest per shape (``any_device``);
+2. the device's own, when the database knows its name (``same_device``);
+3. else, or when none of its own is usable, that of other devices of the same kind, the same
+   architecture and SM count (``same_kind``: an H200 answered from H100 data);
+4. else the default rule.
+
+On a named device a family that runs slowly there (:func:`tuner.answers.device_kind.slow_math`: the
+FP64 tensor-core families on most non-datacenter GPUs) is never the answer. A name the database does
+not know, given without an architecture to find its kind, is an error listing the known devices
+(:class:`UnknownDeviceError`): answering it with another GPU's data, or a silent default, would hide
+a typo. Every answer says which device its numbers were measured on (``measured_on_device``, None
+for a default) apart from the device it is for (``device``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any, Literal
+
+from storage.inputs import LEGACY_LAYOUTS
+from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
+from tuner.core.accuracy import ACCURACY_NAMES, BF16X3, DEFAULT_ACCURACY, accepted
+from tuner.core.config import PARAM_ABBR, Config
+from tuner.core.errors import InputError
+from tuner.core.shape import Shape
+from tuner.kernels.families import FAMILIES, HMMA, HMMA_BF16X3, get_family, parse_config
+from tuner.kernels.render import KernelSource, Launch, render
+
+Source = Literal["exact", "nearest", "far", "default"]
+Match = Literal["same_device", "same_kind", "any_device"]
+
+# The default rule: 128x128 block tiles once there are enough of them to fill every SM of an
+# H100 (132) at least once; smaller 64x64 tiles otherwise, so small or skinny problems still
+# spread over the chip. Both configs are valid for every family rule and fit sm_80..sm_90; on the
+# committed H100 sweep they rank 61st of 2575 at 4096^3 (large) and 19th-21st of 1821-2575 at
+# 1000^3 and 128x4096x4096 (small).
+DEFAULT_LARGE = "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
+DEFAULT_SMALL = "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128"
+DEFAULT_TILE = 128
+DEFAULT_WAVE_BLOCKS = 132
+# FP16/BF16 inputs, by the same rule: hmma's 128x128 tile of four 64x64 warp tiles in 4 stages,
+# else a 64x64 tile of four 32x32 warp tiles in 3 stages (chosen before any measurement; both
+# fit sm_80..sm_90), with the input type and layout the shape pins.
+HALF_DEFAULT_LARGE = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8"
+HALF_DEFAULT_SMALL = "hmma_bm64_bn64_bk32_wpm2_wpn2_s3_sw1"
+DEFAULT_RULE = (
+    f"{DEFAULT_LARGE} when ceil(m/{DEFAULT_TILE})*ceil(n/{DEFAULT_TILE}) >= "
+    f"{DEFAULT_WAVE_BLOCKS} (one full wave on an H100), else {DEFAULT_SMALL}; for float16 and "
+    f"bfloat16 inputs {HALF_DEFAULT_LARGE} or {HALF_DEFAULT_SMALL} by the same test, with the "
+    "shape's dtype and layout; for float32 at accuracy bf16x3 the same hmma tile as "
+    f"{HMMA_BF16X3.name} when the grid is large or the layout is not NN (only the emulated "
+    "families compute float32 in NT, TN and TT)"
+)
+
+
+# Past this log-space distance a tuned shape's config and numbers do not answer for another: about
+# a factor 20 in one dimension, or 5.6 in each of the three. The committed suite's neighbours
+# (16 -> 128 rows, 1024^3 -> 2048^3, 4096^3 -> 4096x4096x11008) are all nearer than this;
+# 3x5x7 -> 1000^3 (9.3) and 256x256x65536 -> 1024^3 (4.6) are farther.
+FAR_DISTANCE = 3.0
+
+
+def confidence(distance: float | None) -> float:
+    """How much a tuned shape at ``distance`` says about the asked one: 1 at the shape itself,
+    0 at :data:`FAR_DISTANCE` and beyond (and for no tuned shape at all, ``None``)."""
+    if distance is None:
+        return 0.0
+    return round(max(0.0, 1.0 - distance / FAR_DISTANCE), 3)
+
+
+SHAPE_FIELDS = ("m", "n", "k", "dtype", "layout")
+
+
+def shape_values(shape: Any) -> dict[str, Any]:
+    """m, n, k, dtype and layout of a shape (``tuner.core.shape.Shape`` or a stored row) by name."""
+    return {name: getattr(shape, name) for name in SHAPE_FIELDS}
+
+
+def default_config(
+    m: int, n: int, dtype: str = "float32", layout: str = "NN", accuracy: str = DEFAULT_ACCURACY
+) -> Config:
+    """The rule-chosen config for a shape nobody has tuned (see :data:`DEFAULT_RULE`)."""
+    large = -(-m // DEFAULT_TILE) * -(-n // DEFAULT_TILE) >= DEFAULT_WAVE_BLOCKS
+    half = HALF_DEFAULT_LARGE if large else HALF_DEFAULT_SMALL
+    shape = Shape(m, n, 1, dtype, layout)
+    if dtype == "float32":
+        emulated = BF16X3.name in accepted(accuracy) and (large or layout != "NN")
+        if not emulated:
+            return parse_config(DEFAULT_LARGE if large else DEFAULT_SMALL)
+        half = half.replace(HMMA.name, HMMA_BF16X3.name, 1)
+        shape = HMMA_BF16X3.run_shape(shape)
+    tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in HMMA.pinned(shape).items())
+    return parse_config("_".join([half, *tokens]))
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """A device as stored: results were measured on it."""
+
+    name: str
+    arch: str
+    sm_count: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arch": self.arch, "sm_count": self.sm_count}
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """One best config as plain values (safe to share between threads)."""
+
+    best_id: int
+    device: DeviceInfo
+    m: int
+    n: int
+    k: int
+    dtype: str
+    layout: str
+    family: str
+    config_name: str
+    params: Mapping[str, int]
+    ms: float
+    tflops: float | None
+    cublas_tflops: float | None
+    ratio: float | None
+    provenance: Mapping[str, Any]
+    accuracy: str = DEFAULT_ACCURACY  # the class of its family (``tuner.core.accuracy``)
+    log_mnk: tuple[float, float, float] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "log_mnk", (math.log(self.m), math.log(self.n), math.log(self.k)))
+        # A layout by its older name (``row-major``) is the layout it names today.
+        object.__setattr__(self, "layout", LEGACY_LAYOUTS.get(self.layout, self.layout))
+
+
+class UnknownDeviceError(InputError):
+    """A device name with no stored results and no architecture to find its kind by."""
+
+    field = "device"
+
+    def __init__(self, device: DeviceSpec, known: Iterable[str]) -> None:
+        self.device = device
+        self.known = tuple(sorted(set(known)))
+        sms = f" with {device.sm_count} SMs" if device.sm_count is not None else ""
+        # What is wrong and what is allowed; a caller adds how to pass an arch in its terms.
+        self.detail = (
+            f"{device.name!r}{sms} is not a known device (nothing is stored for it); known "
+            f"devices: {', '.join(repr(name) for name in self.known) or 'none'}"
+        )
+        super().__init__(
+            f"device {self.detail}; or give its architecture and SM count to be answered "
+            "from devices of the same kind"
+        )
+
+
+class UncomputedLayoutError(InputError):
+    """A dtype and layout that no family of a class the floor accepts computes (float32 in
+    NT, TN or TT at ``exact``): answering a config of another layout would compute another
+    product."""
+
+    field = "layout"
+
+    def __init__(self, shape: Shape, accuracy: str) -> None:
+        self.detail = (
+            f"{shape.layout!r}: no family of accuracy class {accuracy} or a more exact one "
+            f"computes {shape.dtype} inputs in layout {shape.layout}; store the operands as NN "
+            "(copy the transposed ones) or accept accuracy bf16x3"
+        )
+        super().__init__(f"`layout` {self.detail}")
+
+
+@lru_cache(maxsize=64)
+def computed(dtype: str, layout: str, accuracy: str = DEFAULT_ACCURACY) -> bool:
+    """Whether some family of a class the floor ``accuracy`` accepts computes ``dtype`` inputs
+    in ``layout`` (float32 is computed in NT, TN and TT only by the emulated families)."""
+    allowed = accepted(accuracy)
+    return any(
+        dtype in f.dtypes and layout in f.layouts and f.accuracy in allowed
+        for f in FAMILIES.values()
+    )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The config to run for (m, n, k) on ``device``, where it came from, what it measured."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    layout: str
+    name: str
+    family: str
+    params: Mapping[str, int]
+    source: Source
+    device: DeviceSpec | None  # asked about; arch and SM count filled in where stored
+    # What the config measured, and where: None for a default.
+    distance: float | None = None  # to measured_on; for far, to the nearest tuned shape
+    confidence: float = 0.0
+    measured_on: tuple[int, int, int] | None = None  # the shape the numbers were measured on
+    ms: float | None = None
+    tflops: float | None = None
+    cublas_tflops: float | None = None
+    ratio: float | None = None
+    measured_on_device: DeviceInfo | None = None
+    device_match: Match | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    note: str = ""
+    # The config's accuracy class (``tuner.core.accuracy``): the asked floor's or a more exact one.
+    accuracy: str = DEFAULT_ACCURACY
+
+    @property
+    def config(self) -> Config:
+        return parse_config(self.name)
+
+    def kernel(self) -> KernelSource:
+        """The rendered CUDA source of the config."""
+        return kernel_source(self.name)
+
+    def launch(self) -> Launch:
+        """Grid, block and dynamic shared memory for the asked shape; a persistent grid
+        (``streamk``) is sized for the SMs of the device the config was measured on (the
+        device asked about has as many: it is that device or one of its kind)."""
+        device = self.measured_on_device or self.device
+        sm_count = device.sm_count if device is not None else None
+        return self.kernel().launch(Shape(self.m, self.n, self.k), sm_count)
+
+    def as_json(self) -> dict[str, Any]:
+        """The answer as JSON values: the body of ``POST /v1/configs/best``."""
+        shape = self.measured_on
+        return {
+            "m": self.m,
+            "n": self.n,
+            "k": self.k,
+            "dtype": self.dtype,
+            "layout": self.layout,
+            "family": self.family,
+            "params": dict(self.params),
+            "name": self.name,
+            "source": self.source,
+            "distance": self.distance,
+            "confidence": self.confidence,
+            "measured_on": None if shape is None else dict(zip("mnk", shape, strict=True)),
+            "ms": self.ms,
+            "tflops": self.tflops,
+            "cublas_tflops": self.cublas_tflops,
+            "ratio": self.ratio,
+            "device": None if self.device is None else self.device.as_dict(),
+            "measured_on_device": (
+                None if self.measured_on_device is None else self.measured_on_device.as_dict()
+            ),
+            "device_match": self.device_match,
+            "provenance": dict(self.provenance),
+            "note": self.note,
+            "accuracy": self.accuracy,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Answer:
+        """Read :meth:`as_json`'s form back (what a client gets over HTTP); other keys, such
+        as ``kernel``, are ignored."""
+        shape, device, measured = data["measured_on"], data["device"], data["measured_on_device"]
+        plain = {key: data[key] for key in _PLAIN_KEYS if key in data}  # older servers: no accuracy
+        return cls(
+            **plain,
+            params=dict(data["params"]),
+            measured_on=None if shape is None else (shape["m"], shape["n"], shape["k"]),
+            device=None if device is None else DeviceSpec(**device),
+            measured_on_device=None if measured is None else DeviceInfo(**measured),
+            provenance=dict(data["provenance"]),
+        )
+
+
+# Answer fields whose JSON value is the value itself.
+_PLAIN_KEYS = (
+    "m", "n", "k", "dtype", "layout", "name", "family", "source", "distance", "confidence",
+    "ms", "tflops", "cublas_tflops", "ratio", "device_match", "note", "accuracy",
+)  # fmt: skip
+
+
+@lru_cache(maxsize=256)
+def kernel_source(name: str) -> KernelSource:
+    """Rendered CUDA source of a config, cached by its procedural name."""
+    return render(parse_config(name))
+
+
+class Tuning:
+    """What answers are chosen from: the best configs, every device seen (with or without a
+    best config) and the devices' measured rates, indexed by device name and kind."""
+
+    def __init__(
+        self,
+        entries: Iterable[Tuned],
+        devices: Iterable[DeviceInfo],
+        rates: Mapping[str, MathRates],
+    ) -> None:
+        self.entries = tuple(entries)
+        self.devices = tuple(dict.fromkeys((*devices, *(e.device for e in self.entries))))
+        self.rates = dict(rates)
+        # The entries each floor accepts (``tuner.core.accuracy``), so an answer filters nothing.
+        self.by_floor = {
+            floor: tuple(e for e in self.entries if e.accuracy in accepted(floor))
+            for floor in ACCURACY_NAMES
+        }
+        # Each floor's entries by device kind (arch, SM count).
+        self.by_kind: dict[str, dict[tuple[str, int], list[Tuned]]] = {}
+        for floor, floor_entries in self.by_floor.items():
+            kinds = self.by_kind[floor] = {}
+            for entry in floor_entries:
+                kinds.setdefault((entry.device.arch, entry.device.sm_count), []).append(entry)
+
+    def answer(
+        self,
+        m: int,
+        n: int,
+        k: int,
+        dtype: str = "float32",
+        layout: str = "NN",
+        device: DeviceSpec | None = None,
+        accuracy: str = DEFAULT_ACCURACY,
+    ) -> Answer:
+        """The answer for (m, n, k) on ``device`` at the floor ``accuracy`` (see the module's
+        docstring for the rules).
+
+        Raises:
+            InputError: a bad dimension, dtype, layout or accuracy (naming it).
+            UncomputedLayoutError: no family of the floor computes the dtype in the layout.
+            UnknownDeviceError: ``device`` is not stored and has no ``arch``.
+        """
+        shape = Shape(m, n, k, dtype, layout)
+        # computed() raises InputError on an unknown accuracy, before the layout is judged.
+        if not computed(shape.dtype, shape.layout, accuracy):
+            raise UncomputedLayoutError(shape, accuracy)
+        entries = self.by_floor[accuracy]
+        if device is None:
+            found = _tuned(entries, shape, "any_device", None)
+            if isinstance(found, Answer):
+                return found
+            return _default(shape, None, found, accuracy)
+        stored = self._stored(device)
+        asked = DeviceSpec(
+            device.name,
+            # An arch stored in another spelling (uploads take any text) is not used.
+            device.arch or _only({d.arch for d in stored if ARCH_FORMAT.fullmatch(d.arch)}),
+            device.sm_count or _only({d.sm_count for d in stored}),
+        )
+        slow = slow_math(asked.arch, self.rates.get(asked.name))
+        kind = self.by_kind[accuracy].get(asked.kind, []) if asked.kind else []
+        pools: tuple[tuple[Match, Sequence[Tuned]], ...] = (
+            ("same_device", [e for e in entries if e.device in stored]),
+            ("same_kind", [e for e in kind if e.device not in stored]),
+        )
+        farthest: Far | None = None
+        for match, pool in pools:
+            usable = [e for e in pool if slow.allows(e.family)]
+            found = _tuned(usable, shape, match, asked)
+            if isinstance(found, Answer):
+                return _with_skipped(found, len(pool) - len(usable), slow)
+            farthest = farthest or found
+        if not stored and asked.arch is None:
+            raise UnknownDeviceError(asked, (d.name for d in self.devices))
+        return _default(shape, asked, farthest, accuracy)
+
+    def _stored(self, device: DeviceSpec) -> set[DeviceInfo]:
+        """The stored devices ``device`` names (its name, and its arch and SM count if given)."""
+        return {
+            d
+            for d in self.devices
+            if d.name == device.name
+            and device.arch in (None, d.arch)
+            and device.sm_count in (None, d.sm_count)
+        }
+
+
+def _only(values: set[Any]) -> Any:
+    """The value when there is exactly one (a name stored with two SM counts has none)."""
+    return next(iter(values)) if len(values) == 1 else None
+
+
+@dataclass(frozen=True)
+class Far:
+    """The nearest tuned shape of a pool, too far away to answer for the asked one."""
+
+    entry: Tuned
+    distance: float
+
+
+def _tuned(
+    pool: Sequence[Tuned], shape: Shape, match: Match, device: DeviceSpec | None
+) -> Answer | Far | None:
+    """The exact answer from ``pool``, else the nearest within :data:`FAR_DISTANCE`, else the
+    nearest farther away (:class:`Far`), else None (nothing of this dtype and layout)."""
+    key = (shape.m, shape.n, shape.k, shape.dtype, shape.layout)
+    exact = [e for e in pool if (e.m, e.n, e.k, e.dtype, e.layout) == key]
+    if exact:
+        best = min(exact, key=lambda e: (e.ms, e.best_id))
+        return _from_entry(best, shape, "exact", 0.0, match, device)
+    target = (math.log(shape.m), math.log(shape.n), math.log(shape.k))
+    scored = [
+        (math.dist(e.log_mnk, target), e.ms, e.best_id, e)
+        for e in pool
+        if (e.dtype, e.layout) == (shape.dtype, shape.layout)
+    ]
+    if not scored:
+        return None
+    distance, _, _, entry = min(scored, key=lambda item: item[:3])
+    if distance > FAR_DISTANCE:
+        return Far(entry, distance)
+    return _from_entry(entry, shape, "nearest", distance, match, device)
+
+
+def _from_entry(
+    entry: Tuned,
+    shape: Shape,
+    source: Source,
+    distance: float,
+    match: Match,
+    device: DeviceSpec | None,
+) -> Answer:
+    where = f"{entry.m}x{entry.n}x{entry.k} on {entry.device.name}"
+    if source == "exact":
+        note = f"tuned for {where}"
+    else:
+        note = (
+            f"no config tuned for {shape}; this one was tuned for the nearest tuned shape "
+            f"{where} (log-space distance {distance:.3f}); ms, tflops, cublas_tflops and ratio "
+            "were measured on that shape"
+        )
+    if match == "any_device":
+        note += "; no device named: the fastest of every device's configs"
+    elif match == "same_kind" and device is not None:
+        note += (
+            f"; nothing usable is stored for {device.name}, so this comes from a GPU of the same "
+            f"kind ({entry.device.arch}, {entry.device.sm_count} SMs)"
+        )
+    return Answer(
+        **shape_values(shape),  # the entry's dtype and layout are the shape's
+        name=entry.config_name,
+        family=entry.family,
+        params=entry.params,
+        source=source,
+        distance=distance,
+        confidence=confidence(distance),
+        measured_on=(entry.m, entry.n, entry.k),
+        ms=entry.ms,
+        tflops=entry.tflops,
+        cublas_tflops=entry.cublas_tflops,
+        ratio=entry.ratio,
+        device=device,
+        measured_on_device=entry.device,
+        device_match=match,
+        provenance=entry.provenance,
+        note=note,
+        accuracy=entry.accuracy,
+    )
+
+
+def _with_skipped(answer: Answer, skipped: int, slow: SlowMath) -> Answer:
+    if not skipped:
+        return answer
+    units = ", ".join(sorted(slow.units))
+    note = f"{answer.note}; {skipped} tuned config(s) on {units} math skipped: {slow.reason}"
+    return replace(answer, note=note)
+
+
+def _default(
+    shape: Shape,
+    device: DeviceSpec | None,
+    far: Far | None = None,
+    accuracy: str = DEFAULT_ACCURACY,
+) -> Answer:
+    """The default rule's answer; ``far`` (the nearest tuned shape, too far) makes it ``far``."""
+    config = default_config(shape.m, shape.n, shape.dtype, shape.layout, accuracy)
+    where = f" on {device.name} or a GPU of its kind" if device is not None else ""
+    rule = f"config chosen by rule: {DEFAULT_RULE}"
+    if far is None:
+        note = f"nothing tuned{where} for {shape.dtype} {shape.layout} yet; {rule}"
+    else:
+        near = far.entry
+        note = (
+            f"nearest tuned shape{where} is {near.m}x{near.n}x{near.k} on {near.device.name}, "
+            f"at log-space distance {far.distance:.3f} > {FAR_DISTANCE:g}: too far for its "
+            f"config or numbers to answer for {shape}; {rule}"
+        )
+    return Answer(
+        **shape_values(shape),
+        name=config.name,
+        family=config.family,
+        params=config.as_dict(),
+        source="default" if far is None else "far",
+        distance=None if far is None else far.distance,
+        device=device,
+        provenance={"rule": DEFAULT_RULE},
+        note=note,
+        accuracy=get_family(config.family).accuracy,
+    )

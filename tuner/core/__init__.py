@@ -1,0 +1,2 @@
+"""The vocabulary every wing shares: shapes, configs, accuracy classes, statuses, errors. Standard
+library only."""

@@ -1,0 +1,102 @@
+"""A kernel configuration: a family plus integer parameters, with a procedural name.
+
+A :class:`Config` is a frozen, hashable value. Its name (e.g.
+``warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128``) is its identity everywhere: cache keys,
+database rows, CLI arguments and API answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+# Parameter name -> the short token used in procedural kernel names. One table, so that a name
+# can always be read back (see ``tuner.kernels.families.parse_config``).
+PARAM_ABBR: dict[str, str] = {
+    "BM": "bm",
+    "BN": "bn",
+    "BK": "bk",
+    "WM": "wm",
+    "WN": "wn",
+    "WNITER": "wni",
+    "TM": "tm",
+    "TN": "tn",
+    "THREADS": "t",
+    "STAGES": "s",
+    "SPLITK": "sk",
+    "LK": "lk",
+    "KU": "ku",
+    "SMBLOCKS": "smb",
+    "STAGGER": "stg",
+    "MK": "mk",
+    "MINBLOCKS": "mb",
+    "WIDEN": "wd",
+    "WARPS_M": "wpm",
+    "WARPS_N": "wpn",
+    "WG_M": "wgm",
+    "SWIZZLE": "sw",
+    "DTYPE": "dt",
+    "LAYOUT": "ly",
+}
+ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
+# The name token of the operand mode (``_pad4``, ``_pad8``): rows rounded up to a whole number of
+# 16-byte vectors, what the templates' widest copies need; its value is that multiple in
+# elements (``tuner.kernels.operand_padding.pad_multiple``: 4 floats, 8 halves).
+PAD_TOKEN = "pad"
+OPERAND_PADS = (4, 8)
+
+
+@dataclass(frozen=True, order=True)
+class Config:
+    """Family name plus ``(PARAM, value)`` pairs in the family's declared parameter order.
+
+    Build configs through ``tuner.kernels.families`` (``Family.config`` / ``parse_config``) so that
+    the parameter order is canonical; two equal configs then have equal names and hashes.
+    """
+
+    family: str
+    params: tuple[tuple[str, int], ...]
+    pad: int = 0  # 0: the caller's arrays; one of OPERAND_PADS: zero-padded copies
+
+    def __getitem__(self, key: str) -> int:
+        for name, value in self.params:
+            if name == key:
+                return value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.params)
+
+    def as_dict(self) -> dict[str, int]:
+        """The parameters by name (a new dict; the config stays immutable)."""
+        return dict(self._by_name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, int]:
+        return dict(self.params)
+
+    @property
+    def kernel_name(self) -> str:
+        """The name without the operand mode: the kernel's symbol, shared by both modes."""
+        tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in self.params)
+        return "_".join([self.family, *tokens])
+
+    @property
+    def name(self) -> str:
+        return self.kernel_name + (f"_{PAD_TOKEN}{self.pad}" if self.pad else "")
+
+    @property
+    def direct(self) -> Config:
+        """This config on the caller's arrays (itself when it is not padded)."""
+        return Config(self.family, self.params) if self.pad else self
+
+    def padded(self, multiple: int) -> Config:
+        """This config on zero-padded copies of its operands, rows rounded up to ``multiple``
+        elements (one of :data:`OPERAND_PADS`)."""
+        if multiple not in OPERAND_PADS:
+            raise ValueError(f"operands are padded to {OPERAND_PADS} elements, not {multiple}")
+        return Config(self.family, self.params, multiple)
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,116 @@
+"""The problem being tuned: C[M,N] = alpha * op(A) @ op(B) + beta * C.
+
+``dtype`` is the type of A and B: float32, or float16 / bfloat16 multiplied with FP32
+accumulation. C is float32 for every input type (the FP32 sums are stored unrounded to half).
+``layout`` says how A and B are stored, in row-major terms (PyTorch's and CuPy's default): the
+first letter for A, the second for B, ``N`` for stored as used (A as M x K, B as K x N) and
+``T`` for stored transposed (A as K x M, B as N x K). ``NT`` is ``x @ W.T``, what nn.Linear
+does. ``row-major``, the only layout before there were four, is read as ``NN``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from storage.inputs import LEGACY_LAYOUTS
+from tuner.core.errors import InputError
+
+SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
+SUPPORTED_LAYOUTS = ("NN", "NT", "TN", "TT")
+# Every name a layout may be given by: the four, and the older names they replace.
+ACCEPTED_LAYOUTS = (*SUPPORTED_LAYOUTS, *LEGACY_LAYOUTS)
+HALF_DTYPES = ("float16", "bfloat16")
+# Unit roundoff of each input type (half the distance from 1 to the next value): what
+# verification tolerances scale with.
+UNIT_ROUNDOFF = {"float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+# Larger dimensions than this overflow the 32-bit indices the kernels use.
+MAX_DIM = 2**31 - 1
+
+_SHAPE_RE = re.compile(r"^\s*(\S+?)\s*[xX\u00d7]\s*(\S+?)\s*[xX\u00d7]\s*(\S+?)\s*$")
+
+
+def check_dtype(value: object) -> str:
+    """``value`` if it names a supported input type, else raise naming it and the choices."""
+    if value not in SUPPORTED_DTYPES:
+        raise InputError(f"`dtype` must be one of {', '.join(SUPPORTED_DTYPES)}, got {value!r}")
+    return str(value)
+
+
+def check_layout(value: object) -> str:
+    """The canonical name of layout ``value`` (``row-major`` reads as ``NN``), else raise
+    naming it and the choices."""
+    if not isinstance(value, str) or value not in ACCEPTED_LAYOUTS:
+        raise InputError(
+            f"`layout` must be one of {', '.join(SUPPORTED_LAYOUTS)} "
+            f"(or row-major, meaning NN), got {value!r}"
+        )
+    return LEGACY_LAYOUTS.get(value, value)
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """A GEMM problem size; immutable and hashable so it can key caches and studies."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str = "float32"
+    layout: str = "NN"
+
+    def __post_init__(self) -> None:
+        for field, value in (("m", self.m), ("n", self.n), ("k", self.k)):
+            check_dim(field, value)
+        check_dtype(self.dtype)
+        object.__setattr__(self, "layout", check_layout(self.layout))
+
+    @property
+    def flops(self) -> int:
+        """Floating-point operations of one GEMM (a multiply and an add per term)."""
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def a_transposed(self) -> bool:
+        """Whether A is stored K x M (its columns contiguous)."""
+        return self.layout[0] == "T"
+
+    @property
+    def b_transposed(self) -> bool:
+        """Whether B is stored N x K (its columns contiguous), as nn.Linear's weight is."""
+        return self.layout[1] == "T"
+
+    @property
+    def is_default_kind(self) -> bool:
+        """float32 NN: what a bare ``MxNxK`` means and every FP32 family computes."""
+        return self.dtype == "float32" and self.layout == "NN"
+
+    def __str__(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+    def label(self) -> str:
+        """``MxNxK``, followed by dtype and layout unless they are float32 NN."""
+        return str(self) if self.is_default_kind else f"{self} {self.dtype} {self.layout}"
+
+
+def check_dim(field: str, value: object) -> int:
+    """Return ``value`` if it is a usable matrix dimension, else raise naming the field."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"`{field}` must be an integer in 1..{MAX_DIM}, got {value!r}")
+    if not 1 <= value <= MAX_DIM:
+        raise InputError(f"`{field}` must be an integer in 1..{MAX_DIM}, got {value}")
+    return value
+
+
+def parse_shape(text: str, dtype: str = "float32", layout: str = "NN") -> Shape:
+    """Parse ``MxNxK`` (e.g. ``4096x4096x4096``) into a :class:`Shape` of ``dtype`` and
+    ``layout``."""
+    match = _SHAPE_RE.match(text)
+    if not match:
+        raise InputError(f"shape must look like MxNxK with positive integers, got {text!r}")
+    dims = []
+    for field, token in zip(("M", "N", "K"), match.groups(), strict=True):
+        if not token.isdigit():
+            raise InputError(f"{field} in shape {text!r} must be a positive integer, got {token!r}")
+        dims.append(check_dim(field, int(token)))
+    return Shape(dims[0], dims[1], dims[2], dtype, layout)

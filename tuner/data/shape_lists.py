@@ -1,0 +1,60 @@
+"""Shape lists: the CSV files that ``tune-batch`` and ``gemmtune bench`` read.
+
+Rows are ``M,N,K`` or ``class,M,N,K``; ``#`` starts a comment line, and the first row may be a
+header naming those columns (``class,M,N,K``, any case), as spreadsheets write it. Every row is
+checked before anything runs, and a bad one is named by its line number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuner.core.errors import InputError
+from tuner.core.shape import Shape, parse_shape
+from tuner.data.user_files import read_text
+
+_HEADERS = (["m", "n", "k"], ["class", "m", "n", "k"])
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One row of a shape CSV: its class (``None`` for ``M,N,K`` rows) and shape."""
+
+    label: str | None
+    shape: Shape
+
+
+def read_suite(path: Path, dtype: str = "float32", layout: str = "NN") -> list[SuiteEntry]:
+    """Every row of a shape CSV, in file order, as shapes of ``dtype`` and ``layout``."""
+    text = read_text(path, "shape file")
+    rows: list[SuiteEntry] = []
+    seen_data = False
+    for number, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1):
+        if not row or row[0].lstrip().startswith("#") or not "".join(row).strip():
+            continue
+        cells = [c.strip() for c in row]
+        first, seen_data = not seen_data, True
+        if first and [c.lower() for c in cells] in _HEADERS:
+            continue
+        rows.append(_entry(cells, f"{path.name} line {number}", dtype, layout))
+    if not rows:
+        raise InputError(f"{path.name} holds no shapes")
+    return rows
+
+
+def _entry(cells: list[str], where: str, dtype: str, layout: str) -> SuiteEntry:
+    if len(cells) not in (3, 4):
+        raise InputError(f"{where}: expected M,N,K or class,M,N,K, got {','.join(cells)!r}")
+    try:
+        shape = parse_shape("x".join(cells[-3:]), dtype, layout)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    return SuiteEntry((cells[0] or None) if len(cells) == 4 else None, shape)
+
+
+def read_shapes(path: Path, dtype: str = "float32", layout: str = "NN") -> list[Shape]:
+    """The shapes of a shape CSV, in file order, as shapes of ``dtype`` and ``layout``."""
+    return [entry.shape for entry in read_suite(path, dtype, layout)]

@@ -1,0 +1,2 @@
+"""The only wing that imports CuPy: the evaluator process, measuring, probes, launches and
+arrays."""

@@ -1,0 +1,130 @@
+"""How the input types live in CuPy arrays, and cuBLAS's GEMM on any of them.
+
+float32 and float16 are CuPy dtypes. bfloat16 is one only where CuPy knows it (a ``bfloat16``
+dtype from ml_dtypes); everywhere else the tuner holds BF16 values as their 16-bit patterns
+in ``uint16`` arrays, which is all a kernel reads. The conversions here round to nearest even.
+
+``gemm`` is the cuBLAS reference of every shape: one ``cublasGemmEx`` on the stored operands
+(row-major, either of them transposed) into a float32 C, with FP32 sums
+(``CUBLAS_COMPUTE_32F``: never TF32, which only ``..._FAST_TF32`` would allow).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core.errors import InputError
+from tuner.core.shape import SUPPORTED_DTYPES, Shape
+
+# cudaDataType_t and cublasComputeType_t (library_types.h, cublas_api.h).
+CUDA_TYPES = {"float32": 0, "float16": 2, "bfloat16": 14}
+CUDA_R_32F = 0
+CUBLAS_COMPUTE_32F = 68
+CUBLAS_GEMM_DEFAULT = -1
+
+
+def dtype_name(array: Any) -> str:
+    """The input type an array holds, by the tuner's names (``uint16`` is not one: raw bits do
+    not say whether they are FP16 or BF16)."""
+    return str(getattr(array, "dtype", ""))
+
+
+def from_float32(values: Any, dtype: str) -> Any:
+    """``values`` (float32 CuPy array) rounded to ``dtype``: float32 and float16 as CuPy arrays
+    of that dtype, bfloat16 as its bit patterns in a uint16 array."""
+    import cupy as cp
+
+    if dtype == "float32":
+        return values
+    if dtype == "float16":
+        return values.astype(cp.float16)
+    bits = values.view(cp.uint32)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # to nearest even (no NaN inputs here)
+    return rounded.astype(cp.uint16)
+
+
+def to_float32(stored: Any, dtype: str) -> Any:
+    """The float32 values of an array made by :func:`from_float32` (exact: every FP16 and BF16
+    value is a float32)."""
+    import cupy as cp
+
+    if dtype != "bfloat16":
+        return stored.astype(cp.float32)
+    return (stored.view(cp.uint16).astype(cp.uint32) << 16).view(cp.float32)
+
+
+def gemm(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
+    """``c = alpha * op(a) @ op(b) + beta * c`` by one cuBLAS call, in place: ``a`` and ``b``
+    stored as ``shape.layout`` says (A M x K or K x M, B K x N or N x K, row-major), ``c`` a
+    row-major float32 M x N array.
+
+    cuBLAS is column-major: it computes the row-major M x N C as its N x M C^T = op(B)^T
+    op(A)^T, B first. A row-major array read column-major is its transpose, so an operand stored
+    as used (A M x K, B K x N) is already op(X)^T (cuBLAS ``N``), and one stored transposed needs
+    cuBLAS ``T``.
+    """
+    import numpy as np
+    from cupy import cuda
+    from cupy_backends.cuda.libs import cublas
+
+    if shape.dtype not in CUDA_TYPES:
+        raise InputError(f"no cuBLAS type for dtype {shape.dtype!r}")
+    kind = CUDA_TYPES[shape.dtype]
+    m, n, k = shape.m, shape.n, shape.k
+    one_alpha = np.array(alpha, dtype=np.float32)
+    one_beta = np.array(beta, dtype=np.float32)
+    cublas.gemmEx(
+        cuda.device.get_cublas_handle(),
+        cublas.CUBLAS_OP_T if shape.b_transposed else cublas.CUBLAS_OP_N,
+        cublas.CUBLAS_OP_T if shape.a_transposed else cublas.CUBLAS_OP_N,
+        n,
+        m,
+        k,
+        one_alpha.ctypes.data,
+        b.data.ptr,
+        kind,
+        k if shape.b_transposed else n,
+        a.data.ptr,
+        kind,
+        m if shape.a_transposed else k,
+        one_beta.ctypes.data,
+        c.data.ptr,
+        CUDA_R_32F,
+        n,
+        CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT,
+    )
+
+
+def describe(array: Any) -> str:
+    """What an argument is, for error messages: its type, and a CuPy/NumPy array's shape and
+    dtype."""
+    shape = getattr(array, "shape", None)
+    dtype = getattr(array, "dtype", None)
+    return f"{type(array).__name__}" + (f" {shape} {dtype}" if shape is not None else "")
+
+
+def operand(name: str, array: Any) -> tuple[Any, bool]:
+    """What a kernel reads for operand ``name``: a C-contiguous array, and whether it holds the
+    operand transposed. A transposed view of a C-contiguous array (``w.T``) is read in place,
+    as layout ``T``; any other strides are copied once into a C-contiguous array.
+
+    Raises:
+        InputError: naming ``name``, unless it is a 2-D CuPy array of a supported dtype.
+    """
+    import cupy
+
+    if (
+        not isinstance(array, cupy.ndarray)
+        or array.ndim != 2
+        or dtype_name(array) not in SUPPORTED_DTYPES
+    ):
+        raise InputError(
+            f"`{name}` must be a 2-D cupy array of {', '.join(SUPPORTED_DTYPES)}, "
+            f"got {describe(array)}"
+        )
+    if array.flags.c_contiguous:
+        return array, False
+    if array.T.flags.c_contiguous:
+        return array.T, True
+    return cupy.ascontiguousarray(array), False

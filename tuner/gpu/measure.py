@@ -1,0 +1,390 @@
+"""Kernel -> verified timing on the GPU, side by side with cuBLAS (strict FP32 sums).
+
+Correctness first: a kernel is compared with cuBLAS on fresh random normal data, by relative
+Frobenius error, once with alpha != 1 and beta != 0, and once with beta == 0 and C poisoned with
+NaN (every element must be written, and C must not be read). Only then is it timed: CUDA events
+around each launch, warm-up, repeats until a time budget, L2 flushed before every repeat, median.
+cuBLAS is timed the same way in the same process.
+
+FP16 and BF16 inputs (C and the sums are float32): the reference is cuBLAS in the same dtype
+with FP32 sums (``cublasGemmEx``, ``CUBLAS_COMPUTE_32F``, never TF32), on the same rounded
+inputs, so only the order of the FP32 sums differs; and an FP32 SGEMM on the float32 values
+before they were rounded, which bounds what the input type costs. Operands are stored in the
+shape's layout (a transposed operand is a transposed array, as ``x @ W.T`` hands it over).
+
+A family of a less exact accuracy class (``tuner.core.accuracy``: float32 emulated on the BF16
+tensor cores) is held to the FP32 tolerance plus its class's allowance, never more.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.core.accuracy import allowance
+from tuner.core.shape import UNIT_ROUNDOFF, Shape
+from tuner.gpu import half_arrays
+from tuner.gpu.stream_gate import held_stream
+from tuner.kernels.families import get_family, rewrites_operands
+from tuner.kernels.operand_padding import row_pitch
+from tuner.kernels.render import KernelSource
+
+FP32_EPS = 2.0**-24
+# Timed repeats enqueued behind one stream gate: each is a flush, two event records and a
+# launch's kernels (at most four: a padded launch's copies in and back, and the kernel), within
+# tuner.gpu.stream_gate.GATED_LAUNCHES.
+REPEATS_PER_GATE = 25
+# Tensor cores add FP32 products in a different order (and, within one mma, with their own
+# rounding) than cuBLAS's kernel for the same inputs: twice the FP32 allowance for half inputs.
+HALF_SUM_FACTOR = 2
+
+
+def tolerance(k: int, dtype: str = "float32") -> float:
+    """Allowed relative error against cuBLAS in the same dtype: FP32 rounding of the sums, which
+    grows like sqrt(K) for random data (both sides hold the same inputs and exact products).
+
+    Stays an order of magnitude under what TF32 (10-bit mantissa) would produce, so a kernel that
+    silently used TF32 would fail; for half inputs, under what rounding C to the input type
+    would (2^-11 or 2^-8) up to K of about 10^6.
+    """
+    factor = 1 if dtype == "float32" else HALF_SUM_FACTOR
+    return factor * max(1e-5, 8 * FP32_EPS * math.sqrt(k))
+
+
+def reference_tolerance(k: int, dtype: str) -> float:
+    """Allowed relative error of a half-input GEMM against FP32 on the values before rounding:
+    each product is off by the two inputs' rounding (about 0.8 unit roundoffs in the Frobenius
+    norm for random data, whatever K), plus the FP32 sums of :func:`tolerance`."""
+    return 4 * UNIT_ROUNDOFF[dtype] + tolerance(k, dtype)
+
+
+def _cupy() -> Any:
+    import cupy
+
+    if os.environ.get("CUPY_TF32", "0") != "0":
+        raise RuntimeError("CUPY_TF32 is set: the cuBLAS reference would not be strict FP32")
+    return cupy
+
+
+def stored_shapes(shape: Shape) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A's and B's arrays as the layout stores them (row-major)."""
+    a = (shape.k, shape.m) if shape.a_transposed else (shape.m, shape.k)
+    b = (shape.n, shape.k) if shape.b_transposed else (shape.k, shape.n)
+    return a, b
+
+
+def random_values(shape: Shape, seed: int | None = None) -> tuple[Any, Any, Any]:
+    """Fresh float32 A, B (as the layout stores them) and C with standard normal entries (never
+    zeros), before any rounding to the input type."""
+    cp = _cupy()
+    rng = cp.random.default_rng(seed)
+    a_shape, b_shape = stored_shapes(shape)
+    a = rng.standard_normal(a_shape, dtype=cp.float32)
+    b = rng.standard_normal(b_shape, dtype=cp.float32)
+    c = rng.standard_normal((shape.m, shape.n), dtype=cp.float32)
+    return a, b, c
+
+
+def random_operands(shape: Shape, seed: int | None = None) -> tuple[Any, Any, Any]:
+    """Fresh A, B in the shape's dtype and layout (:mod:`tuner.gpu.half_arrays`) and float32 C."""
+    a, b, c = random_values(shape, seed)
+    return half_arrays.from_float32(a, shape.dtype), half_arrays.from_float32(b, shape.dtype), c
+
+
+def launch(
+    kernel: Any,
+    source: KernelSource,
+    shape: Shape,
+    alpha: float,
+    a: Any,
+    b: Any,
+    beta: float,
+    c: Any,
+) -> None:
+    """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous); a padded config
+    (``_pad4``, ``_pad8``) through its padded buffers, copies included
+    (``tuner.gpu.padded_launch``); an emulated one after splitting A and B
+    (``tuner.gpu.split_launch``)."""
+    if rewrites_operands(source.config):
+        from tuner.gpu.split_launch import launch_split
+
+        launch_split(launch_kernel, kernel, source, shape, alpha, a, b, beta, c)
+        return
+    if source.config.pad:
+        from tuner.gpu.padded_launch import launch_padded
+
+        launch_padded(launch_kernel, kernel, source, shape, alpha, a, b, beta, c)
+        return
+    launch_kernel(kernel, source, shape, alpha, a, b, beta, c)
+
+
+def launch_kernel(
+    kernel: Any,
+    source: KernelSource,
+    shape: Shape,
+    alpha: float,
+    a: Any,
+    b: Any,
+    beta: float,
+    c: Any,
+) -> None:
+    """Run the kernel itself on ``shape`` and these arrays, whatever the config's operand mode
+    (asynchronous). A kernel that takes leading dimensions gets each array's row pitch (its
+    rows must be contiguous; a padded buffer's pitch is its padded row length)."""
+    import numpy as np
+
+    geo = source.launch(shape, sm_count() if source.persistent else None)
+    head = (np.int32(shape.m), np.int32(shape.n), np.int32(shape.k), np.float32(alpha))
+    args: tuple[Any, ...]
+    if source.leading_dims:
+        pitch = [np.int32(row_pitch(x)) for x in (a, b, c)]
+        args = (*head, a, pitch[0], b, pitch[1], np.float32(beta), c, pitch[2])
+    else:
+        for name, x in (("A", a), ("B", b), ("C", c)):
+            if row_pitch(x) != x.shape[1]:
+                raise ValueError(
+                    f"{source.config.family} reads packed rows: {name} is a {x.shape[0]} x "
+                    f"{x.shape[1]} view with a row pitch of {row_pitch(x)} (copy it, or use a "
+                    "padded config or a family that takes leading dimensions)"
+                )
+        args = (*head, a, b, np.float32(beta), c)
+    kernel(geo.grid, geo.block, args, shared_mem=geo.dynamic_smem_bytes)
+
+
+def sm_count() -> int:
+    """Streaming multiprocessors of the current device (persistent grids launch per SM)."""
+    return _sm_count_of(_cupy().cuda.runtime.getDevice())
+
+
+@functools.cache
+def _sm_count_of(device: int) -> int:
+    return int(_cupy().cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
+
+
+def cublas_gemm(alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
+    """The reference: ``c = alpha * a @ b + beta * c`` as one cuBLAS SGEMM call, in place.
+
+    One ``cublasSgemm`` does the whole update (alpha, beta and the write into ``c``), as our
+    kernels do: no temporary product and no extra elementwise pass over C, which would add a
+    read and a write of C to cuBLAS's time. Row-major operands go in as the column-major
+    product C^T = B^T A^T, so nothing is copied. FP32 math: CuPy's handle is in the default
+    math mode, and :func:`_cupy` refuses to run with TF32 switched on from the environment.
+    """
+    _cupy()  # refuses TF32 from the environment
+    from cupy import cublas
+
+    cublas.gemm("N", "N", a, b, out=c, alpha=alpha, beta=beta)
+
+
+def shape_gemm(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
+    """cuBLAS's ``c = alpha * op(a) @ op(b) + beta * c`` for ``shape``'s dtype and layout:
+    :func:`cublas_gemm` for float32 NN, ``cublasGemmEx`` with FP32 sums for the others."""
+    _cupy()  # refuses TF32 from the environment
+    if shape.is_default_kind:
+        cublas_gemm(alpha, a, b, beta, c)
+    else:
+        half_arrays.gemm(shape, alpha, a, b, beta, c)
+
+
+def relative_error(out: Any, ref: Any) -> float:
+    """||out - ref||_F / ||ref||_F, summed in float64 (no float64 copies of the matrices);
+    NaN or inf anywhere gives inf."""
+    cp = _cupy()
+    diff = out - ref
+    err2 = float(cp.sum(cp.square(diff), dtype=cp.float64))
+    if not math.isfinite(err2):
+        return math.inf
+    ref2 = float(cp.sum(cp.square(ref), dtype=cp.float64))
+    return math.sqrt(err2) / (math.sqrt(ref2) if ref2 > 0 else 1.0)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Worst relative error over the checks against cuBLAS, and whether it passes the tolerance;
+    for half inputs also against FP32 on the unrounded values (None for float32)."""
+
+    rel_error: float
+    tolerance: float
+    reference_error: float | None = None
+    reference_tolerance: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        within = self.rel_error <= self.tolerance
+        if self.reference_error is None or self.reference_tolerance is None:
+            return within
+        return within and self.reference_error <= self.reference_tolerance
+
+    @property
+    def reason(self) -> str:
+        """Why it failed, in one line (what the study records)."""
+        if self.rel_error > self.tolerance:
+            return f"relative error {self.rel_error:.2e} > {self.tolerance:.1e}"
+        return (
+            f"relative error against FP32 {self.reference_error:.2e} > "
+            f"{self.reference_tolerance:.1e}"
+        )
+
+
+@dataclass(frozen=True)
+class Operands:
+    """Random A, B and C of one shape with cuBLAS's answers for the two checks of
+    :func:`verify`, made once per shape: a study verifies every candidate against them, and
+    times on ``a``, ``b`` and ``out``."""
+
+    shape: Shape
+    a: Any
+    b: Any
+    c0: Any
+    references: tuple[Any, Any]  # cuBLAS's C for each of CHECKS
+    out: Any  # C for timed launches (beta = 0: written, never read)
+    # Half inputs: FP32's C on the unrounded values for each of CHECKS (None for float32).
+    fp32_references: tuple[Any, Any] | None = None
+
+    @classmethod
+    def make(cls, shape: Shape, seed: int | None = None) -> Operands:
+        cp = _cupy()
+        a32, b32, c0 = random_values(shape, seed)
+        a = half_arrays.from_float32(a32, shape.dtype)
+        b = half_arrays.from_float32(b32, shape.dtype)
+        fp32 = Shape(shape.m, shape.n, shape.k, "float32", shape.layout)
+        references, fp32_references = [], []
+        for alpha, beta in CHECKS:
+            ref = c0.copy()
+            shape_gemm(shape, alpha, a, b, beta, ref)
+            references.append(ref)
+            if shape.dtype != "float32":
+                ref32 = c0.copy()
+                shape_gemm(fp32, alpha, a32, b32, beta, ref32)
+                fp32_references.append(ref32)
+        cp.cuda.get_current_stream().synchronize()
+        return cls(
+            shape,
+            a,
+            b,
+            c0,
+            (references[0], references[1]),
+            cp.empty_like(c0),
+            (fp32_references[0], fp32_references[1]) if fp32_references else None,
+        )
+
+    def cublas(self, alpha: float, beta: float, c: Any) -> None:
+        """cuBLAS on these operands (:func:`shape_gemm`): the baseline timed beside a kernel."""
+        shape_gemm(self.shape, alpha, self.a, self.b, beta, c)
+
+
+# (alpha, beta) of the two checks: C read and scaled; C poisoned with NaN and never read.
+CHECKS = ((0.5, 3.0), (1.0, 0.0))
+
+
+def verify(
+    kernel: Any,
+    source: KernelSource,
+    shape: Shape,
+    seed: int | None = None,
+    operands: Operands | None = None,
+) -> Verification:
+    """Compare with cuBLAS twice: (alpha=0.5, beta=3) on random C; (1, 0) on NaN-poisoned C.
+    ``operands``: made for this shape already (else fresh ones from ``seed``).
+
+    Raises:
+        ValueError: the config's shape-pinned parameters (DTYPE, LAYOUT) are not the shape's:
+            its kernel computes another product, and the error would say nothing of it.
+    """
+    _check_pinned(source, shape)
+    cp = _cupy()
+    ops = operands if operands is not None else Operands.make(shape, seed)
+    worst, worst_fp32 = 0.0, 0.0
+    for index, (alpha, beta) in enumerate(CHECKS):
+        c = ops.c0.copy() if beta != 0.0 else cp.full_like(ops.c0, cp.nan)
+        launch(kernel, source, shape, alpha, ops.a, ops.b, beta, c)
+        cp.cuda.get_current_stream().synchronize()
+        worst = max(worst, relative_error(c, ops.references[index]))
+        if ops.fp32_references is not None:
+            worst_fp32 = max(worst_fp32, relative_error(c, ops.fp32_references[index]))
+    if ops.fp32_references is None:
+        # An emulated family's class allows its own error on top of the FP32 sums'.
+        extra = allowance(get_family(source.config.family).accuracy)
+        return Verification(worst, tolerance(shape.k) + extra)
+    dtype = shape.dtype
+    return Verification(
+        worst, tolerance(shape.k, dtype), worst_fp32, reference_tolerance(shape.k, dtype)
+    )
+
+
+def _check_pinned(source: KernelSource, shape: Shape) -> None:
+    config = source.config
+    wanted = get_family(config.family).pinned(shape)
+    wrong = {name: value for name, value in wanted.items() if config[name] != value}
+    if wrong:
+        needs = ", ".join(f"{name}={value}" for name, value in wrong.items())
+        raise ValueError(
+            f"{config.name} computes another input type or layout: {shape.label()} needs {needs}"
+        )
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Median and spread of per-launch times in milliseconds."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    repeats: int
+
+
+def time_launches(
+    run: Callable[[], None],
+    budget_ms: float = 100.0,
+    warmup: int = 3,
+    min_repeats: int = 5,
+    max_repeats: int = 200,
+) -> Timing:
+    """Time ``run`` with CUDA events: warm up, then repeat for about ``budget_ms`` of kernel time
+    (bounded by min/max repeats), flushing L2 before each repeat; median of the repeats.
+
+    The warm-up launches are timed together to size the repeats, and every repeat records its
+    own pair of events with one synchronisation at the end, so microsecond kernels get their
+    repeats without a host round trip each. Both are enqueued behind a stream gate
+    (``tuner.gpu.stream_gate``, in batches of :data:`REPEATS_PER_GATE`): the GPU runs them back to
+    back, so the events time the GPU's work, not the host's pace in enqueueing it.
+    """
+    cp = _cupy()
+    flush = _l2_flush_buffer()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    with held_stream():
+        start.record()
+        for _ in range(max(warmup, 1)):
+            run()
+        stop.record()
+    stop.synchronize()
+    per_launch = cp.cuda.get_elapsed_time(start, stop) / max(warmup, 1)
+    repeats = min(max_repeats, max(min_repeats, math.ceil(budget_ms / max(per_launch, 1e-3))))
+    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
+    for first in range(0, repeats, REPEATS_PER_GATE):
+        with held_stream():
+            for begin, end in events[first : first + REPEATS_PER_GATE]:
+                flush.fill(0)
+                begin.record()
+                run()
+                end.record()
+    events[-1][1].synchronize()
+    times = sorted(cp.cuda.get_elapsed_time(begin, end) for begin, end in events)
+    return Timing(times[len(times) // 2], times[0], times[-1], len(times))
+
+
+@functools.cache
+def _l2_flush_buffer() -> Any:
+    """Twice the L2 of the current device, written before each timed launch (cached per
+    process: a study times thousands of launches)."""
+    cp = _cupy()
+    l2 = cp.cuda.Device().attributes.get("L2CacheSize", 50 * 2**20)
+    return cp.empty(max(2 * l2, 2**22) // 4, dtype=cp.int32)
+
+
+def tflops(shape: Shape, ms: float) -> float:
+    return shape.flops / (ms * 1e-3) / 1e12

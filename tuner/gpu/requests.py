@@ -1,0 +1,195 @@
+"""What the GPU worker process does for each request: measure, compare, probe.
+
+Runs in the child process that owns the GPU (``tuner.gpu.worker``). Each shape gets random
+operands and cuBLAS's answers for the correctness checks once (:class:`tuner.gpu.measure.Operands`);
+every candidate of a study is verified against them and timed on them.
+
+* :class:`Measure` (a study's candidate): verify, then one timed block of ours and one of
+  cuBLAS, back to back. The cuBLAS time reported is the median of the last
+  ``CUBLAS_WINDOW`` blocks of this shape, so each candidate's ratio is to cuBLAS timed beside
+  it, not once per shape at the start (when the clocks may still be settling).
+* :class:`Compare` (a study's finalists, ``gemmtune bench``): verify each kernel, then
+  ``rounds`` rounds in which every kernel and cuBLAS are timed alternately.
+* :class:`Probe`: the device's rates (``tuner.gpu.probes``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from tuner.core.shape import Shape
+from tuner.kernels.compile import CompiledKernel
+
+# cuBLAS blocks whose median is a candidate's baseline (the latest one included).
+CUBLAS_WINDOW = 5
+# Shapes whose operands a worker keeps (a study or a bench works on one at a time).
+KEPT_SHAPES = 2
+OPERAND_SEED = 12345
+# Kernel time of the cuBLAS block run (and thrown away) when a shape's operands are made: the first
+# block on a new shape pays cuBLAS's set-up and the clocks' ramp, and once skewed the first
+# candidate's ratio (a warptile screened at 4.96x on the H100, the same config at 0.97x later).
+SETTLE_MS = 15.0
+
+
+@dataclass(frozen=True)
+class Measure:
+    """Verify ``compiled`` on ``shape``, then time it and cuBLAS for ``budget_ms`` each."""
+
+    compiled: CompiledKernel
+    shape: Shape
+    budget_ms: float
+
+
+@dataclass(frozen=True)
+class Compare:
+    """Verify each kernel, then time every kernel and cuBLAS alternately for ``rounds`` rounds
+    (``budget_ms`` of launches per timed block) on the same operands."""
+
+    kernels: tuple[CompiledKernel, ...]
+    shape: Shape
+    rounds: int
+    budget_ms: float
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Measure the device's rates."""
+
+
+@dataclass
+class ShapeState:
+    """A shape's operands and its recent cuBLAS times, kept by the worker between requests."""
+
+    operands: Any
+    cublas_ms: deque[float] = field(default_factory=lambda: deque(maxlen=CUBLAS_WINDOW))
+
+
+class WorkerState:
+    """Per-process state of the worker: the last few shapes' operands."""
+
+    def __init__(self) -> None:
+        self.shapes: OrderedDict[Shape, ShapeState] = OrderedDict()
+
+    def shape(self, shape: Shape) -> ShapeState:
+        from tuner.gpu.measure import Operands
+
+        state = self.shapes.get(shape)
+        if state is None:
+            while len(self.shapes) >= KEPT_SHAPES:
+                self.shapes.popitem(last=False)
+            state = self.shapes[shape] = ShapeState(Operands.make(shape, OPERAND_SEED))
+            _settle_cublas(state.operands)
+        self.shapes.move_to_end(shape)
+        return state
+
+
+def _settle_cublas(ops: Any) -> None:
+    """One cuBLAS block on a shape's new operands, not kept in its window."""
+    from tuner.gpu.measure import time_launches
+
+    time_launches(lambda: ops.cublas(1.0, 0.0, ops.out), budget_ms=SETTLE_MS, warmup=1)
+
+
+WARM_UP_SHAPE = Shape(64, 64, 64)
+
+
+def warm_up(state: WorkerState) -> None:
+    """Run once what every measurement needs (random operands, cuBLAS, the error norm, the L2
+    flush), so CuPy compiles its own kernels and cuBLAS makes its handle before the first
+    candidate waits for them. A failure here is left for the first real request to report."""
+    from tuner.gpu.measure import relative_error, time_launches
+
+    with contextlib.suppress(Exception):  # the request that meets it again reports it
+        ops = state.shape(WARM_UP_SHAPE).operands
+        relative_error(ops.references[0], ops.references[1])
+        time_launches(lambda: ops.cublas(1.0, 0.0, ops.out), 1.0, 1, 1, 1)
+    state.shapes.pop(WARM_UP_SHAPE, None)
+
+
+def handle(request: object, state: WorkerState) -> Any:
+    """Answer one request (raises on a CUDA error: the caller ends the process)."""
+    if isinstance(request, Measure):
+        return measure(request, state)
+    if isinstance(request, Compare):
+        return compare(request, state)
+    if isinstance(request, Probe):
+        from tuner.gpu.probes import probe_rates
+
+        return probe_rates()
+    raise TypeError(f"unknown request {type(request).__name__}")
+
+
+def _wrong(check: Any) -> dict[str, Any]:
+    return {"status": "wrong_result", "reason": check.reason, "rel_error": check.rel_error}
+
+
+def measure(request: Measure, state: WorkerState) -> dict[str, Any]:
+    """Verify, then time one kernel and cuBLAS back to back on the shape's operands."""
+    from tuner.gpu.measure import launch, time_launches, verify
+    from tuner.kernels.compile import load_kernel
+
+    shape, source = request.shape, request.compiled.source
+    kept = state.shape(shape)
+    ops = kept.operands
+    kernel = load_kernel(request.compiled)
+    check = verify(kernel, source, shape, operands=ops)
+    if not check.ok:
+        return _wrong(check)
+    # One warm-up launch each: the kernel has just run twice to be verified, and cuBLAS ran
+    # for the candidate before.
+    ours = time_launches(
+        lambda: launch(kernel, source, shape, 1.0, ops.a, ops.b, 0.0, ops.out),
+        budget_ms=request.budget_ms,
+        warmup=1,
+    )
+    theirs = time_launches(
+        lambda: ops.cublas(1.0, 0.0, ops.out), budget_ms=request.budget_ms, warmup=1
+    )
+    kept.cublas_ms.append(theirs.median_ms)
+    return {
+        "status": "ok",
+        "rel_error": check.rel_error,
+        "ms": ours.median_ms,
+        "cublas_ms": statistics.median(kept.cublas_ms),
+        "repeats": ours.repeats,
+    }
+
+
+def compare(request: Compare, state: WorkerState) -> list[dict[str, Any]]:
+    """Verify every kernel, then alternate: (kernel 1, cuBLAS, kernel 2, cuBLAS, ...) per round.
+    One reply per kernel, in order; a kernel that fails its check is never timed."""
+    from tuner.gpu.measure import launch, time_launches, verify
+    from tuner.kernels.compile import load_kernel
+
+    shape = request.shape
+    ops = state.shape(shape).operands
+    replies: list[dict[str, Any]] = []
+    timed: list[tuple[int, Any, Any]] = []
+    for index, compiled in enumerate(request.kernels):
+        kernel = load_kernel(compiled)
+        check = verify(kernel, compiled.source, shape, operands=ops)
+        if not check.ok:
+            replies.append(_wrong(check))
+            continue
+        replies.append(
+            {"status": "ok", "rel_error": check.rel_error, "ms_rounds": [], "cublas_ms_rounds": []}
+        )
+        timed.append((index, kernel, compiled.source))
+
+    def ours(kernel: Any, source: Any) -> None:
+        launch(kernel, source, shape, 1.0, ops.a, ops.b, 0.0, ops.out)
+
+    for _ in range(request.rounds):
+        for index, kernel, source in timed:
+            mine = time_launches(partial(ours, kernel, source), budget_ms=request.budget_ms)
+            theirs = time_launches(
+                lambda: ops.cublas(1.0, 0.0, ops.out), budget_ms=request.budget_ms
+            )
+            replies[index]["ms_rounds"].append(mine.median_ms)
+            replies[index]["cublas_ms_rounds"].append(theirs.median_ms)
+    return replies

@@ -1,0 +1,90 @@
+"""Which GPUs a tune uses: ``--gpus all|N|LIST`` read against the devices this process sees.
+
+Indices are those of the CUDA runtime, which numbers only the devices ``CUDA_VISIBLE_DEVICES``
+leaves visible (``CUDA_VISIBLE_DEVICES=2,3`` makes physical GPUs 2 and 3 devices 0 and 1): the
+runtime's own count is the range, so its rules (UUIDs, MIG instances) hold as they are.
+
+A bare number is a count (``--gpus 2``: devices 0 and 1), as Docker's ``--gpus`` reads it; a
+list names devices (``--gpus 0,2``), and one device alone is written with its comma
+(``--gpus 1,``). A replay has no GPUs: it stands for a host of ``REPLAY_GPUS`` GPUs of its
+table's device, so that several replay workers run the way several GPUs would.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from tuner.core.errors import InputError
+
+DEFAULT_GPUS = (0,)  # without --gpus: one GPU, the first visible
+REPLAY_GPUS = 8
+
+
+def cuda_device_count(purpose: str) -> int:
+    """The CUDA devices visible to this process; an :class:`InputError` saying in one line why
+    there is none (``purpose`` names what needed one)."""
+    need = f"{purpose} needs a CUDA GPU with CuPy"
+    if importlib.util.find_spec("cupy") is None:
+        raise InputError(f"{need}: CuPy is not installed (pip install 'gemmtune[gpu]')")
+    try:
+        import cupy
+
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # no driver, a broken install: CuPy's own error names it
+        raise InputError(f"{need}: {' '.join(str(exc).split())}{_visible_note()}") from None
+    if count < 1:
+        raise InputError(f"{need}: no CUDA device found{_visible_note()}")
+    return count
+
+
+def _visible_note() -> str:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return "" if visible is None else f" (CUDA_VISIBLE_DEVICES={visible})"
+
+
+def choose_gpus(value: str | None, evaluator: str) -> tuple[int, ...]:
+    """The device indices ``--gpus value`` names for ``evaluator`` (``gpu``: the CUDA devices
+    visible; ``replay``: ``REPLAY_GPUS`` stand-ins). None: :data:`DEFAULT_GPUS`, without
+    looking for devices."""
+    if value is None:
+        return DEFAULT_GPUS
+    if evaluator == "replay":
+        return parse_gpus(value, REPLAY_GPUS, "")
+    return parse_gpus(value, cuda_device_count("--gpus"), _visible_note())
+
+
+def parse_gpus(value: str, count: int, note: str = "") -> tuple[int, ...]:
+    """``value`` (all, a count, or a comma-separated list of indices) against ``count``
+    devices; ``note`` says where the count comes from, for the error."""
+    text = value.strip().lower()
+    if text == "all":
+        return tuple(range(count))
+    if "," not in text:
+        number = _integer(text)
+        if number is not None and 1 <= number <= count:
+            return tuple(range(number))
+        raise _bad(value, count, note)
+    items = [item.strip() for item in text.split(",")]
+    if items[-1] == "":
+        items.pop()  # "1," names device 1 alone
+    indices = [_integer(item) for item in items]
+    chosen = [i for i in indices if i is not None and 0 <= i < count]
+    if not items or len(chosen) != len(items) or len(set(chosen)) != len(chosen):
+        raise _bad(value, count, note)
+    return tuple(chosen)
+
+
+def _integer(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _bad(value: str, count: int, note: str) -> InputError:
+    message = (
+        f"`--gpus` must be all, a count in 1..{count}, or distinct device indices in "
+        f"0..{count - 1} separated by commas{note}, got {value!r}"
+    )
+    index = _integer(value.strip())
+    if index is not None and index < count:  # meant as a device, perhaps
+        message += f" (device {index} alone is `--gpus {index},`)"
+    return InputError(message)

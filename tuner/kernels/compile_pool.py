@@ -1,0 +1,216 @@
+"""Compiling ahead: a pool of compiler processes fed with the configs a study will measure next.
+
+NVRTC compiles inside the calling process, so a pool of worker processes (none touches the GPU)
+compiles as many candidates at once as there are cores, while the GPU measures the ones already
+built. nvcc runs in subprocesses of its own, so threads are enough for it.
+
+A compiler process that dies (a crash inside NVRTC) breaks the whole process pool, and every
+compile in flight with it. The pool is rebuilt and the configs that were in flight are compiled
+again, each alone in a process of its own: a second crash there names the config that causes
+it, which becomes a ``CompileError``; the others compile normally. No config is
+lost, and the study goes on.
+
+Several studies may feed one pool at once (one per GPU, ``tuner.run.multi_gpu``): the pool is
+thread-safe, and a config two of them submit is compiled once.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from threadpoolctl import threadpool_limits
+
+from tuner.core.config import Config
+from tuner.kernels.compile import CompiledKernel, CompileError, Compiler, NvrtcCompiler
+from tuner.kernels.render import render
+
+Outcome = CompiledKernel | CompileError
+
+
+def compile_config(compiler: Compiler, config: Config) -> Outcome:
+    """Render and compile one config; a compile error is returned, not raised."""
+    try:
+        return compiler.compile(render(config))
+    except CompileError as exc:
+        return exc
+
+
+def _load_compiler(compiler: Compiler) -> str:
+    return compiler.version  # NVRTC's version: loads the library in the worker
+
+
+def one_blas_thread() -> threadpool_limits:
+    """Limit this process's BLAS to one thread (the returned object keeps the limit).
+
+    While the compiler processes keep every core but one busy, a multithreaded BLAS in the study
+    process waits for cores they hold: one ridge solve of the study's correction (a few hundred
+    unknowns) took 54 ms on the 16-core H100 machine
+    (``benchmarks/results/h100-search-throughput-profile-2026-11-24.txt``).
+    """
+    import numpy  # noqa: F401  (loads the BLAS to limit)
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def default_workers(gpus: int = 1) -> int:
+    """Every core but one per GPU (which measures and runs its study), at least one."""
+    return max(1, (os.cpu_count() or 2) - gpus)
+
+
+class CompilePool:
+    """Compiles configs in the background; :meth:`result` waits for one.
+
+    ``in_processes`` (default: for NVRTC) runs compiles in spawned worker processes, else in
+    threads. Thread-safe: the studies of several GPUs may share it.
+    """
+
+    def __init__(
+        self, compiler: Compiler, workers: int | None = None, in_processes: bool | None = None
+    ) -> None:
+        self.compiler = compiler
+        self.workers = workers or default_workers()
+        self.in_processes = (
+            isinstance(compiler, NvrtcCompiler) if in_processes is None else in_processes
+        )
+        self._pool: Executor | None = None
+        self._pending: dict[str, tuple[Config, Future[Outcome]]] = {}
+        self._lock = threading.RLock()  # guards _pool, _pending and crashes
+        self.crashes = 0
+        self._blas_limit: threadpool_limits | None = None
+
+    def _executor(self) -> Executor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = self._new_executor(self.workers)
+            return self._pool
+
+    def _new_executor(self, workers: int) -> Executor:
+        if self.in_processes:
+            return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+        return ThreadPoolExecutor(max_workers=workers)
+
+    def submit(self, config: Config) -> None:
+        """Start compiling ``config`` (nothing if it is already pending)."""
+        with self._lock:
+            if config.name not in self._pending:
+                future = self._executor().submit(compile_config, self.compiler, config)
+                self._pending[config.name] = (config, future)
+
+    def warm(self) -> None:
+        """Start every worker now (each imports its compiler once), so the first candidates
+        do not wait for process start-up."""
+        if self.in_processes:
+            self._blas_limit = one_blas_thread()
+            executor = self._executor()
+            for _ in range(self.workers):
+                executor.submit(_load_compiler, self.compiler)
+
+    def ready(self, config: Config) -> bool:
+        """True unless ``config`` is still compiling (a config never submitted, or whose
+        answer was taken, is compiled on demand by :meth:`result`, from the disk cache)."""
+        with self._lock:
+            entry = self._pending.get(config.name)
+        return entry is None or entry[1].done()
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def result(self, config: Config) -> Outcome:
+        """The compiled kernel of ``config`` (submitting it first if needed), or its error.
+
+        Every study that submitted ``config`` and asks before the first answer is taken gets
+        that answer; a later one compiles it again (from the disk cache, ``tuner.kernels.compile``).
+        """
+        future = self._future(config)
+        try:
+            outcome = future.result()
+        except BrokenProcessPool:
+            self._recover(future)
+            with self._lock:
+                entry = self._pending.get(config.name)
+            # Settled by the recovery; or already taken by another study: compiled alone.
+            outcome = entry[1].result() if entry else self._compile_alone(config)
+        with self._lock:
+            self._pending.pop(config.name, None)
+        return outcome
+
+    def _future(self, config: Config) -> Future[Outcome]:
+        with self._lock:
+            self.submit(config)
+            return self._pending[config.name][1]
+
+    def _recover(self, broken: Future[Outcome]) -> None:
+        """After a crash: a fresh pool for new work, and every config that was in flight
+        compiled again alone, so that a second crash names the config that causes it (once,
+        however many studies met the crash: ``broken`` is the future one of them waited on)."""
+        with self._lock:
+            if not any(future is broken for _, future in self._pending.values()):
+                return  # another study recovered already: the config has a new future
+            self.crashes += 1
+            self._shutdown(self._pool)
+            self._pool = None
+            for name, (config, future) in list(self._pending.items()):
+                if future.done() and future.exception() is None:
+                    continue  # it finished before the crash
+                settled: Future[Outcome] = Future()
+                settled.set_result(self._compile_alone(config))
+                self._pending[name] = (config, settled)
+
+    def _compile_alone(self, config: Config) -> Outcome:
+        """Compile a crash suspect in a process of its own (waiting for it here)."""
+        with self._new_executor(1) as alone:
+            try:
+                return alone.submit(compile_config, self.compiler, config).result()
+            except BrokenProcessPool:
+                return CompileError(f"the compiler process crashed compiling {config.name}")
+
+    @staticmethod
+    def _shutdown(pool: Executor | None) -> None:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        """Stop the workers; compiles still pending are dropped (their cubins, if written,
+        stay in the cache)."""
+        with self._lock:
+            self._shutdown(self._pool)
+            self._pool = None
+            self._pending.clear()
+            if self._blas_limit is not None:  # the cores are free again
+                self._blas_limit.restore_original_limits()
+                self._blas_limit = None
+
+
+class CompilePools:
+    """One NVRTC pool per GPU architecture, shared by the evaluators of a host's GPUs: the
+    cores compile for all of them, and a config compiled for one is not compiled again for
+    another of the same architecture. Thread-safe."""
+
+    def __init__(
+        self, workers: int | None = None, compiler: Callable[[str], Compiler] = NvrtcCompiler
+    ) -> None:
+        self.workers = workers or default_workers()
+        self.compiler = compiler  # the compiler for an architecture
+        self._pools: dict[str, CompilePool] = {}
+        self._lock = threading.Lock()
+
+    def for_arch(self, arch: str) -> CompilePool:
+        """The pool compiling for ``arch`` (started, and its workers warmed, on first use)."""
+        with self._lock:
+            pool = self._pools.get(arch)
+            if pool is None:
+                pool = self._pools[arch] = CompilePool(self.compiler(arch), self.workers)
+                pool.warm()
+            return pool
+
+    def close(self) -> None:
+        with self._lock:
+            for pool in self._pools.values():
+                pool.close()
+            self._pools.clear()

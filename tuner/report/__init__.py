@@ -1,0 +1,1 @@
+"""Bench tables and SVG charts, drawn from documents without a GPU."""

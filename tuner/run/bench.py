@@ -1,0 +1,384 @@
+"""``gemmtune bench``: every suite shape tuned (or its stored result reused), then re-measured
+side by side with cuBLAS, placed on the roofline, and checked against the issue-5 targets
+(float32) or issue 21's (float16, bfloat16).
+
+For each shape: the best config stored for it on this device is used; the shape is tuned first
+only when nothing is stored (or with ``retune``). That config is then verified and timed against
+cuBLAS in alternating rounds in the same worker process (:meth:`GpuEvaluator.compare`); the
+round medians give the reported times. Everything here but the comparison itself runs without a
+GPU (tests use the replay evaluator and a fake comparison).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+import storage
+from tuner.core.accuracy import DEFAULT_ACCURACY, accepted
+from tuner.core.config import Config
+from tuner.core.errors import InputError
+from tuner.core.shape import Shape
+from tuner.data import suite_document
+from tuner.data.location import DEFAULT_SUITE_NAME
+from tuner.data.shape_lists import SuiteEntry
+from tuner.gpu.measure import tflops as measured_tflops
+from tuner.kernels.families import get_family, parse_config
+from tuner.model.roofline import Ceilings, roofline
+from tuner.run.runner import DEFAULT_TRIALS, WARM_START, ProgressReport, loosest_of, run_study
+from tuner.search.evaluator import Comparison, Evaluator
+from tuner.search.finalists import screened_study
+from tuner.search.samplers import DEFAULT_SAMPLER
+from tuner.search.sql_recorder import SqlRecorder
+from tuner.search.study import study_name
+
+TIMING = (
+    "after a correctness check against cuBLAS (in the shape's dtype with FP32 sums, never TF32; "
+    "half inputs also against FP32 on the unrounded values; relative Frobenius error), our kernel "
+    "and cuBLAS are timed alternately (ours, cuBLAS, ours, ...) on the same random normal "
+    "operands, alpha = 1, beta = 0; each round is the median of repeated launches (CUDA events, "
+    "3 warm-ups, L2 flushed before each repeat); reported: the median of the rounds"
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    families: tuple[str, ...]
+    sampler: str = DEFAULT_SAMPLER
+    trials: int = DEFAULT_TRIALS
+    retune: bool = False
+    seed: int | None = None
+    rounds: int = 5
+    warm_start: int = WARM_START
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The config a shape is benchmarked with and where it came from, or why there is none."""
+
+    config: Config | None
+    tuned: bool
+    study: str | None = None
+    evaluated: int | None = None  # candidates evaluated in ``study``, from storage
+    stored_ms: float | None = None  # as measured while tuning
+    stored_ratio: float | None = None
+    reason: str | None = None
+
+
+def device_slug(name: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``h100``: the words up to the first holding a digit."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w and w != "nvidia"]
+    for i, word in enumerate(words):
+        if any(ch.isdigit() for ch in word):
+            return "-".join(words[: i + 1])
+    return "-".join(words) or "gpu"
+
+
+def suite_file_name(slug: str, shape: Shape, accuracy: str = DEFAULT_ACCURACY) -> str:
+    """Where ``gemmtune bench`` writes by default: ``<device>-suite.json`` for float32 NN (the
+    committed FP32 results), ``<device>-suite-<dtype>-<layout>.json`` for the others, with
+    ``-<accuracy>`` before ``.json`` at a floor other than ``exact``."""
+    tail = "" if accuracy == DEFAULT_ACCURACY else f"-{accuracy}"
+    if shape.is_default_kind:
+        return f"{slug}-suite{tail}.json"
+    return f"{slug}-suite-{shape.dtype}-{shape.layout.lower()}{tail}.json"
+
+
+def _stored_choice(
+    sessions: sessionmaker[Session],
+    device: str,
+    shape: Shape,
+    tuned: bool,
+    classes: frozenset[str],
+) -> Choice | None:
+    """The fastest best config stored for ``shape`` on ``device`` among the accuracy
+    ``classes`` (None when nothing is stored)."""
+    with sessions() as session:
+        found = storage.best_for(
+            session,
+            device,
+            shape.m,
+            shape.n,
+            shape.k,
+            shape.dtype,
+            shape.layout,
+            accuracies=classes,
+        )
+        if found is None:
+            return None
+        row = found[1]
+        name, study = row.config_name, screened_study(row.study) if row.study else None
+        evaluated = len(storage.measurements_for_study(session, study)) if study else None
+        ms, ratio = row.ms, row.ratio
+    try:
+        config = parse_config(name)
+        broken = get_family(config.family).broken_rules(config)
+    except InputError:
+        broken, config = ["it is not a config of this version of the tuner"], None
+    if broken or config is None:
+        reason = f"the stored best {name} cannot be used: {broken[0]}; re-tune into a new database"
+        return Choice(None, tuned, study, evaluated, ms, ratio, reason)
+    return Choice(config, tuned, study, evaluated, ms, ratio)
+
+
+def choose_config(
+    shape: Shape,
+    evaluator: Evaluator,
+    sessions: sessionmaker[Session],
+    url: str | None,
+    options: Options,
+    report: ProgressReport | None = None,
+) -> Choice:
+    """Reuse the stored best config of ``shape`` on this device, or tune when none is stored
+    (``report`` follows the study, candidate by candidate).
+
+    With ``options.retune`` the shape's study (same families) runs ``options.trials`` more
+    evaluated candidates even when a best config is stored.
+    """
+    device = evaluator.device.name
+    # The floor the families search at: a shape is reused only once its own class has a best
+    # (an exact best alone does not say what the emulated families reach), and then the
+    # fastest of every class the floor accepts answers.
+    floor = loosest_of(options.families)
+    classes = accepted(floor)
+    own = _stored_choice(sessions, device, shape, False, frozenset({floor}))
+    if own is not None and not options.retune:
+        if classes == {floor}:  # exact: nothing more exact to compare with
+            return own
+        return _stored_choice(sessions, device, shape, False, classes) or own
+    target = options.trials
+    if options.retune:
+        name = study_name(device, shape, options.families)
+        target += len(SqlRecorder(sessions).evaluated(name))
+    progress = run_study(
+        shape,
+        options.families,
+        evaluator,
+        sessions,
+        url,
+        options.sampler,
+        target,
+        None,
+        options.seed,
+        options.warm_start,
+        report,
+    )
+    tuned = _stored_choice(sessions, device, shape, True, classes)
+    if tuned is not None:
+        return tuned
+    reason = f"no candidate ran correctly in {progress.evaluated} evaluated"
+    return Choice(None, True, progress.study, progress.evaluated, reason=reason)
+
+
+def shape_row(
+    entry: SuiteEntry, choice: Choice, reply: Comparison | None, ceilings: Ceilings | None
+) -> dict[str, Any]:
+    """One shape's JSON row from its choice and its re-measurement (None: not compared)."""
+    shape = entry.shape
+    row: dict[str, Any] = {
+        "class": entry.label,
+        "m": shape.m,
+        "n": shape.n,
+        "k": shape.k,
+        "dtype": shape.dtype,
+        "layout": shape.layout,
+        "status": "no_config",
+        "reason": choice.reason,
+        "config": choice.config.name if choice.config else None,
+        "family": choice.config.family if choice.config else None,
+        "tuned": choice.tuned,
+        "study": choice.study,
+        "candidates_evaluated": choice.evaluated,
+        "stored_ms": choice.stored_ms,
+        "stored_ratio": choice.stored_ratio,
+    }
+    roof = None
+    if ceilings is not None and ceilings.compute_tflops(shape.dtype) is not None:
+        roof = roofline(shape, ceilings)
+    row["roofline"] = roof.as_dict() if roof is not None else None
+    if reply is None:
+        return row
+    row.update(status=reply.status, reason=reply.reason, rel_error=reply.rel_error)
+    if reply.status != "ok" or reply.ms is None or reply.cublas_ms is None:
+        return row
+    mine, base = list(reply.ms_rounds), list(reply.cublas_ms_rounds)
+    ms, cublas_ms = reply.ms, reply.cublas_ms
+    tflops, cublas_tflops = measured_tflops(shape, ms), measured_tflops(shape, cublas_ms)
+    row.update(
+        ms=ms,
+        tflops=tflops,
+        cublas_ms=cublas_ms,
+        cublas_tflops=cublas_tflops,
+        ratio=cublas_ms / ms,
+        rounds={"ms": mine, "cublas_ms": base},
+    )
+    if roof is not None:
+        row["roofline"].update(
+            pct_of_bound=roof.percent(tflops), cublas_pct_of_bound=roof.percent(cublas_tflops)
+        )
+    return row
+
+
+def run_bench(
+    suite: Sequence[SuiteEntry],
+    bench: Evaluator,
+    sessions: sessionmaker[Session],
+    url: str | None,
+    options: Options,
+    ceilings: Ceilings | None,
+    on_row: Callable[[list[dict[str, Any]]], None] | None = None,
+    report: ProgressReport | None = None,
+) -> list[dict[str, Any]]:
+    """Choose (tune or reuse) and re-measure every shape, in suite order; ``on_row`` gets the
+    rows so far after each shape (to write partial results), ``report`` each shape's study."""
+    rows: list[dict[str, Any]] = []
+    for entry in suite:
+        choice = choose_config(entry.shape, bench, sessions, url, options, report)
+        reply = None
+        if choice.config is not None:
+            reply = bench.compare([choice.config], entry.shape, options.rounds)[0]
+        rows.append(shape_row(entry, choice, reply, ceilings))
+        if on_row is not None:
+            on_row(rows)
+    return rows
+
+
+# The summary and the targets (issue 5 for float32, issue 21 for half inputs).
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    logs = [math.log(v) for v in values]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A claim about ratios (cuBLAS time / ours): over the suite, one shape, or one class."""
+
+    name: str
+    scope: str  # "suite", "shape" or "class"
+    key: str  # the shape (MxNxK) or class it is about; "" for the suite
+    threshold: float
+
+    def rows(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.scope == "shape":
+            return [r for r in rows if f"{r['m']}x{r['n']}x{r['k']}" == self.key]
+        if self.scope == "class":
+            return [r for r in rows if r.get("class") == self.key]
+        return list(rows)
+
+    def check(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """The geometric mean of its rows' ratios against the threshold. ``met`` is None when
+        the suite has no such row, and False when any of them has no ratio (a failed shape)."""
+        mine = self.rows(rows)
+        ratios = [r["ratio"] for r in mine if r.get("ratio")]
+        value = geomean(ratios)
+        met: bool | None = None
+        if mine:
+            met = value is not None and len(ratios) == len(mine) and value >= self.threshold
+        return {
+            "name": self.name,
+            "threshold": self.threshold,
+            "value": value,
+            "measured": len(ratios),
+            "shapes": len(mine),
+            "met": met,
+        }
+
+
+TARGETS = (
+    Target("geometric mean over the suite", "suite", "", 1.00),
+    Target("4096x4096x4096", "shape", "4096x4096x4096", 0.95),
+    Target("8192x8192x8192", "shape", "8192x8192x8192", 0.95),
+    *(
+        Target(f"class {c} (geometric mean)", "class", c, 1.2)
+        for c in ("skinny", "odd", "small_k", "large_k")
+    ),
+)
+# Issue 21's targets for half inputs, per suite file: mma.sync against cuBLAS's wgmma kernels on
+# the public suite, and the odd-shape suite, where cuBLAS falls off its fast paths.
+HALF_TARGETS = {
+    "shapes.csv": (Target("geometric mean over the public suite", "suite", "", 0.6),),
+    "odd_shapes.csv": (Target("geometric mean over the odd-shape suite", "suite", "", 1.5),),
+}
+
+
+def input_kind(rows: Sequence[dict[str, Any]]) -> tuple[str, str]:
+    """The dtype and layout of a bench's rows (one per bench; rows from before dtypes: float32
+    NN)."""
+    first = rows[0] if rows else {}
+    return first.get("dtype") or "float32", first.get("layout") or "NN"
+
+
+def targets_for(dtype: str, suite: str | None) -> tuple[Target, ...]:
+    """The issue-5 targets for float32; for half inputs, issue 21's target of the suite file
+    (named by its file name), none for other suites."""
+    if dtype == "float32":
+        return TARGETS
+    name = PurePath(suite).name if suite else DEFAULT_SUITE_NAME
+    return HALF_TARGETS.get(name, ())
+
+
+def summarize(rows: Sequence[dict[str, Any]], suite: str | None = None) -> dict[str, Any]:
+    """Geometric means of the ratios (over the suite and per class) and the targets of the rows'
+    dtype and the suite file ``suite`` (default: the public suite)."""
+    classes: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        classes.setdefault(row.get("class") or "-", []).append(row)
+    targets = [t.check(rows) for t in targets_for(input_kind(rows)[0], suite)]
+    return {
+        "geomean_ratio": geomean(r["ratio"] for r in rows if r.get("ratio")),
+        "shapes": len(rows),
+        "measured": sum(1 for r in rows if r.get("ratio")),
+        "by_class": {
+            name: {
+                "geomean_ratio": geomean(r["ratio"] for r in members if r.get("ratio")),
+                "shapes": len(members),
+                "measured": sum(1 for r in members if r.get("ratio")),
+            }
+            for name, members in classes.items()
+        },
+        "targets": targets,
+        "all_targets_met": all(t["met"] is True for t in targets),
+    }
+
+
+def document(
+    rows: list[dict[str, Any]],
+    bench: Evaluator,
+    options: Options,
+    ceilings: Ceilings | None,
+    suite: str,
+    budget_ms: float,
+) -> dict[str, Any]:
+    """The suite file ``gemmtune bench`` writes: method, provenance, roofs, summary and rows
+    (``suite``: the shape CSV, as the user named it)."""
+    dtype, layout = input_kind(rows)
+    return suite_document(
+        device=bench.device.name,
+        provenance=bench.provenance,
+        suite=suite,
+        method={
+            "families": list(options.families),
+            "accuracy": loosest_of(options.families),
+            "sampler": options.sampler,
+            "seed": options.seed,
+            "trials_per_tuned_shape": options.trials,
+            "retune": options.retune,
+            "dtype": dtype,
+            "layout": layout,
+            "warm_start": options.warm_start,
+            "rounds": options.rounds,
+            "timing_budget_ms": budget_ms,
+            "timing": TIMING,
+        },
+        roofline=ceilings.as_dict() if ceilings is not None else None,
+        summary=summarize(rows, suite),
+        rows=rows,
+    )

@@ -1,0 +1,321 @@
+"""What a ``tune`` does: the default families, the warm-start policy, the evaluator, one study.
+
+The commands (``tuner.cli``) and ``gemmtune bench`` call :func:`run_study`; it builds the study
+on the database's sessions and reports progress to whoever asks (a progress bar, a log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+import storage
+from tuner.answers.best import default_config
+from tuner.answers.device_kind import DeviceSpec
+from tuner.answers.index import load_snapshot
+from tuner.core.accuracy import DEFAULT_ACCURACY, accepted, loosest
+from tuner.core.config import Config
+from tuner.core.errors import InputError
+from tuner.core.shape import Shape
+from tuner.gpu.selection import cuda_device_count
+from tuner.kernels.families import FAMILIES, checked_config
+from tuner.kernels.resources import DeviceLimits
+from tuner.model.rates import DeviceRates, table_rates
+from tuner.search.evaluator import Evaluator
+from tuner.search.priors import committed_starts
+from tuner.search.recorder import Recorder
+from tuner.search.samplers import SAMPLERS
+from tuner.search.sql_recorder import SqlRecorder
+from tuner.search.study import Progress, Study
+
+if TYPE_CHECKING:
+    from tuner.gpu.worker import GpuEvaluator
+    from tuner.kernels.compile_pool import CompilePools
+
+# What a study searches without --family: the families whose configs won suite shapes on the H100
+# (benchmarks/results/h100-suite.json and the earlier runs under history/: dmma, streamk, skinny,
+# warptile), pipelined, the multi-stage ladder rung, and dmma_pipelined (dmma fed by cp.async,
+# faster than dmma on every shape of its sweeps). skinny has candidates only for small M;
+# elsewhere its proposals are invalid points, which cost nothing.
+DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_pipelined")
+# What a study of float16 or bfloat16 inputs searches without --family: mma.sync by warp (any
+# sm_80+ chip) and Hopper's warpgroup mma (sm_90 only; elsewhere its space is empty), each with
+# its split-K twin for grids too small to fill the chip.
+DEFAULT_HALF_FAMILIES = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk")
+# What a float32 study adds when its accuracy floor is bf16x3 (``tuner.core.accuracy``): the same
+# kernels on float32 split into BF16 parts; any layout.
+DEFAULT_EMULATED_FAMILIES = (
+    "hmma_bf16x3",
+    "hmma_splitk_bf16x3",
+    "wgmma_bf16x3",
+    "wgmma_splitk_bf16x3",
+)
+WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
+# Evaluated candidates of a study by default: the cold search reaches 5 % of the best known
+# config within this many on held-out shapes (benchmarks/search.md).
+DEFAULT_TRIALS = 40
+EVALUATORS = ("gpu", "replay")
+
+
+class ProgressReport(Protocol):
+    """Told when a study starts (its label and how many candidates it will evaluate) and after
+    every evaluated candidate."""
+
+    def start(self, label: str, total: int) -> None: ...
+
+    def update(self, progress: Progress) -> None: ...
+
+
+def check_families(
+    families: Sequence[str] | None, accuracy: str = DEFAULT_ACCURACY
+) -> tuple[str, ...]:
+    """The family names given, checked (empty when none was given): each known, and of an
+    accuracy class the floor ``accuracy`` accepts."""
+    chosen = tuple(families or ())
+    allowed = accepted(accuracy)
+    for name in chosen:
+        if name not in FAMILIES:
+            raise InputError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}")
+        if FAMILIES[name].accuracy not in allowed:
+            raise InputError(
+                f"family {name} computes in accuracy class {FAMILIES[name].accuracy}, less "
+                f"exact than the asked `accuracy` {accuracy}; ask for accuracy "
+                f"{FAMILIES[name].accuracy} to search it"
+            )
+    return chosen
+
+
+def check_sampler(sampler: str) -> str:
+    if sampler not in SAMPLERS:
+        raise InputError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+    return sampler
+
+
+def check_evaluator(name: str) -> str:
+    if name not in EVALUATORS:
+        raise InputError(f"unknown evaluator {name!r}; choose one of {', '.join(EVALUATORS)}")
+    return name
+
+
+def check_answerable(
+    evaluator: Evaluator,
+    shapes: Sequence[Shape],
+    families: Sequence[str] = (),
+    accuracy: str = DEFAULT_ACCURACY,
+) -> None:
+    """Refuse shapes that none of the named families (else the defaults at the floor
+    ``accuracy``) computes (:func:`check_families_compute`), and shapes (or named families) a
+    replay has no measurements of, before any study runs; a GPU evaluator answers any."""
+    from tuner.search.replay import ReplayEvaluator
+
+    for shape in shapes:
+        check_families_compute(shape, families or default_families(evaluator, shape, accuracy))
+
+    if isinstance(evaluator, ReplayEvaluator):
+        for shape in shapes:
+            evaluator.check_covers(shape, families)
+
+
+def start_gpu(
+    purpose: str,
+    budget_ms: float = 100.0,
+    device_index: int = 0,
+    pools: CompilePools | None = None,
+    sharers: int = 1,
+) -> GpuEvaluator:
+    """The GPU evaluator of device ``device_index`` (compiling on ``pools`` when given, shared
+    by ``sharers`` evaluators), or an :class:`InputError` saying in one line why there is none
+    (``purpose`` names what needed it)."""
+    count = cuda_device_count(purpose)
+    if not 0 <= device_index < count:
+        raise InputError(f"device {device_index} is not among the {count} visible (0..{count - 1})")
+    from tuner.gpu.worker import GpuEvaluator
+
+    try:
+        return GpuEvaluator(device_index, budget_ms=budget_ms, pools=pools, sharers=sharers)
+    except (ImportError, RuntimeError) as exc:
+        raise InputError(f"{purpose} needs a CUDA GPU with CuPy: {exc}") from None
+
+
+def families_for(shape: Shape, accuracy: str = DEFAULT_ACCURACY) -> tuple[str, ...]:
+    """The default families that compute ``shape``'s dtype and layout in a class the floor
+    ``accuracy`` accepts: ``DEFAULT_FAMILIES`` for float32 NN, ``DEFAULT_HALF_FAMILIES`` for
+    half inputs, and with floor ``bf16x3`` ``DEFAULT_EMULATED_FAMILIES`` for float32."""
+    every = (*DEFAULT_FAMILIES, *DEFAULT_HALF_FAMILIES, *DEFAULT_EMULATED_FAMILIES)
+    allowed = accepted(accuracy)
+    return tuple(
+        f
+        for f in every
+        if FAMILIES[f].unsupported(shape) is None and FAMILIES[f].accuracy in allowed
+    )
+
+
+def default_families(
+    evaluator: Evaluator, shape: Shape | None = None, accuracy: str = DEFAULT_ACCURACY
+) -> tuple[str, ...]:
+    """The families searched when none are named: a replay's own (it has no answer for any
+    other), else those of :func:`families_for` (``DEFAULT_FAMILIES`` without a shape)."""
+    if evaluator.families:
+        return evaluator.families
+    return DEFAULT_FAMILIES if shape is None else families_for(shape, accuracy)
+
+
+def check_families_compute(shape: Shape, families: Sequence[str]) -> None:
+    """Raise naming the dtype and layout when none of ``families`` computes ``shape`` (its
+    study would have no candidate at all), and which families do, with their classes."""
+    if any(FAMILIES[f].unsupported(shape) is None for f in families):
+        return
+    able = [
+        name if family.accuracy == DEFAULT_ACCURACY else f"{name} (accuracy {family.accuracy})"
+        for name, family in FAMILIES.items()
+        if family.unsupported(shape) is None
+    ]
+    raise InputError(
+        f"no family of {', '.join(families) or 'the defaults'} computes {shape.dtype} inputs "
+        f"in layout {shape.layout}; " + (f"use {', '.join(able)}" if able else "no family does yet")
+    )
+
+
+def loosest_of(families: Sequence[str]) -> str:
+    """The accuracy floor a study of ``families`` searches at: the least exact of their
+    classes."""
+    return loosest(FAMILIES[f].accuracy for f in families)
+
+
+def untuned_answer(
+    sessions: sessionmaker[Session],
+    device: DeviceLimits,
+    shape: Shape,
+    accuracy: str = DEFAULT_ACCURACY,
+) -> Config:
+    """The config the service would answer for ``shape`` on ``device`` at the floor
+    ``accuracy`` before this study (``tuner.answers.best``: this device's tuned shape or nearest
+    one, else a device of the same kind, else the default rule)."""
+    with sessions() as session:
+        tuning = load_snapshot(session)
+    spec = DeviceSpec(device.name, device.arch, device.sm_count)
+    answer = tuning.answer(
+        shape.m, shape.n, shape.k, shape.dtype, shape.layout, spec, accuracy=accuracy
+    )
+    try:
+        return checked_config(answer.name)
+    except InputError:  # a stored name this version of the tuner cannot read
+        return default_config(shape.m, shape.n, shape.dtype, shape.layout)
+
+
+def warm_starts(
+    recorder: Recorder,
+    device: DeviceLimits,
+    shape: Shape,
+    first: Config,
+    limit: int,
+    families: Sequence[str] | None = None,
+) -> list[Config]:
+    """What a new study evaluates first: ``first`` (the untuned answer), then up to ``limit``
+    more of ``families`` (default: any): the committed suite's best for this shape on this kind
+    of GPU, the committed sweep tables' fastest configs of this shape (``tuner.search.priors``), the
+    best configs of the nearest shapes tuned in this database, and the committed bests of the
+    nearest other shapes."""
+    names: list[str] = []
+    if limit:
+        committed = committed_starts(device, shape)
+        same = [name for distance, name in committed if distance == 0.0]
+        others = [name for distance, name in committed if distance > 0.0]
+        names = same + recorder.neighbours(device, shape, limit) + others
+    starts = [first]
+    for name in dict.fromkeys(names):
+        if len(starts) > limit:
+            break
+        try:
+            config = checked_config(name)
+        except InputError:
+            continue
+        if config != first and (families is None or config.family in families):
+            starts.append(config)
+    return starts
+
+
+def device_rates(recorder: Recorder, evaluator: Evaluator, notes: list[str]) -> DeviceRates | None:
+    """The device's rates for the cost model: stored, else probed now (and stored), else
+    none; ``notes`` says which."""
+    device = evaluator.device
+    rates = recorder.rates(device)
+    if rates is None:
+        rates = evaluator.probe()
+        if rates is not None:
+            recorder.record_rates(device, rates)
+    if rates is not None:
+        notes.append(f"cost model on the rates {rates.source}")
+        return rates
+    table = table_rates(device)
+    if table is not None:
+        notes.append(f"no probed rates for {device.name}: cost model on the {table.source}")
+    else:
+        notes.append(
+            f"no probed rates for {device.name} and no table for {device.arch}: the cost model "
+            "ranks by kernel structure alone and the study leans on its own measurements"
+        )
+    return None
+
+
+def build_study(
+    shape: Shape,
+    families: tuple[str, ...],
+    evaluator: Evaluator,
+    sessions: sessionmaker[Session],
+    url: str | None,
+    sampler: str,
+    seed: int | None,
+    warm_start: int = WARM_START,
+    worker: str | None = None,
+) -> tuple[Study, list[str]]:
+    """The study of ``shape`` over ``families`` on ``evaluator``, recording into the database
+    behind ``sessions`` (Optuna's tables in the same database) as ``worker`` (a label that
+    tells apart the workers of one process), and what the user should know about it."""
+    check_families_compute(shape, families)
+    recorder = SqlRecorder(sessions, worker=worker)
+    notes: list[str] = []
+    rates = device_rates(recorder, evaluator, notes)
+    first = untuned_answer(sessions, evaluator.device, shape, loosest_of(families))
+    study = Study(
+        shape,
+        families,
+        evaluator,
+        recorder,
+        sampler=sampler,
+        seed=seed,
+        optuna_storage=storage.database_url(url),
+        starts=warm_starts(recorder, evaluator.device, shape, first, warm_start, families),
+        rates=rates,
+    )
+    return study, notes
+
+
+def run_study(
+    shape: Shape,
+    families: tuple[str, ...],
+    evaluator: Evaluator,
+    sessions: sessionmaker[Session],
+    url: str | None,
+    sampler: str,
+    trials: int | None,
+    timeout: float | None,
+    seed: int | None,
+    warm_start: int = WARM_START,
+    report: ProgressReport | None = None,
+) -> Progress:
+    """Run (or resume) the study of ``shape`` over ``families`` on ``evaluator``, storing every
+    candidate in the database behind ``sessions`` (Optuna's tables in the same database)."""
+    study, notes = build_study(shape, families, evaluator, sessions, url, sampler, seed, warm_start)
+    if report is not None:
+        report.start(str(shape), study.target(trials))
+    try:
+        progress = study.run(
+            trials=trials, timeout_s=timeout, on_progress=None if report is None else report.update
+        )
+    finally:
+        study.close()
+    progress.notes[:0] = notes
+    return progress

@@ -1,0 +1,1 @@
+"""The study loop and its ports: evaluators, recorders, samplers, finalists, warm starts, replay."""

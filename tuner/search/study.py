@@ -1,0 +1,608 @@
+"""One Optuna study per (device, shape, dtype, layout, families): propose, prepare, measure,
+record, tell; then re-measure the finalists side by side with cuBLAS.
+
+The loop keeps up to the evaluator's ``parallelism`` proposals in flight: each is claimed and
+handed to :meth:`Evaluator.prepare` (the GPU evaluator starts compiling it on a spare core), and
+the oldest that has compiled is measured while the others compile; the sampler is told the
+results in the order it proposed them (``tuner.search.tell_order``). Trials that sample an invalid
+point (a broken rule, a tile larger than the matrix, a resource limit) are told PRUNED at once
+and cost nothing; so are repeats of an evaluated candidate (they are told the stored value).
+``trials`` counts evaluated candidates, across every worker and every run of the same study, so
+re-running a command after a crash resumes where it stopped.
+
+A study's first candidates are its ``starts`` (the runner's warm-start list: the config the API
+would answer for this shape and device first). At the end, its fastest few and that first answer are
+re-measured together in alternating rounds with cuBLAS (:meth:`Evaluator.compare`) and stored as
+final measurements (``tuner.search.finalists``; ``storage`` makes the fastest of them the best
+config): the stored ratio is the one a side-by-side re-measurement gives, and the best is never
+slower than the answer the study started from. On a shape with ragged rows (a stored operand's row
+length not a whole number of 16-byte vectors), a family that takes leading dimensions may be
+screened on padded operands (``_pad4`` for float32, ``_pad8`` for half inputs; copies timed;
+``tuner.search.screening_mode``, ``tuner.kernels.operand_padding``), and the fastest few are also
+re-measured in the other mode, so whichever mode is faster can become the best.
+
+The sampler works on an in-memory Optuna study: a model-based sampler proposes about ten invalid
+points per valid one, and writing each to a database would cost more than the search itself.
+That study is rebuilt from the recorder's results when a study resumes and is fed the results
+other workers store. When a persistent Optuna storage is given, every evaluated candidate (not
+the invalid proposals) is also added there as a finished trial, so Optuna's own tools see the
+study.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import optuna
+from optuna.trial import TrialState
+
+from storage.claims import Claimed
+from tuner.core.config import Config
+from tuner.core.shape import Shape
+from tuner.kernels.families import get_family
+from tuner.kernels.space import Space
+from tuner.model.rates import DeviceRates
+from tuner.search.evaluator import Evaluator, Result, Ticket
+from tuner.search.finalists import (
+    FINAL_BUDGET_MS,
+    FINAL_ROUNDS,
+    FINALISTS,
+    choose_finalists,
+    final_result,
+    finalists_name,
+    padding_candidates,
+)
+from tuner.search.recorder import Recorder
+from tuner.search.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
+from tuner.search.schedule_twins import grid_twin, streamk_twin, twin_screening
+from tuner.search.screening_mode import may_screen_padded, other_mode, padded_families, screened_as
+from tuner.search.tell_order import ProposalOrder
+from tuner.search.trial_mirror import TrialMirror
+from tuner.search.trials import finished_trial, suggest_config, trial_params
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+# After this many proposals in a row that bring nothing new, evaluate an untried candidate
+# instead (a converged sampler keeps proposing its favourite).
+STALE_PROPOSALS = 25
+# After this many invalid points in a row, evaluate an untried candidate instead: a sampler that
+# cannot model the conditional space (TPE on a space with few valid points) would otherwise ask
+# thousands of times for each valid one.
+INVALID_IN_A_ROW = 50
+# Candidates started on the evaluator at once: the one measured and the one queued behind it.
+IN_FLIGHT = 2
+# How often a study whose device is idle looks whether a queued proposal has compiled.
+READY_POLL_S = 0.002
+# How often a study with nothing left to do looks whether other workers' candidates are done
+# (or their claims expired, their workers dead).
+CLAIM_POLL_S = 1.0
+
+
+def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:
+    return f"{device}|{shape}|{shape.dtype}|{shape.layout}|{'+'.join(families)}"
+
+
+@dataclass
+class Progress:
+    """What a study has done so far (passed to the progress callback after each evaluation)."""
+
+    study: str
+    target: int
+    evaluated: int = 0
+    invalid_proposals: int = 0
+    best: Result | None = None
+    last: Result | None = None
+    history: list[Result] = field(default_factory=list)
+    finalists: list[Result] = field(default_factory=list)  # re-measured beside cuBLAS
+    notes: list[str] = field(default_factory=list)  # what the user should know about the run
+
+
+def search_space(
+    shape: Shape, families: tuple[str, ...], evaluator: Evaluator
+) -> dict[str, Config]:
+    """The candidates a study of ``shape`` searches, by name: every valid config of ``families``
+    (``tuner.kernels.space``), or, on a replay that holds the shape, those of them it measured."""
+    space = {c.name: c for f in families for c in Space(f, shape, evaluator.device).candidates()}
+    measured = evaluator.measured_configs(shape)
+    if measured:  # a replay of this shape answers only for the configs its tables hold
+        return {name: c for name, c in space.items() if name in measured}
+    return space
+
+
+class Study:
+    """Tune one shape over some families with one evaluator and one recorder."""
+
+    def __init__(
+        self,
+        shape: Shape,
+        families: tuple[str, ...],
+        evaluator: Evaluator,
+        recorder: Recorder,
+        sampler: str = DEFAULT_SAMPLER,
+        seed: int | None = None,
+        optuna_storage: str | optuna.storages.BaseStorage | None = None,
+        starts: Sequence[Config] = (),
+        rates: DeviceRates | None = None,
+        finalists: int = FINALISTS,
+    ) -> None:
+        for family in families:
+            get_family(family)  # unknown names fail here, before anything runs
+        self.shape, self.families = shape, tuple(families)
+        self.evaluator, self.recorder = evaluator, recorder
+        self.device = evaluator.device
+        self.name = study_name(self.device.name, shape, self.families)
+        # Starting points outside the space (a tile the space calls wasteful for this shape)
+        # are still valid configs of the study's families: they join the candidates. They are
+        # the first candidates, known before the space: they compile while it is enumerated.
+        # A start is searched in the operand mode its family is screened in: on a shape with
+        # ragged rows a family may be screened padded (``tuner.search.screening_mode``), so such a
+        # family's starts are prepared once the space has decided; the other mode is tried on
+        # the finalists (:meth:`_finish`). A stored stream-K answer that the study does not
+        # search starts it from its data-parallel twin (``tuner.search.schedule_twins``), whose own
+        # twin the finalists measure again.
+        starts = list(dict.fromkeys(filter(None, (self._searchable(c) for c in starts))))
+        for config in starts:
+            if not may_screen_padded(config.family, shape):
+                evaluator.prepare(config)
+        held = evaluator.measured_configs(shape)
+        space = search_space(shape, self.families, evaluator)
+        padded = padded_families(list(space.values()), shape, self.device, rates)
+
+        def screened(config: Config) -> Config:
+            return screened_as(config, padded, shape, lambda c: held is None or c.name in held)
+
+        self.candidates = {c.name: c for c in map(screened, space.values())}
+        self.starts = [screened(c) for c in starts]
+        for config in self.starts:
+            evaluator.prepare(config)
+            if held is None or config.name in held:
+                self.candidates.setdefault(config.name, config)
+        # Trial parameters name a config's kernel, not its operand mode: the candidate they mean.
+        self._screened = {c.direct.name: c for c in self.candidates.values()}
+        self.sampler = make_sampler(sampler, seed)
+        if isinstance(self.sampler, CandidateSampler):
+            self.sampler.bind(
+                SearchContext(
+                    shape,
+                    self.device,
+                    list(self.candidates.values()),
+                    self.families,
+                    rates,
+                    recorder.history(self.device, shape.dtype, shape.layout),
+                )
+            )
+        # Where the sampler proposes (invalid points included): memory only.
+        self.optuna = optuna.create_study(sampler=self.sampler, direction="minimize")
+        # Where evaluated candidates are kept for Optuna's tools, when a storage is given.
+        self.stored: optuna.storages.BaseStorage | None = None
+        self._stored_id = -1
+        self._own_storage: optuna.storages.RDBStorage | None = None
+        if isinstance(optuna_storage, str):  # a URL: the study opens it, and closes it
+            optuna_storage = self._own_storage = optuna.storages.RDBStorage(optuna_storage)
+        if optuna_storage is not None:
+            self.stored = optuna.storages.get_storage(optuna_storage)
+            optuna.create_study(
+                study_name=self.name, storage=self.stored, direction="minimize", load_if_exists=True
+            )
+            self._stored_id = self.stored.get_study_id_from_name(self.name)
+        self._trials: TrialMirror | None = None  # writes evaluated candidates to ``stored``
+        self._known: set[str] = set()  # candidates the in-memory study has a finished trial of
+        self._proposals = ProposalOrder()  # this worker's open proposals (:meth:`_screen`)
+        self._order = sorted(self.candidates)  # for stale fallbacks
+        self._finalists = finalists
+        self.invalid_proposals = 0
+        self._done: dict[str, Result] = {}  # every evaluated candidate this worker knows of
+
+    def close(self) -> None:
+        """Close the connections of the Optuna storage the study opened (a URL given): the
+        database file is left as a finished command leaves it, not when the collector runs."""
+        if self._own_storage is not None:
+            self._own_storage.engine.dispose()
+
+    def _learn(self, results: dict[str, Result]) -> None:
+        """Give the sampler every result it has not seen (earlier runs, other workers); this
+        worker's own results are told through their open trials, in their turn."""
+        untold = self._proposals.untold
+        for name, result in results.items():
+            if name not in self._known and name in self.candidates and name not in untold:
+                self.optuna.add_trial(finished_trial(result, self.families))
+                self._known.add(name)
+
+    def target(self, trials: int | None) -> int:
+        """Candidates the study evaluates for ``trials`` (None: all of them)."""
+        return min(trials or len(self.candidates), len(self.candidates))
+
+    def run(
+        self,
+        trials: int | None = None,
+        timeout_s: float | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Progress:
+        """Evaluate candidates until ``trials`` are done in this study (all workers, all runs),
+        the space is exhausted, or ``timeout_s`` passes; then re-measure the finalists."""
+        return self.finish(self.search(trials, timeout_s, on_progress))
+
+    def search(
+        self,
+        trials: int | None = None,
+        timeout_s: float | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Progress:
+        """The screening part of :meth:`run`. Several workers (threads of one process, or
+        processes anywhere) may search one study at once: the budget is kept by their claims
+        in the database, so together they evaluate exactly ``trials``."""
+        target = self.target(trials)
+        progress = Progress(self.name, target)
+        done = self._done = self.recorder.evaluated(self.name)
+        for result in done.values():
+            self._account(progress, result)
+        self._trials = self._open_trials()
+        try:
+            if not done and not self.optuna.trials:
+                for config in self.starts:
+                    if config.name in self.candidates:
+                        self.optuna.enqueue_trial(trial_params(config, self.families))
+            self._learn(done)
+            self._screen(done, progress, target, timeout_s, on_progress)
+        except BaseException:
+            if self._trials is not None:  # write what is queued; the study's error goes on
+                self._trials.close(raise_error=False)
+            raise
+        if self._trials is not None:
+            self._trials.close()
+        return progress
+
+    def finish(self, progress: Progress) -> Progress:
+        """After :meth:`search` (this worker's, and every other worker's of this process):
+        count what the others stored, add the trials a killed run left out, then re-measure
+        the finalists. Everything is read again: a result committed late may hide behind a
+        newer one that ``recent`` saw.
+
+        Missing trials are added here, not when a search starts: by now every writer of this
+        process has drained (``tuner.search.trial_mirror``), so a trial still queued in another
+        worker's writer is not taken for a missing one and added twice."""
+        evaluated = self.recorder.evaluated(self.name)
+        for name, result in evaluated.items():
+            if name not in self._done:
+                self._done[name] = result
+                self._account(progress, result)
+        self._mirror_missing(evaluated)
+        if self._finalists:
+            self._finish(self._done, progress)
+        return progress
+
+    def _screen(
+        self,
+        done: dict[str, Result],
+        progress: Progress,
+        target: int,
+        timeout_s: float | None,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> None:
+        """The candidate loop: propose, prepare, measure and record until ``target`` candidates
+        are evaluated (all workers), the space is exhausted, or ``timeout_s`` passes."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        queue: list[tuple[Config, optuna.trial.Trial]] = []
+        running: deque[tuple[Config, optuna.trial.Trial, Ticket]] = deque()
+        # The sampler is told results in the order it proposed them (``tuner.search.tell_order``).
+        order = self._proposals = ProposalOrder()
+        taken: set[str] = set()  # claimed by another worker (or by one killed mid-measurement)
+        retried: set[str] = set()  # of those, the ones whose claim this run tried to take over
+        stale, full = 0, False
+        depth = max(1, self.evaluator.parallelism)
+        while True:
+            while (
+                not full
+                and not order.lagging  # propose knowing every result measured so far
+                and len(queue) < depth
+                and progress.evaluated + len(queue) + len(running) < target
+                and (deadline is None or time.monotonic() < deadline)
+            ):
+                proposal, trial = self._propose(done, taken, stale, order.untold)
+                progress.invalid_proposals = self.invalid_proposals
+                if proposal is None or trial is None:
+                    break  # every candidate is evaluated, queued or claimed by another worker
+                config = proposal
+                claimed = Claimed.HELD if config.name in done else Claimed.TAKEN
+                if claimed:
+                    claimed = self.recorder.claim(self.name, config.name, target)
+                if not claimed:
+                    full = claimed is Claimed.FULL
+                    if not full:
+                        taken.add(config.name)
+                    self._tell_known(trial, done.get(config.name))
+                    stale += 1
+                    continue
+                stale = 0
+                self.evaluator.prepare(config)
+                queue.append((config, trial))
+                order.propose(config, trial)
+            # Keep the device busy: the next candidate is started before the last one's result
+            # is recorded (the evaluator queues it behind the one being measured). Of the
+            # queued proposals, the oldest that has compiled goes first.
+            while len(running) < IN_FLIGHT and queue:
+                if deadline is not None and time.monotonic() > deadline:
+                    for config, _ in queue:
+                        self._give_back(config, order)
+                    queue.clear()
+                    break
+                ready = next((i for i, (c, _) in enumerate(queue) if self.evaluator.ready(c)), None)
+                if ready is None and running:
+                    break  # measure what is running; the compiles go on meanwhile
+                if ready is None:
+                    time.sleep(READY_POLL_S)
+                    continue
+                config, trial = queue.pop(ready)
+                running.append((config, trial, self.evaluator.start(config, self.shape)))
+            if not running:
+                self._tell_in_order(order)
+                if self._wait_for_others(done, taken, retried, progress, target, deadline):
+                    full = False  # a claim expired or was released: its slot may be free
+                    continue
+                break
+            config, trial, ticket = running.popleft()
+            result = self.evaluator.finish(ticket)
+            order.measured(config.name, result)
+            self._record(result, done, progress, on_progress)
+            self._tell_in_order(order)
+
+    def _wait_for_others(
+        self,
+        done: dict[str, Result],
+        taken: set[str],
+        retried: set[str],
+        progress: Progress,
+        target: int,
+        deadline: float | None,
+    ) -> bool:
+        """With nothing of its own left to do: True to go on (other workers' candidates to wait
+        for, or claims of dead workers to take over), False when the study is over."""
+        self._absorb(done, progress)  # count what other workers finished meanwhile
+        if progress.evaluated >= target:
+            return False
+        live = self.recorder.held_elsewhere(self.name) - done.keys()
+        lapsed = taken - done.keys() - live - retried
+        if lapsed:  # their workers died: propose them again, once, to claim them
+            retried |= lapsed
+            taken -= lapsed
+            for name in sorted(lapsed):
+                self.optuna.enqueue_trial(trial_params(self.candidates[name], self.families))
+            return True
+        out_of_time = deadline is not None and time.monotonic() + CLAIM_POLL_S > deadline
+        if live and not out_of_time:
+            time.sleep(CLAIM_POLL_S)
+            return True
+        unfinished = sorted(live | (taken - done.keys()))
+        if unfinished:
+            shown = ", ".join(unfinished[:3]) + (", ..." if len(unfinished) > 3 else "")
+            progress.notes.append(
+                f"{len(unfinished)} candidate(s) of this study are claimed by other workers and "
+                f"not measured yet ({shown}); they finish with those workers, or, if those were "
+                "killed, on a rerun once their claims expire"
+            )
+        return False
+
+    def _record(
+        self,
+        result: Result,
+        done: dict[str, Result],
+        progress: Progress,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> None:
+        self.recorder.record(result, self.device, self.shape, self.name, None)
+        self._mirror(result)
+        done[result.config_name] = result
+        self._account(progress, result)
+        progress.last = result
+        if on_progress is not None:
+            on_progress(progress)
+        self._absorb(done, progress)
+
+    def _tell_in_order(self, order: ProposalOrder) -> None:
+        """Tell the sampler every result whose turn has come (``tuner.search.tell_order``)."""
+        for trial, result in order.tellable():
+            if result is None:
+                self.optuna.tell(trial, state=TrialState.FAIL)
+            else:
+                self._tell(trial, result)
+
+    def _give_back(self, config: Config, order: ProposalOrder) -> None:
+        """A proposal the study will not measure (time ran out): unclaimed, and told failed
+        in its turn."""
+        self.recorder.release(self.name, config.name)
+        order.measured(config.name, None)
+
+    def _finish(self, done: dict[str, Result], progress: Progress) -> None:
+        """Re-measure the fastest candidates and the study's first answer beside cuBLAS and
+        store them as final measurements; the fastest of them is the study's best."""
+        first = next((c.name for c in self.starts if c.name in done), None)
+        chosen = choose_finalists(done, first, self._finalists)
+        if not chosen:
+            return
+        configs = [self.candidates[name] for name in chosen]
+        held = self.evaluator.measured_configs(self.shape)
+        others = self._other_modes(done, chosen[: self._finalists], held)
+        twins = self._streamk_twins(done, chosen[: self._finalists], held)
+        screened = {
+            **done,
+            **{other.name: done[name] for name, other in others.items()},
+            **{twin.name: twin_screening(done[name], twin) for name, twin in twins.items()},
+        }
+        comparisons = self.evaluator.compare(
+            [*configs, *others.values(), *twins.values()],
+            self.shape,
+            FINAL_ROUNDS,
+            FINAL_BUDGET_MS,
+        )
+        for comparison in comparisons:
+            final = final_result(screened[comparison.config_name], comparison, self.shape)
+            if final is None:
+                progress.notes.append(
+                    f"finalist {comparison.config_name} failed its re-measurement: "
+                    f"{comparison.status} ({comparison.reason})"
+                )
+                continue
+            self.recorder.record(final, self.device, self.shape, finalists_name(self.name), None)
+            progress.finalists.append(final)
+        if progress.finalists:
+            progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
+
+    def _other_modes(
+        self, done: dict[str, Result], fastest: list[str], held: set[str] | None
+    ) -> dict[str, Config]:
+        """Where the shape has ragged rows: the fastest finalists, and the fastest candidate of
+        each family that takes leading dimensions, in the operand mode they were not screened
+        in (padded, or on the caller's arrays; ``tuner.search.screening_mode.other_mode``), by the
+        screened candidate's name, where the evaluator can measure them (``held``: the names it
+        can, or None for any; ``tuner.search.finalists.padding_candidates``)."""
+        leading = [f for f in self.families if get_family(f).leading_dims]
+        others = {}
+        for name in padding_candidates(done, fastest, leading):
+            other = other_mode(self.candidates[name], self.shape)
+            if (
+                other is not None
+                and other.name not in done
+                and (held is None or other.name in held)
+            ):
+                others[name] = other
+        return others
+
+    def _searchable(self, config: Config) -> Config | None:
+        """A start as the study can search it, on the caller's arrays: itself where its family
+        is searched, its data-parallel twin where only that one's is, else None."""
+        if config.family in self.families:
+            return config.direct
+        twin = grid_twin(config.direct)
+        return twin if twin is not None and twin.family in self.families else None
+
+    def _streamk_twins(
+        self, done: dict[str, Result], fastest: list[str], held: set[str] | None
+    ) -> dict[str, Config]:
+        """The stream-K twins of the ``fastest`` finalists (``tuner.search.schedule_twins``), by the
+        screened candidate's name: the same tile on a persistent grid, re-measured beside it
+        because a data-parallel grid's last wave may run part full. Only twins not measured
+        already and that the evaluator can measure (``held``, as for :meth:`_other_modes`)."""
+        twins = {}
+        for name in fastest:
+            twin = streamk_twin(self.candidates[name], done[name], self.device)
+            if twin is not None and twin.name not in done and (held is None or twin.name in held):
+                twins[name] = twin
+        return twins
+
+    def _open_trials(self) -> TrialMirror | None:
+        """The writer of this run's trials into the persistent Optuna study, if there is one."""
+        if self.stored is None:
+            return None
+
+        def numbered(config_name: str, number: int) -> None:
+            self.recorder.number(self.name, config_name, number)
+
+        return TrialMirror(self.stored, self._stored_id, self.families, numbered)
+
+    def _mirror(self, result: Result) -> None:
+        """Queue a recorded candidate for the persistent Optuna study
+        (``tuner.search.trial_mirror``).
+
+        The measurement is stored first: a crash between the two writes leaves a measurement
+        without a trial, which the next run adds (:meth:`_mirror_missing`), never a trial
+        without a measurement, which would be measured and added again.
+        """
+        if self._trials is not None:
+            self._trials.add(result)
+
+    def _mirror_missing(self, done: dict[str, Result]) -> None:
+        """Add to the persistent Optuna study the recorded candidates it lacks (a run killed
+        between a measurement and its trial)."""
+        if self.stored is None:
+            return
+        trials = self.stored.get_all_trials(self._stored_id, deepcopy=False)
+        mirrored = {t.user_attrs.get("config") for t in trials}
+        missing = [
+            result
+            for name, result in done.items()
+            if name not in mirrored and name in self.candidates
+        ]
+        if missing:
+            self._trials = writer = self._open_trials()
+            for result in missing:
+                self._mirror(result)
+            if writer is not None:
+                writer.close()
+
+    def _absorb(self, done: dict[str, Result], progress: Progress) -> None:
+        """Count results other workers stored meanwhile."""
+        for name, other in self.recorder.recent(self.name).items():
+            if name not in done:
+                done[name] = other
+                self._account(progress, other)
+        self._learn(done)
+
+    def _propose(
+        self,
+        done: dict[str, Result],
+        taken: set[str],
+        stale: int,
+        busy: set[str],
+    ) -> tuple[Config | None, optuna.trial.Trial | None]:
+        """The next candidate: from the sampler, skipping invalid points at no cost (``busy``:
+        proposed by this worker and not yet recorded)."""
+        if stale >= STALE_PROPOSALS and not self._enqueue_untried(done, taken, busy):
+            return None, None
+        for attempt in range(INVALID_IN_A_ROW + 1):
+            if attempt == INVALID_IN_A_ROW and not self._enqueue_untried(done, taken, busy):
+                return None, None
+            trial = self.optuna.ask()
+            if isinstance(self.sampler, CandidateSampler) and not self.sampler.proposes(trial):
+                self.optuna.tell(trial, state=TrialState.FAIL)  # nothing left to propose
+                return None, None
+            config = suggest_config(trial, self.families)
+            config = self._screened.get(config.name, config)
+            if config.name in self.candidates:
+                return config, trial
+            reason = (get_family(config.family).broken_rules(config) or ["does not fit"])[0]
+            trial.set_user_attr("invalid", reason)
+            self.invalid_proposals += 1
+            self.optuna.tell(trial, state=TrialState.PRUNED)
+        return None, None
+
+    def _enqueue_untried(self, done: dict[str, Result], taken: set[str], busy: set[str]) -> bool:
+        """Make the next proposal a candidate nobody has tried; False when there is none."""
+        untried = next(
+            (n for n in self._order if n not in done and n not in taken and n not in busy), None
+        )
+        if untried is None:
+            return False
+        self.optuna.enqueue_trial(trial_params(self.candidates[untried], self.families))
+        return True
+
+    def _tell(self, trial: optuna.trial.Trial, result: Result) -> None:
+        self._known.add(result.config_name)
+        trial.set_user_attr("config", result.config_name)
+        trial.set_user_attr("status", result.status)
+        if result.status == "ok" and result.ms is not None:
+            trial.set_user_attr("tflops", result.tflops)
+            trial.set_user_attr("ratio", result.ratio)
+            self.optuna.tell(trial, result.ms)
+        else:
+            trial.set_user_attr("reason", result.reason)
+            self.optuna.tell(trial, state=TrialState.PRUNED)
+
+    def _tell_known(self, trial: optuna.trial.Trial, known: Result | None) -> None:
+        if known is not None and known.status == "ok" and known.ms is not None:
+            self.optuna.tell(trial, known.ms)
+        else:  # failed before, or being measured by another worker right now
+            self.optuna.tell(trial, state=TrialState.PRUNED)
+
+    @staticmethod
+    def _account(progress: Progress, result: Result) -> None:
+        progress.evaluated += 1
+        progress.history.append(result)
+        if (
+            result.status == "ok"
+            and result.ms is not None
+            and (progress.best is None or progress.best.ms is None or result.ms < progress.best.ms)
+        ):
+            progress.best = result

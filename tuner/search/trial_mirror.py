@@ -1,0 +1,80 @@
+"""Evaluated candidates copied into a persistent Optuna study, off the study's critical path.
+
+Adding a finished trial to Optuna's RDB storage costs a dozen statements and a commit (73 ms a
+candidate in the study process on the lent H100 beside 15 compiles:
+``benchmarks/results/h100-search-throughput-profile-2026-11-24.txt``), so a writer thread does
+it while the study measures the next candidates: :meth:`TrialMirror.add` only queues.
+
+What a crash can lose: the study stores a candidate's measurement (``Recorder.record``) before
+queueing its trial, so a process killed with trials still queued leaves measurements without
+trials, never the reverse; the next run of the study adds them as it finishes
+(``Study._mirror_missing``). A study that ends, normally or by an exception, first waits for
+the queue to drain (:meth:`TrialMirror.close`). A write that fails stops the writer; the error
+is raised in the study's thread at the next :meth:`add` or at :meth:`close`, and the candidates
+not written are added by the next run as above.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+
+import optuna
+
+from tuner.search.evaluator import Result
+from tuner.search.trials import finished_trial
+
+
+class TrialMirror:
+    """Adds results to one persistent Optuna study from a writer thread, in the order given,
+    and tells ``numbered`` (config name, trial number) after each."""
+
+    def __init__(
+        self,
+        storage: optuna.storages.BaseStorage,
+        study_id: int,
+        families: tuple[str, ...],
+        numbered: Callable[[str, int], None],
+    ) -> None:
+        self._storage, self._study_id, self._families = storage, study_id, families
+        self._numbered = numbered
+        self._queue: queue.Queue[Result | None] = queue.Queue()
+        self._error: BaseException | None = None  # the writer's, kept until raised
+        self._stopped = False  # a write failed: the writer writes nothing more
+        self._thread = threading.Thread(target=self._write_all, name="optuna-trials", daemon=True)
+        self._thread.start()
+
+    def add(self, result: Result) -> None:
+        """Queue ``result`` as a finished trial; raises the writer's error, if it had one."""
+        self._raise_error()
+        self._queue.put(result)
+
+    def close(self, raise_error: bool = True) -> None:
+        """Write what is queued, stop the writer, and raise its error if it had one (unless
+        ``raise_error`` is False: the study is already failing with an error of its own)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        if raise_error:
+            self._raise_error()
+
+    def _write(self, result: Result) -> None:
+        trial_id = self._storage.create_new_trial(
+            self._study_id, template_trial=finished_trial(result, self._families)
+        )
+        self._numbered(result.config_name, self._storage.get_trial_number_from_id(trial_id))
+
+    def _raise_error(self) -> None:
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def _write_all(self) -> None:
+        while (result := self._queue.get()) is not None:
+            if self._stopped:
+                continue  # the next run adds what is left (module docstring)
+            try:
+                self._write(result)
+            except BaseException as exc:  # raised in the study's thread (_raise_error)
+                self._error, self._stopped = exc, True
