@@ -19,11 +19,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.representative import ALL_REPRESENTATIVE
 from tuner import __version__
 from tuner.core.shape import parse_shape
+from tuner.gpu.device import live_device
 from tuner.gpu.measure import cublas_gemm, launch, random_operands, tflops, time_launches, verify
-from tuner.kernels.compile import NvrtcCompiler, compile_many, load_kernel
+from tuner.gpu.nvrtc import NvrtcCompiler, load_kernel
+from tuner.kernels.compile import compile_many
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import render
-from tuner.kernels.resources import live_device
 
 
 def main() -> None:

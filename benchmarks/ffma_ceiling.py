@@ -23,9 +23,9 @@ import cupy as cp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tuner.gpu.device import live_device
 from tuner.gpu.measure import time_launches
 from tuner.gpu.worker import device_provenance
-from tuner.kernels.resources import live_device
 
 CHAINS = 8
 ITERATIONS = 4096

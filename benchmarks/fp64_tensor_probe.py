@@ -30,9 +30,10 @@ import cupy as cp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.ffma_ceiling import write_result
+from tuner.gpu.device import live_device
 from tuner.gpu.measure import cublas_gemm, time_launches
 from tuner.gpu.worker import device_provenance
-from tuner.kernels.resources import DeviceLimits, live_device
+from tuner.kernels.resources import DeviceLimits
 
 THREADS = 256
 BLOCKS_PER_SM = 4

@@ -10,7 +10,7 @@ probe turns that cache off (``CUDA_CACHE_DISABLE=1``) and first shows it is off:
 compiled twice takes as long the second time.
 
 A seeded sample of the shape's candidates, ``--per-family`` per default family, is compiled
-with the service's options (``tuner.kernels.compile.NVRTC_OPTIONS``, "base") and with each variant's
+with the service's options (``tuner.gpu.nvrtc.NVRTC_OPTIONS``, "base") and with each variant's
 options added: config by config, the sets in turn (first set alternating), one compile at a
 time (the compiler alone on a core); then the whole sample in a pool of ``--workers`` processes
 (as a study compiles), the sets in turn, twice. Each row holds a config's seconds per set, its
@@ -37,7 +37,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.core.shape import parse_shape
-from tuner.kernels.compile import NVRTC_OPTIONS, CompileError, parse_ptxas_report
+from tuner.gpu.nvrtc import NVRTC_OPTIONS
+from tuner.kernels.compile import CompileError, parse_ptxas_report
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import render
 from tuner.kernels.resources import table_device

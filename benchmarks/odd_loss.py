@@ -40,13 +40,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.odd_report import aligned_twin
 from tuner.core.shape import Shape, parse_shape
+from tuner.gpu.device import live_device
 from tuner.gpu.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
+from tuner.gpu.nvrtc import NvrtcCompiler, load_kernel
 from tuner.gpu.worker import device_provenance
-from tuner.kernels.compile import NvrtcCompiler, compile_many, load_kernel
+from tuner.kernels.compile import compile_many
 from tuner.kernels.families import parse_config
 from tuner.kernels.operand_padding import round_up, row_pitch_multiple
 from tuner.kernels.render import KernelSource, render
-from tuner.kernels.resources import live_device
 
 WAYS = ("twin", "prepadded", "prepadded_ab", "prepadded_a", "prepadded_b", "padded", "direct")
 LAUNCHES = 3  # per way per round

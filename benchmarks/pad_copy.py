@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tuner.gpu.device import live_device
 from tuner.gpu.pad_copy import copy_rows
 from tuner.gpu.worker import device_provenance
 from tuner.kernels.operand_padding import Copy2D
-from tuner.kernels.resources import live_device
 
 L2_FLUSH_BYTES = 256 << 20
 

@@ -20,19 +20,16 @@ shape.
 from __future__ import annotations
 
 import enum
-import importlib.util
 import os
-import threading
-from collections.abc import Hashable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from tuner.answers.best import Answer, computed
+from tuner.answers.best import Answer
 from tuner.answers.device_kind import DeviceSpec
 from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
-from tuner.kernels.render import KernelSource, render
+from tuner.gpu.device import current_device
 
 if TYPE_CHECKING:
     from tuner.answers.index import BestIndex
@@ -48,29 +45,6 @@ class _Current(enum.Enum):
 # CuPy or no GPU, no device (the fastest config of any device, as ``device=None`` gives).
 CURRENT: Final = _Current.DEVICE
 DeviceArg = str | DeviceSpec | None | Literal[_Current.DEVICE]
-
-
-def current_device() -> DeviceSpec | None:
-    """The current CuPy device, or None when CuPy is not installed or sees no GPU."""
-    if importlib.util.find_spec("cupy") is None:
-        return None
-    try:
-        import cupy
-
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return None
-        index = int(cupy.cuda.Device().id)
-    except Exception:  # no driver, a broken install: no device to describe
-        return None
-    return _described(index)
-
-
-@lru_cache(maxsize=16)
-def _described(index: int) -> DeviceSpec:
-    from tuner.kernels.resources import live_device
-
-    limits = live_device(index)
-    return DeviceSpec(limits.name, limits.arch, limits.sm_count)
 
 
 def _resolve(device: DeviceArg) -> DeviceSpec | None:
@@ -170,53 +144,8 @@ def _from_database(
     )
 
 
-# (config name, architecture) -> the compiled kernel and whether its family keeps split-K
-# counters in the module; (name, architecture, module copy) -> loaded kernel. The copy is 0
-# except for those families, which get one copy per launch site (see :func:`compiled`).
-_built: dict[tuple[str, str], tuple[Any, bool]] = {}
-_kernels: dict[tuple[str, str, int], tuple[Any, KernelSource]] = {}
-_site_copies: dict[tuple[str, str], dict[Hashable, int]] = {}
+# (shape, url, db, device, accuracy) -> the answered config name, asked once per process.
 _configs: dict[tuple[Shape, str | None, str | None, DeviceSpec | None, str], str] = {}
-_lock = threading.Lock()
-
-
-def _arch() -> str:
-    import cupy
-
-    arch = _described(int(cupy.cuda.Device().id)).arch
-    assert arch is not None  # read from the device
-    return arch
-
-
-def compiled(name: str, site: Hashable = 0) -> tuple[Any, KernelSource]:
-    """The loaded kernel and its source for a config name, compiled on first use.
-
-    The split-K families (``Family.module_counters``) keep their ticket counters in the loaded
-    module, so two of their launches must not overlap: for them each launch ``site`` (what
-    :func:`matmul` passes: the CUDA stream handle and the calling thread) gets a module of its
-    own, loaded from its own copy of the cubin (:func:`tuner.kernels.compile.load_kernel`). Launches
-    from one site run one after the other on one stream, which the counters allow. Other
-    families share one module per process.
-    """
-    from tuner.kernels.compile import NvrtcCompiler, load_kernel
-    from tuner.kernels.families import get_family, parse_config
-
-    arch = _arch()
-    with _lock:
-        built = _built.get((name, arch))
-        if built is None:  # first use: render and compile (or find the cached cubin) once
-            config = parse_config(name)
-            binary = NvrtcCompiler(arch).compile(render(config))
-            built = _built[(name, arch)] = (binary, get_family(config.family).module_counters)
-        binary, counters = built
-        copy = 0
-        if counters:
-            copies = _site_copies.setdefault((name, arch), {})
-            copy = copies.setdefault(site, len(copies))
-        key = (name, arch, copy)
-        if key not in _kernels:
-            _kernels[key] = (load_kernel(binary, copy), binary.source)
-        return _kernels[key]
 
 
 def _config_name(
@@ -273,44 +202,11 @@ def matmul(
     The kernel runs on the current stream. One loaded kernel serves every call with its config;
     the split-K kernels (``splitk``, ``warptile_splitk``, ``streamk``, ``skinny``), which keep
     ticket counters in their module, get one loaded module per stream and calling thread, so
-    calls on different streams may run concurrently (see :func:`compiled`).
+    calls on different streams may run concurrently (see :func:`tuner.gpu.loaded.compiled`).
     """
-    import cupy
+    from tuner.gpu.matmul import launch_answer, prepare_call
 
-    from tuner.gpu.half_arrays import describe, dtype_name, operand
-
-    a_stored, a_transposed = operand("a", a)
-    b_stored, b_transposed = operand("b", b)
-    if a.dtype != b.dtype:
-        raise InputError(
-            f"`b` is {dtype_name(b)} and `a` is {dtype_name(a)}: A and B must have one dtype"
-        )
-    if a.shape[1] != b.shape[0]:
-        raise InputError(f"`a` is {a.shape} and `b` is {b.shape}: inner dimensions differ")
-    m, k = a.shape
-    n = b.shape[1]
-    if c is None:
-        if beta != 0:
-            raise InputError(f"`beta` must be 0 when `c` is None, got {beta!r}")
-        c = cupy.empty((m, n), dtype=cupy.float32)
-    elif not isinstance(c, cupy.ndarray) or c.dtype != cupy.float32:
-        raise InputError(f"`c` must be a cupy float32 array, got {describe(c)}")
-    elif c.shape != (m, n) or not c.flags.c_contiguous:
-        raise InputError(f"`c` must be C-contiguous with shape {(m, n)}, got {c.shape}")
     check_accuracy(accuracy)
-    layout = ("T" if a_transposed else "N") + ("T" if b_transposed else "N")
-    if not computed(dtype_name(a), layout, accuracy):
-        # No family of the class computes this layout: the operands as NN, copied once.
-        a_stored = cupy.ascontiguousarray(a_stored.T) if a_transposed else a_stored
-        b_stored = cupy.ascontiguousarray(b_stored.T) if b_transposed else b_stored
-        layout = "NN"
-    # 1..2**31-1 each, or InputError naming the dimension
-    shape = Shape(m, n, k, dtype_name(a), layout)
-    # The handle alone does not name a stream: each thread's per-thread default stream has
-    # the same one.
-    site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
-    kernel, source = compiled(_config_name(shape, url, db, _resolve(device), accuracy), site)
-    from tuner.gpu.measure import launch
-
-    launch(kernel, source, shape, alpha, a_stored, b_stored, beta, c)
-    return c
+    call = prepare_call(a, b, beta, c, accuracy)
+    launch_answer(_config_name(call.shape, url, db, _resolve(device), accuracy), call, alpha, beta)
+    return call.c

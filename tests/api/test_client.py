@@ -12,6 +12,7 @@ import pytest
 
 import storage
 import tuner.client as client
+import tuner.gpu.device
 import tuner.kernels.resources
 from tests.api.conftest import FAST, H100, LiveServer, seed
 from tuner.answers.best import DEFAULT_SMALL, Answer
@@ -35,12 +36,12 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[DeviceSpec]:
         runtime=SimpleNamespace(getDeviceCount=lambda: 1), Device=lambda: SimpleNamespace(id=0)
     )
     monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=cuda))
-    monkeypatch.setattr(client.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(tuner.gpu.device.importlib.util, "find_spec", lambda name: object())
     limits = tuner.kernels.resources.DeviceLimits(RTX.name, "sm_89", 128)
-    monkeypatch.setattr(tuner.kernels.resources, "live_device", lambda index: limits)
-    client._described.cache_clear()
+    monkeypatch.setattr(tuner.gpu.device, "live_device", lambda index: limits)
+    tuner.gpu.device._described.cache_clear()
     yield RTX
-    client._described.cache_clear()
+    tuner.gpu.device._described.cache_clear()
 
 
 def test_best_over_http_and_from_the_database_agree(live_server: LiveServer) -> None:

@@ -14,8 +14,9 @@ from tests.representative import REPRESENTATIVE
 def kernels() -> dict[str, tuple[Any, Any]]:
     """The representatives of every family the GPU runs (``Family.arch_problem``: ``wgmma``
     only on sm_90, the dmma families from sm_90)."""
+    from tuner.gpu.device import live_device
     from tuner.kernels.families import get_family
-    from tuner.kernels.resources import arch_number, live_device
+    from tuner.kernels.resources import arch_number
 
     arch = arch_number(live_device().arch)
     names = [

@@ -10,9 +10,10 @@ from tuner.kernels.families import parse_config
 
 def compile_and_load(names: Sequence[str]) -> dict[str, tuple[Any, Any]]:
     """Each config name -> (loaded kernel, its source); a compile error fails the test."""
-    from tuner.kernels.compile import NvrtcCompiler, compile_many, load_kernel
+    from tuner.gpu.device import live_device
+    from tuner.gpu.nvrtc import NvrtcCompiler, load_kernel
+    from tuner.kernels.compile import compile_many
     from tuner.kernels.render import render
-    from tuner.kernels.resources import live_device
 
     sources = [render(parse_config(name)) for name in names]
     results = compile_many(NvrtcCompiler(live_device().arch), sources)

@@ -37,7 +37,7 @@ def _name(base: str, layout: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.kernels.resources import live_device
+    from tuner.gpu.device import live_device
 
     tiles = HMMA_TILES + (WGMMA_TILES if live_device().arch == "sm_90" else ())
     return compile_and_load([_name(base, layout) for base in tiles for layout in SUPPORTED_LAYOUTS])

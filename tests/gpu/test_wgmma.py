@@ -29,7 +29,7 @@ TILES = (
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.kernels.resources import live_device
+    from tuner.gpu.device import live_device
 
     if live_device().arch != "sm_90":
         pytest.skip("wgmma runs on sm_90 only")

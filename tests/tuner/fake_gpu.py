@@ -67,6 +67,7 @@ class FakeCompiler:
     failing: ClassVar[set[str]] = set()
     spilling: ClassVar[set[str]] = set()
     compiled: ClassVar[list[str]] = []
+    in_process = False  # compiles in the pool's threads, as a test needs no processes
 
     def __init__(self, arch: str) -> None:
         self.arch = arch

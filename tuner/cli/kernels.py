@@ -11,11 +11,13 @@ from tuner.cli._common import DtypeOpt, LayoutOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
 from tuner.core.shape import parse_shape
+from tuner.gpu.device import resolve_device
+from tuner.gpu.nvrtc import COMPILERS, choose_compiler
 from tuner.kernels.candidates import compile_candidates
-from tuner.kernels.compile import COMPILERS, CompiledKernel, CompileError, choose_compiler
+from tuner.kernels.compile import CompiledKernel, CompileError
 from tuner.kernels.families import FAMILIES, checked_config, get_family
 from tuner.kernels.render import KernelSource, render
-from tuner.kernels.resources import resolve_device, static_check
+from tuner.kernels.resources import static_check
 from tuner.kernels.space import Space
 
 FamilyOpt = Annotated[str, typer.Option("--family", "-f", help=f"one of {', '.join(FAMILIES)}")]

@@ -131,7 +131,7 @@ def _wrong(check: Any) -> dict[str, Any]:
 def measure(request: Measure, state: WorkerState) -> dict[str, Any]:
     """Verify, then time one kernel and cuBLAS back to back on the shape's operands."""
     from tuner.gpu.measure import launch, time_launches, verify
-    from tuner.kernels.compile import load_kernel
+    from tuner.gpu.nvrtc import load_kernel
 
     shape, source = request.shape, request.compiled.source
     kept = state.shape(shape)
@@ -164,7 +164,7 @@ def compare(request: Compare, state: WorkerState) -> list[dict[str, Any]]:
     """Verify every kernel, then alternate: (kernel 1, cuBLAS, kernel 2, cuBLAS, ...) per round.
     One reply per kernel, in order; a kernel that fails its check is never timed."""
     from tuner.gpu.measure import launch, time_launches, verify
-    from tuner.kernels.compile import load_kernel
+    from tuner.gpu.nvrtc import load_kernel
 
     shape = request.shape
     ops = state.shape(shape).operands

@@ -30,8 +30,9 @@ from typing import Any
 from tuner import __version__
 from tuner.core.config import Config
 from tuner.core.shape import Shape
+from tuner.gpu.nvrtc import NvrtcCompiler
 from tuner.gpu.requests import Compare, Measure, Probe, WorkerState, handle, warm_up
-from tuner.kernels.compile import CompiledKernel, CompileError, NvrtcCompiler
+from tuner.kernels.compile import CompiledKernel, CompileError
 from tuner.kernels.compile_pool import CompilePools, Outcome
 from tuner.kernels.resources import DeviceLimits, static_check
 from tuner.model.rates import DeviceRates
@@ -83,7 +84,7 @@ def _worker_main(conn: Connection, device_index: int, budget_ms: float) -> None:
     """Child process: own the GPU, answer requests until told to stop."""
     import cupy as cp
 
-    from tuner.kernels.resources import live_device
+    from tuner.gpu.device import live_device
 
     cp.cuda.Device(device_index).use()
     dev = live_device(device_index)

@@ -1,16 +1,15 @@
 """CUDA source -> cubin + the compiler's own resource report, cached on disk.
 
-Two compilers: NVRTC through CuPy on a machine with a GPU, ``nvcc`` everywhere else (CI builds for
-sm_90 without a device). Both run ptxas verbosely and we read registers, shared memory, stack frame
-and spill bytes from its report; the resource model (``tuner.kernels.resources``) turns those into
-real occupancy. A cubin is cached under a key made of everything that changes it: source,
-architecture, compiler and version, options.
+Two compilers: NVRTC through CuPy on a machine with a GPU (``tuner.gpu.nvrtc``, beside the other
+CuPy code), ``nvcc`` everywhere else (CI builds for sm_90 without a device). Both run ptxas
+verbosely and we read registers, shared memory, stack frame and spill bytes from its report; the
+resource model (``tuner.kernels.resources``) turns those into real occupancy. A cubin is cached
+under a key made of everything that changes it: source, architecture, compiler and version, options.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -23,15 +22,13 @@ from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from tuner.core.errors import InputError
 from tuner.kernels.render import KernelSource
 from tuner.kernels.resources import DeviceLimits, Occupancy, occupancy
 
 # -O3 is the default; IEEE semantics stay (no fast math: results must match cuBLAS in FP32).
 NVCC_OPTIONS = ("-O3", "-std=c++17", "-Xptxas=-v", "-diag-suppress=177")
-NVRTC_OPTIONS = ("-std=c++17", "--ptxas-options=-v")
 
 
 class CompileError(RuntimeError):
@@ -137,6 +134,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 class Compiler(Protocol):
     arch: str
+    in_process: bool
 
     @property
     def version(self) -> str: ...
@@ -144,11 +142,16 @@ class Compiler(Protocol):
     def compile(self, source: KernelSource) -> CompiledKernel: ...
 
 
-class _CachingCompiler:
-    """Shared cache logic; subclasses provide ``version`` and ``_build``."""
+class CachingCompiler:
+    """Shared cache logic; subclasses provide ``version`` and ``_build``.
+
+    ``in_process`` says whether the compiler runs inside the calling process (NVRTC) rather than
+    in a subprocess of its own (nvcc): such a compiler needs worker processes to use every core.
+    """
 
     arch: str
     options: tuple[str, ...]
+    in_process: bool = False
 
     @property
     def version(self) -> str:
@@ -187,7 +190,7 @@ class _CachingCompiler:
         return CompiledKernel(source, arch, self.version, cubin, usage, cached=False)
 
 
-class NvccCompiler(_CachingCompiler):
+class NvccCompiler(CachingCompiler):
     """``nvcc -cubin``: works without a GPU (CI, this machine)."""
 
     def __init__(
@@ -238,97 +241,6 @@ def _nvcc_version(nvcc: str) -> str:
     return f"nvcc {match.group(1) if match else out.strip().splitlines()[-1]}"
 
 
-class NvrtcCompiler(_CachingCompiler):
-    """NVRTC through CuPy: the compiler on a GPU machine (no toolkit install needed)."""
-
-    def __init__(self, arch: str) -> None:
-        self.arch = arch
-        self.options = NVRTC_OPTIONS
-
-    @property
-    def version(self) -> str:
-        from cupy.cuda import nvrtc
-
-        major, minor = nvrtc.getVersion()
-        return f"nvrtc {major}.{minor}"
-
-    def _build(self, source: KernelSource) -> tuple[bytes, str]:
-        from cupy.cuda import nvrtc
-
-        prog = nvrtc.createProgram(source.code, f"{source.entry}.cu", (), ())
-        try:
-            options = (f"-arch={self.target(source)}", *self.options)
-            try:
-                nvrtc.compileProgram(prog, options)
-            except nvrtc.NVRTCError as exc:
-                log = nvrtc.getProgramLog(prog)
-                first = next((ln for ln in log.splitlines() if "error" in ln), str(exc))
-                raise CompileError(f"nvrtc failed: {first}", log) from exc
-            return bytes(nvrtc.getCUBIN(prog)), nvrtc.getProgramLog(prog)
-        finally:
-            nvrtc.destroyProgram(prog)
-
-    def _usage(self, log: str, source: KernelSource, cubin: Path) -> ResourceUsage:
-        """ptxas's report when NVRTC's log carries it, else the loaded function's attributes
-        (the driver reports spills only as local memory, so all of it counts as stack)."""
-        try:
-            return parse_ptxas_report(log, source.entry)
-        except CompileError:
-            import cupy
-
-            attrs = cupy.RawModule(path=str(cubin)).get_function(source.entry).attributes
-            return ResourceUsage(
-                registers=int(attrs["num_regs"]),
-                smem_static_bytes=int(attrs["shared_size_bytes"]),
-                stack_bytes=int(attrs["local_size_bytes"]),
-                spill_store_bytes=0,
-                spill_load_bytes=0,
-            )
-
-
-def default_compiler(arch: str, use_gpu: bool) -> Compiler:
-    """NVRTC when a GPU is in use, else nvcc."""
-    return NvrtcCompiler(arch) if use_gpu else NvccCompiler(arch)
-
-
-COMPILERS = ("auto", "nvcc", "nvrtc")
-
-
-def choose_compiler(arch: str, name: str = "auto") -> Compiler:
-    """The compiler called ``name``; ``auto`` is NVRTC where a CUDA GPU is present, else nvcc.
-
-    Raises:
-        InputError: an unknown name, or a compiler that is not installed here.
-    """
-    if name == "auto":
-        name = "nvrtc" if gpu_present() else "nvcc"
-    if name == "nvcc":
-        if shutil.which("nvcc") is None:
-            raise InputError(
-                "--compiler nvcc needs the CUDA toolkit's nvcc on PATH, and it is not there; "
-                "install the CUDA toolkit, or use --compiler nvrtc on a machine with CuPy"
-            )
-        return NvccCompiler(arch)
-    if name == "nvrtc":
-        if importlib.util.find_spec("cupy") is None:
-            raise InputError(
-                "--compiler nvrtc needs CuPy (NVRTC comes with it), and it is not installed: "
-                "pip install 'gemmtune[gpu]', or use --compiler nvcc"
-            )
-        return NvrtcCompiler(arch)
-    raise InputError(f"--compiler must be one of {', '.join(COMPILERS)}, got {name!r}")
-
-
-def gpu_present() -> bool:
-    """Whether CuPy is installed and sees at least one CUDA device."""
-    try:
-        import cupy
-
-        return bool(cupy.cuda.runtime.getDeviceCount() > 0)
-    except Exception:
-        return False
-
-
 def compile_many(
     compiler: Compiler,
     sources: Sequence[KernelSource],
@@ -342,7 +254,7 @@ def compile_many(
     """
     workers = max(1, min(jobs or os.cpu_count() or 1, len(sources)))
     pool: Executor
-    if isinstance(compiler, NvrtcCompiler) and workers > 1:
+    if compiler.in_process and workers > 1:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
     else:
         pool = ThreadPoolExecutor(max_workers=workers)
@@ -372,19 +284,3 @@ def cubin_copy(cubin: Path, copy: int) -> Path:
     if not path.is_file():
         _write_atomic(path, cubin.read_bytes())
     return path
-
-
-def load_kernel(compiled: CompiledKernel, copy: int = 0) -> Any:
-    """Load a cubin on the current GPU as a CuPy RawKernel with its dynamic smem limit set.
-
-    CuPy loads a cubin path once per process and device: every load of one path shares the
-    module and its module-scope state (the split-K counters). ``copy`` N > 0 loads a copy of
-    the cubin beside it (``kernel.copyN.cubin``, written on first use), a module of its own.
-    """
-    import cupy
-
-    module = cupy.RawModule(path=str(cubin_copy(compiled.cubin, copy)))
-    kernel = module.get_function(compiled.source.entry)
-    if compiled.source.dynamic_smem_bytes:
-        kernel.max_dynamic_shared_size_bytes = compiled.source.dynamic_smem_bytes
-    return kernel

@@ -26,7 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 from threadpoolctl import threadpool_limits
 
 from tuner.core.config import Config
-from tuner.kernels.compile import CompiledKernel, CompileError, Compiler, NvrtcCompiler
+from tuner.kernels.compile import CompiledKernel, CompileError, Compiler
 from tuner.kernels.render import render
 
 Outcome = CompiledKernel | CompileError
@@ -65,8 +65,8 @@ def default_workers(gpus: int = 1) -> int:
 class CompilePool:
     """Compiles configs in the background; :meth:`result` waits for one.
 
-    ``in_processes`` (default: for NVRTC) runs compiles in spawned worker processes, else in
-    threads. Thread-safe: the studies of several GPUs may share it.
+    ``in_processes`` (default: for a compiler that runs in-process, NVRTC) runs compiles in spawned
+    worker processes, else in threads. Thread-safe: the studies of several GPUs may share it.
     """
 
     def __init__(
@@ -74,9 +74,7 @@ class CompilePool:
     ) -> None:
         self.compiler = compiler
         self.workers = workers or default_workers()
-        self.in_processes = (
-            isinstance(compiler, NvrtcCompiler) if in_processes is None else in_processes
-        )
+        self.in_processes = compiler.in_process if in_processes is None else in_processes
         self._pool: Executor | None = None
         self._pending: dict[str, tuple[Config, Future[Outcome]]] = {}
         self._lock = threading.RLock()  # guards _pool, _pending and crashes
@@ -192,9 +190,7 @@ class CompilePools:
     cores compile for all of them, and a config compiled for one is not compiled again for
     another of the same architecture. Thread-safe."""
 
-    def __init__(
-        self, workers: int | None = None, compiler: Callable[[str], Compiler] = NvrtcCompiler
-    ) -> None:
+    def __init__(self, workers: int | None, compiler: Callable[[str], Compiler]) -> None:
         self.workers = workers or default_workers()
         self.compiler = compiler  # the compiler for an architecture
         self._pools: dict[str, CompilePool] = {}

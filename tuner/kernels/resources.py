@@ -9,7 +9,7 @@ runtime reserves per block); the scarcest of the three sets the blocks per SM.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from tuner.core.config import Config
 from tuner.core.errors import InputError
@@ -82,41 +82,6 @@ def table_device(arch: str) -> DeviceLimits:
     if key not in DEVICE_TABLE:
         raise InputError(f"unknown device {arch!r}; choose one of {', '.join(DEVICE_TABLE)}")
     return DEVICE_TABLE[key]
-
-
-def live_device(index: int = 0) -> DeviceLimits:
-    """Limits read from a CUDA device through CuPy (needs a GPU)."""
-    import cupy
-
-    dev = cupy.cuda.Device(index)
-    attrs = dev.attributes
-    props = cupy.cuda.runtime.getDeviceProperties(index)
-    major, minor = dev.compute_capability[:-1], dev.compute_capability[-1]
-    arch = f"sm_{major}{minor}"
-    base = DEVICE_TABLE.get(arch, DEVICE_TABLE["sm_90"])
-    name = props["name"]
-    return replace(
-        base,
-        name=name.decode() if isinstance(name, bytes) else str(name),
-        arch=arch,
-        sm_count=attrs["MultiProcessorCount"],
-        max_threads_per_block=attrs["MaxThreadsPerBlock"],
-        max_threads_per_sm=attrs["MaxThreadsPerMultiProcessor"],
-        max_blocks_per_sm=attrs.get("MaxBlocksPerMultiprocessor", base.max_blocks_per_sm),
-        regs_per_sm=attrs["MaxRegistersPerMultiprocessor"],
-        smem_per_sm=attrs["MaxSharedMemoryPerMultiprocessor"],
-        smem_per_block_optin=attrs["MaxSharedMemoryPerBlockOptin"],
-    )
-
-
-def resolve_device(arch: str | None = None) -> DeviceLimits:
-    """The table entry for ``arch`` if given, else the live GPU, else the sm_90 table entry."""
-    if arch:
-        return table_device(arch)
-    try:
-        return live_device()
-    except Exception:  # no CuPy, no driver or no device: fall back to the H100 entry
-        return DEVICE_TABLE["sm_90"]
 
 
 def _round_up(value: int, unit: int) -> int:

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.shape import Shape
+from tuner.gpu.nvrtc import NvrtcCompiler
 from tuner.kernels.compile_pool import CompilePools, default_workers
 from tuner.run.runner import (
     ProgressReport,
@@ -88,7 +89,7 @@ def start_workers(
         replays = [first] + [first.replica() for _ in devices[1:]]
         return Workers([Worker(i, r) for i, r in zip(devices, replays, strict=True)])
     check_evaluator(evaluator)
-    pools = pools or CompilePools(default_workers(len(devices)))
+    pools = pools or CompilePools(default_workers(len(devices)), NvrtcCompiler)
     with ThreadPoolExecutor(len(devices)) as starting:
         futures = [
             starting.submit(start_gpu, "--evaluator gpu", 100.0, i, pools, len(devices))

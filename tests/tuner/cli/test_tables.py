@@ -12,8 +12,8 @@ import pytest
 import storage
 from tuner.cli._tables import Column, table_lines
 from tuner.core.shape import parse_shape
+from tuner.gpu.device import resolve_device
 from tuner.kernels.families import get_family, parse_config
-from tuner.kernels.resources import resolve_device
 from tuner.kernels.space import Space
 
 LONG = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"

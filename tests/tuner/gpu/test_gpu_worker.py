@@ -145,7 +145,7 @@ class FakeKernel:
 @pytest.fixture
 def cuda_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
     import tuner.gpu.measure as measure
-    import tuner.kernels.compile
+    import tuner.gpu.nvrtc
 
     calls: list[tuple[object, ...]] = []
 
@@ -173,9 +173,7 @@ def cuda_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
         error = 1e-2 if "wrong" in kernel else 1e-7
         return measure.Verification(error, 1e-5)
 
-    monkeypatch.setattr(
-        tuner.kernels.compile, "load_kernel", lambda compiled: f"loaded {compiled.name}"
-    )
+    monkeypatch.setattr(tuner.gpu.nvrtc, "load_kernel", lambda compiled: f"loaded {compiled.name}")
     monkeypatch.setattr(measure, "Operands", Ops)
     monkeypatch.setattr(measure, "verify", verify)
     monkeypatch.setattr(

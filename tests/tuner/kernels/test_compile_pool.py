@@ -27,6 +27,7 @@ class CrashingCompiler:
 
     arch = "sm_90"
     version = "fake 1.0"
+    in_process = False  # the pool is told where to compile
 
     def compile(self, source: KernelSource) -> CompiledKernel:
         if source.config.name == CRASHER.name:
@@ -95,6 +96,7 @@ class CountingCompiler:
 
     arch = "sm_90"
     version = "fake 1.0"
+    in_process = False  # the pool is told where to compile
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()

@@ -30,7 +30,7 @@ from tuner.core.config import Config
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import get_family, parse_config
-from tuner.search.samplers import Observation
+from tuner.search.samplers._base import Observation
 
 # Log-space shape distance at which a measurement of another shape counts e^-1 as much.
 SHAPE_SCALE = 1.0

@@ -24,7 +24,7 @@ import numpy as np
 from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.model.cost_model import estimate
-from tuner.search.samplers import CandidateSampler, SearchContext
+from tuner.search.samplers._base import CandidateSampler, SearchContext
 from tuner.search.samplers.correction import Correction, transfer_prior
 
 # A family is worth trying early while its best corrected estimate is at most this many times

@@ -1,4 +1,4 @@
-"""tuner.client's loaded-module cache: one module per launch site for families with counters."""
+"""tuner.gpu.loaded's module cache: one module per launch site for families with counters."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-import tuner.client as client
-import tuner.kernels.compile
+import tuner.gpu.loaded as loaded_kernels
+import tuner.gpu.nvrtc
 from tests.representative import REPRESENTATIVE
 from tuner.kernels.compile import cubin_copy
 from tuner.kernels.families import FAMILIES, parse_config
@@ -36,29 +36,29 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
         loaded.append((compiled.source.entry, copy))
         return loaded[-1]
 
-    monkeypatch.setattr(client, "_built", {})
-    monkeypatch.setattr(client, "_kernels", {})
-    monkeypatch.setattr(client, "_site_copies", {})
-    monkeypatch.setattr(client, "_arch", lambda: "sm_90")
-    monkeypatch.setattr(tuner.kernels.compile, "NvrtcCompiler", _Compiler)
-    monkeypatch.setattr(tuner.kernels.compile, "load_kernel", load)
+    monkeypatch.setattr(loaded_kernels, "_built", {})
+    monkeypatch.setattr(loaded_kernels, "_kernels", {})
+    monkeypatch.setattr(loaded_kernels, "_site_copies", {})
+    monkeypatch.setattr(loaded_kernels, "current_arch", lambda: "sm_90")
+    monkeypatch.setattr(tuner.gpu.nvrtc, "NvrtcCompiler", _Compiler)
+    monkeypatch.setattr(tuner.gpu.nvrtc, "load_kernel", load)
     return loaded
 
 
 def test_counter_families_get_a_module_per_launch_site(loads: list[tuple[str, int]]) -> None:
-    first, source = client.compiled(STREAMK, (7, 1))
+    first, source = loaded_kernels.compiled(STREAMK, (7, 1))
     assert source.entry == STREAMK
-    assert client.compiled(STREAMK, (7, 1))[0] is first  # same stream and thread: reused
-    other_stream = client.compiled(STREAMK, (8, 1))[0]
-    other_thread = client.compiled(STREAMK, (7, 2))[0]
+    assert loaded_kernels.compiled(STREAMK, (7, 1))[0] is first  # same stream and thread: reused
+    other_stream = loaded_kernels.compiled(STREAMK, (8, 1))[0]
+    other_thread = loaded_kernels.compiled(STREAMK, (7, 2))[0]
     assert loads == [(STREAMK, 0), (STREAMK, 1), (STREAMK, 2)]  # three cubin copies
     assert (first, other_stream, other_thread) == tuple(loads)
 
 
 def test_other_families_share_one_module(loads: list[tuple[str, int]]) -> None:
-    kernel, _ = client.compiled(WARPTILE, (7, 1))
-    assert client.compiled(WARPTILE, (8, 2))[0] is kernel
-    assert client.compiled(WARPTILE)[0] is kernel
+    kernel, _ = loaded_kernels.compiled(WARPTILE, (7, 1))
+    assert loaded_kernels.compiled(WARPTILE, (8, 2))[0] is kernel
+    assert loaded_kernels.compiled(WARPTILE)[0] is kernel
     assert loads == [(WARPTILE, 0)]
 
 

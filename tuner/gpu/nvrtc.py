@@ -1,0 +1,131 @@
+"""NVRTC through CuPy: the compiler on a machine with a GPU, and loading what it built.
+
+nvcc (``tuner.kernels.compile``) needs the CUDA toolkit; NVRTC comes with CuPy, so a GPU machine
+compiles without a toolkit install. Both share the on-disk cache of ``CachingCompiler``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from typing import Any
+
+from tuner.core.errors import InputError
+from tuner.kernels.compile import (
+    CachingCompiler,
+    CompiledKernel,
+    CompileError,
+    Compiler,
+    NvccCompiler,
+    ResourceUsage,
+    cubin_copy,
+    parse_ptxas_report,
+)
+from tuner.kernels.render import KernelSource
+
+NVRTC_OPTIONS = ("-std=c++17", "--ptxas-options=-v")
+
+
+class NvrtcCompiler(CachingCompiler):
+    """NVRTC through CuPy: the compiler on a GPU machine (no toolkit install needed)."""
+
+    in_process = True  # NVRTC compiles inside the calling process
+
+    def __init__(self, arch: str) -> None:
+        self.arch = arch
+        self.options = NVRTC_OPTIONS
+
+    @property
+    def version(self) -> str:
+        from cupy.cuda import nvrtc
+
+        major, minor = nvrtc.getVersion()
+        return f"nvrtc {major}.{minor}"
+
+    def _build(self, source: KernelSource) -> tuple[bytes, str]:
+        from cupy.cuda import nvrtc
+
+        prog = nvrtc.createProgram(source.code, f"{source.entry}.cu", (), ())
+        try:
+            options = (f"-arch={self.target(source)}", *self.options)
+            try:
+                nvrtc.compileProgram(prog, options)
+            except nvrtc.NVRTCError as exc:
+                log = nvrtc.getProgramLog(prog)
+                first = next((ln for ln in log.splitlines() if "error" in ln), str(exc))
+                raise CompileError(f"nvrtc failed: {first}", log) from exc
+            return bytes(nvrtc.getCUBIN(prog)), nvrtc.getProgramLog(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+
+    def _usage(self, log: str, source: KernelSource, cubin: Path) -> ResourceUsage:
+        """ptxas's report when NVRTC's log carries it, else the loaded function's attributes
+        (the driver reports spills only as local memory, so all of it counts as stack)."""
+        try:
+            return parse_ptxas_report(log, source.entry)
+        except CompileError:
+            import cupy
+
+            attrs = cupy.RawModule(path=str(cubin)).get_function(source.entry).attributes
+            return ResourceUsage(
+                registers=int(attrs["num_regs"]),
+                smem_static_bytes=int(attrs["shared_size_bytes"]),
+                stack_bytes=int(attrs["local_size_bytes"]),
+                spill_store_bytes=0,
+                spill_load_bytes=0,
+            )
+
+
+COMPILERS = ("auto", "nvcc", "nvrtc")
+
+
+def choose_compiler(arch: str, name: str = "auto") -> Compiler:
+    """The compiler called ``name``; ``auto`` is NVRTC where a CUDA GPU is present, else nvcc.
+
+    Raises:
+        InputError: an unknown name, or a compiler that is not installed here.
+    """
+    if name == "auto":
+        name = "nvrtc" if gpu_present() else "nvcc"
+    if name == "nvcc":
+        if shutil.which("nvcc") is None:
+            raise InputError(
+                "--compiler nvcc needs the CUDA toolkit's nvcc on PATH, and it is not there; "
+                "install the CUDA toolkit, or use --compiler nvrtc on a machine with CuPy"
+            )
+        return NvccCompiler(arch)
+    if name == "nvrtc":
+        if importlib.util.find_spec("cupy") is None:
+            raise InputError(
+                "--compiler nvrtc needs CuPy (NVRTC comes with it), and it is not installed: "
+                "pip install 'gemmtune[gpu]', or use --compiler nvcc"
+            )
+        return NvrtcCompiler(arch)
+    raise InputError(f"--compiler must be one of {', '.join(COMPILERS)}, got {name!r}")
+
+
+def gpu_present() -> bool:
+    """Whether CuPy is installed and sees at least one CUDA device."""
+    try:
+        import cupy
+
+        return bool(cupy.cuda.runtime.getDeviceCount() > 0)
+    except Exception:
+        return False
+
+
+def load_kernel(compiled: CompiledKernel, copy: int = 0) -> Any:
+    """Load a cubin on the current GPU as a CuPy RawKernel with its dynamic smem limit set.
+
+    CuPy loads a cubin path once per process and device: every load of one path shares the
+    module and its module-scope state (the split-K counters). ``copy`` N > 0 loads a copy of
+    the cubin beside it (``kernel.copyN.cubin``, written on first use), a module of its own.
+    """
+    import cupy
+
+    module = cupy.RawModule(path=str(cubin_copy(compiled.cubin, copy)))
+    kernel = module.get_function(compiled.source.entry)
+    if compiled.source.dynamic_smem_bytes:
+        kernel.max_dynamic_shared_size_bytes = compiled.source.dynamic_smem_bytes
+    return kernel
