@@ -1,4 +1,4 @@
-"""Take the README's dashboard screenshots from a running server.
+"""Take the dashboard screenshots of docs/service.md from a running server.
 
     gemmtune serve --db sqlite:///shots.db            # preloads the committed H100 results
     gemmtune import benchmarks/results/tuning/h200-suite-run2-run3-export.json --db sqlite:///shots.db

@@ -1,5 +1,5 @@
 """optuna-dashboard opens the Optuna studies that ``gemmtune tune`` keeps in its own database
-(README: ``optuna-dashboard sqlite:///gemmtune.db``): its JSON API, which its pages read,
+(docs/service.md: ``optuna-dashboard sqlite:///gemmtune.db``): its JSON API, which its pages read,
 lists a replayed study and returns its trials with their values and parameters."""
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def test_family_matches_cublas(
         )
 
 
-# The FP32 families whose blocks meet in C through the split-K counters (templates/README.md);
+# The FP32 families whose blocks meet in C through the split-K counters (docs/kernels.md);
 # hmma_splitk's splits and counters are tested on half inputs in test_hmma.py.
 SPLIT_FAMILIES = [name for name in FP32_FAMILIES if FAMILIES[name].module_counters]
 

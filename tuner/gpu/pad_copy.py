@@ -1,7 +1,7 @@
 """The copies of a padded launch (``tuner.gpu.padded_launch``) as one small kernel of our own
 (``templates/pad_copy.cu``) instead of ``cudaMemcpy2DAsync``: `benchmarks/pad_copy.py` times
 both on the row lengths padding meets (odd pitches, bases off 16 bytes), where the runtime's
-pitched copy is the slower (``benchmarks/speed.md``).
+pitched copy is the slower (``benchmarks/results/h100-pad-copy.json``).
 
 :func:`copy_geometry` is arithmetic (tested without a GPU); :func:`copy_rows` launches on the
 current device and stream.

@@ -5,7 +5,7 @@ A timed repeat is a few launches from Python (the L2 flush, the kernel, a padded
 copies) between two events. When the host enqueues them more slowly than the GPU runs them, the
 GPU waits between them and the events count the wait: on the H100 a study of 1009x1013x1019
 screened a config at 4.7 TFLOP/s that its finalists' re-measurement put at 27.3, while its
-compile processes kept the cores busy (benchmarks/speed.md, 2026-11-25).
+compile processes kept the cores busy.
 :func:`held_stream` launches a one-thread kernel (``templates/stream_gate.cu``) that waits until
 the host has enqueued the batch, then lets it run back to back.
 

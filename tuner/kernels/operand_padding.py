@@ -41,10 +41,10 @@ def pad_multiple(dtype: str) -> int:
 
 
 # Floats in 128 bytes: the row pitch of a float32 buffer that a leading-dimension kernel reads.
-# On the H100 (benchmarks/speed.md, 2026-11-25), with B's column edge unchecked,
-# dmma_pipelined ran 2048x2047x2048 (pitch 2048) as fast as 2048^3 but 2048x2044x2048 (pitch
-# 2044, the same 16 tile columns) 8 % slower; the padded launch of 4097^3 went from 48.3 to 51.1
-# TFLOP/s with pitch 4128 instead of 4100. Half buffers keep the vector multiple (not measured).
+# On the H100, with B's column edge unchecked, dmma_pipelined ran 2048x2047x2048 (pitch 2048)
+# as fast as 2048^3 but 2048x2044x2048 (pitch 2044, the same 16 tile columns) 8 % slower; the
+# padded launch of 4097^3 went from 48.3 to 51.1 TFLOP/s with pitch 4128 instead of 4100. Half
+# buffers keep the vector multiple (not measured).
 FLOAT32_PITCH_MULTIPLE = 32
 
 

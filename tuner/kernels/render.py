@@ -2,7 +2,7 @@
 
 Templates see only integers that the family validated and derived (``Family.template_values``)
 plus the kernel's name; an undefined variable fails loudly (StrictUndefined). The kernel contract
-every template honours is written in ``templates/README.md``.
+every template honours is written in ``docs/kernels.md``.
 """
 
 from __future__ import annotations

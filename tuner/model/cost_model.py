@@ -104,8 +104,7 @@ DMMA_DEPTH = 128
 # Schedulers (SM sub-partitions) per SM, each issuing one warp instruction a clock, and the chance
 # that one warp of the k loop has an instruction ready in a given clock: one warp per scheduler
 # issues 90 % of the clocks, two 99 %. The one figure of this model chosen by looking at
-# measurements: of 0.7, 0.8 and 0.9, 0.9 agreed best with the H100 sweep tables overall
-# (benchmarks/speed.md, "The cost model").
+# measurements: of 0.7, 0.8 and 0.9, 0.9 agreed best with the H100 sweep tables overall.
 SCHEDULERS = 4
 WARP_READY = 0.9
 
@@ -116,8 +115,8 @@ SKINNY_LOAD_ISSUE = 5
 # skinny's unchecked loop needs rows of whole float4s (K for A, N for B); on any other shape
 # every chunk takes the checked loop, which reads a float4 as four checked 4-byte loads at about
 # 16 instructions each. On the H100 the study of 33x4096x4093 measured seven skinny configs at
-# 2.6 to 7.9 TFLOP/s that the model, charging the unchecked loop, put at 26 to 30
-# (benchmarks/speed.md, 2026-11-25); charging this puts them at 6 to 8.
+# 2.6 to 7.9 TFLOP/s that the model, charging the unchecked loop, put at 26 to 30; charging
+# this puts them at 6 to 8.
 SKINNY_CHECKED_LOAD_ISSUE = 4 * 16
 
 
@@ -433,7 +432,7 @@ def padding_copies_ms(
     """Estimated time of a padded launch's copies (``tuner.kernels.operand_padding.plan_padding``,
     bases on 16 bytes, beta = 0): their bytes read and written at the DRAM's bandwidth, one launch
     each. On the H100 this was within 3 µs of the measured cost of the copies on six of eleven odd
-    shapes (benchmarks/speed.md, 2026-11-25, about 02:00 UTC, has the other five)."""
+    shapes, and further off on the other five."""
     return _copies_ms(shape, leading_dims, throughput(device, rates))
 
 
@@ -558,7 +557,7 @@ def _stream_estimate(
     # per scheduler leave the wait exposed; many make the scheduler's issue the bound. (The
     # template requests the next chunk of B before computing the current one; charging the
     # latency and the chunk's issue in sequence still ranked the 55 configs measured on the H200
-    # better than overlapping them: Spearman 0.72 against 0.53, benchmarks/speed.md.)
+    # better than overlapping them: Spearman 0.72 against 0.53.)
     waves = -(-g.blocks // (device.sm_count * g.per_sm))
     per_scheduler = resident * (g.check.threads / device.warp_size) / (device.sm_count * SCHEDULERS)
     b_loads = p["KU"] * p["TN"] / 4

@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from tuner.kernels.compile_pool import CompilePools
 
 # What a study searches without --family: the families whose configs won suite shapes on the H100
-# (benchmarks/results/h100-suite.json and the earlier runs under history/: dmma, streamk, skinny,
-# warptile), pipelined, the multi-stage ladder rung, and dmma_pipelined (dmma fed by cp.async,
-# faster than dmma on every shape of its sweeps). skinny has candidates only for small M;
+# (the suite files of docs/results.md and earlier runs: dmma, streamk, skinny, warptile),
+# pipelined, the multi-stage ladder rung, and dmma_pipelined (dmma fed by cp.async, faster than
+# dmma on every shape of its sweeps). skinny has candidates only for small M;
 # elsewhere its proposals are invalid points, which cost nothing.
 DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_pipelined")
 # What a study of float16 or bfloat16 inputs searches without --family: mma.sync by warp (any
@@ -53,8 +53,8 @@ DEFAULT_EMULATED_FAMILIES = (
     "wgmma_splitk_bf16x3",
 )
 WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
-# Evaluated candidates of a study by default: the cold search reaches 5 % of the best known
-# config within this many on held-out shapes (benchmarks/search.md).
+# Evaluated candidates of a study by default: with nothing to start from, this many reached 5 % of
+# the best known config on 7 of 12 held-out shapes (docs/tuning.md, "What the search achieves").
 DEFAULT_TRIALS = 40
 EVALUATORS = ("gpu", "replay")
 

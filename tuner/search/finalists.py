@@ -59,7 +59,7 @@ def padding_candidates(
     the fastest ok candidate of each family in ``leading`` (those that take leading dimensions) not
     among them. Such a family's padded launch copies only the ragged operands and then runs at its
     aligned rate, so its best padded time may beat those of finalists screened on the caller's
-    arrays (benchmarks/speed.md)."""
+    arrays."""
     chosen = list(fastest)
     best: dict[str, Result] = {}
     for result in done.values():

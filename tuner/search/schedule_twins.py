@@ -6,7 +6,7 @@ twin, ``dmma_streamk`` (the same template in its stream-K mode), shares that las
 over every block. On the lent H100 the twin of
 ``dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1`` ran 4096^3 at 60.1 TFLOP/s against
 58.1 and 4097^3 (padded) at 53.9 against 52.5, but lost 8-12 % with 64 x 64 tiles on K of about
-1000 (benchmarks/speed.md, "stream-K twins"). Which one wins depends on the shape, so a study
+1000. Which one wins depends on the shape, so a study
 re-measures the twins of its fastest finalists beside them (``tuner.search.study``) rather than
 spending screening trials on a second copy of each tile.
 

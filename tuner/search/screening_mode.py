@@ -5,17 +5,15 @@ kernel on the caller's arrays, where every tile of a ragged operand takes narrow
 (``_pad4``, ``_pad8``: the ragged operands copied into rows of whole 16-byte vectors first, the
 copies timed; ``tuner.kernels.operand_padding``). Candidates screened on the caller's arrays rank as
 their narrow copies let them, which is not how they rank padded: on the H100 the odd suite's study
-of 2053x3001x1999 kept a padded config at 45.2 TFLOP/s, where another reached 50.7 padded
-(benchmarks/speed.md, 2026-11-25).
+of 2053x3001x1999 kept a padded config at 45.2 TFLOP/s, where another reached 50.7 padded.
 
 So where the copies are expected to cost less than the narrow copies they replace, the family
 is screened padded: when their estimate (``tuner.model.cost_model.padding_copies_ms``) is at most
 :data:`NARROW_COPY_COST` of the family's fastest estimated kernel on this shape for each ragged
 operand. On the H100, ``dmma_pipelined`` on the caller's ragged rows took longer than on rows of
 whole vectors by 9.5 to 33 % (median 20 %) on seven shapes with both operands ragged, and by 2.5,
-4, 13 and 21 % on four with one (``tries/h100-try-edge-levers2-zerofill-pitch128-1.json`` in
-benchmarks/results; in-sample odd shapes). Half-input families follow the same rule, unmeasured.
-Either way the study re-measures its fastest finalists in the other mode too
+4, 13 and 21 % on four with one (in-sample odd shapes). Half-input families follow the same
+rule, unmeasured. Either way the study re-measures its fastest finalists in the other mode too
 (``tuner.search.finalists``).
 """
 

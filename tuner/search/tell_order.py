@@ -3,14 +3,13 @@
 A study measures whichever proposal in flight has finished compiling first (one slow compile no
 longer holds up the device), so results arrive out of order. A model-based sampler refits on
 what it has been told, and being told results in the order they happened to compile made the
-``ranked`` sampler propose worse candidates on held-out shapes
-(``benchmarks/search.md``, "Measuring in compile order"). So a result is held until every
+``ranked`` sampler propose worse candidates on held-out shapes. So a result is held until every
 earlier proposal's result is in, and the sampler sees the sequence it would have seen had the
 proposals been measured oldest first.
 
 Nor does the sampler propose while a result waits for its turn (:attr:`ProposalOrder.lagging`):
 proposals asked for then came from a model that lacked results already measured, and on the
-held-out shapes that cost as much as telling out of order did (``benchmarks/search.md``). So
+held-out shapes that cost as much as telling out of order did. So
 every proposal is made knowing every result measured so far, as when measuring oldest first;
 the device still measures whatever has compiled while a slow compile holds up the head.
 """

@@ -113,7 +113,7 @@ class Family:
     # Why a valid config is wasteful for a shape beyond the generic checks, or None.
     waste: Callable[[Params, Shape], str | None] = lambda p, shape: None
     # The template keeps split-K ticket counters in module-scope device memory, so two launches
-    # of one loaded module must not overlap (templates/README.md); a caller that launches on
+    # of one loaded module must not overlap (docs/kernels.md); a caller that launches on
     # several streams loads one module per stream (tuner.client).
     module_counters: bool = False
     # The kernel takes each matrix's leading dimension after it (A, lda, B, ldb, ..., C, ldc):

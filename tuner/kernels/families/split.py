@@ -116,7 +116,7 @@ def _streamk_max_registers(p: Params) -> int:
     the 128x128 tile of 256 threads under its budget of 144), and no more than SMBLOCKS blocks
     per SM leave (a multiple of 8). Left to itself the compiler took 249 registers for the
     128x256 tile where warptile takes 216, and its k loop issued less often (Nsight Compute at
-    4096^3: issue active 0.78 against 0.83; see benchmarks/speed.md)."""
+    4096^3: issue active 0.78 against 0.83)."""
     per_sm = 65536 // (p["THREADS"] * p["SMBLOCKS"])
     return min(max(warptile_register_budget(p), 168), per_sm, 255) // 8 * 8
 
