@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.client import compiled
+from tuner.gpu.loaded import compiled
 from tuner.core.shape import Shape
 from tuner.gpu.measure import launch, random_operands, relative_error, tolerance
 

@@ -56,13 +56,13 @@ def test_matmul_compiles_each_config_once(db: str, tmp_path: Path) -> None:
     import cupy
 
     import tuner
-    import tuner.client as impl
+    import tuner.gpu.loaded as loaded
 
     a = cupy.ones((64, 64), dtype=cupy.float32)
     tuner.matmul(a, a, db=db)
-    before = dict(impl._kernels)
+    before = dict(loaded._kernels)
     tuner.matmul(a, a, db=db)
-    assert impl._kernels == before
+    assert loaded._kernels == before
 
 
 @pytest.mark.gpu
@@ -154,11 +154,11 @@ def test_split_kernels_on_two_streams_at_once_stay_correct() -> None:
 
     import cupy
 
-    import tuner.client as impl
     from benchmarks.two_streams import CONFIG, SHAPE, relative_errors
+    from tuner.gpu.loaded import compiled
     from tuner.gpu.measure import tolerance
 
     streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
-    kernels = [impl.compiled(CONFIG, (s.ptr, threading.get_ident())) for s in streams]
+    kernels = [compiled(CONFIG, (s.ptr, threading.get_ident())) for s in streams]
     assert kernels[0][0] is not kernels[1][0]
     assert max(relative_errors(kernels, streams, launches=20)) <= tolerance(SHAPE.k)
