@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.gpu.loaded import compiled
 from tuner.core.shape import parse_shape
+from tuner.gpu.loaded import compiled
 from tuner.gpu.measure import cublas_gemm, launch, random_operands, verify
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.gpu.loaded import compiled
 from tuner.core.shape import Shape
+from tuner.gpu.loaded import compiled
 from tuner.gpu.measure import launch, random_operands, relative_error, tolerance
 
 CONFIG = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"
