@@ -11,18 +11,15 @@ import argparse
 import datetime as dt
 import json
 import platform
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tests.representative import ALL_REPRESENTATIVE
 from tuner import __version__
 from tuner.core.shape import parse_shape
 from tuner.gpu.measure import cublas_gemm, launch, random_operands, tflops, time_launches, verify
 from tuner.kernels.compile import NvrtcCompiler, compile_many, load_kernel
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import render
+from tuner.kernels.representative import ALL_REPRESENTATIVE
 from tuner.kernels.resources import live_device
 
 

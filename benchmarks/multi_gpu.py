@@ -31,8 +31,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from sqlalchemy import select
 
 import storage

@@ -13,8 +13,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from tuner.data import read_suite_file
 from tuner.report.bench_tables import chart_title, markdown, ratio_chart
 

@@ -36,9 +36,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.search_report import (
+from search_report import (
     FAMILIES,
     ROOT,
     Run,
@@ -49,6 +47,7 @@ from benchmarks.search_report import (
     relative,
     render,
 )
+
 from tuner.core.shape import parse_shape
 from tuner.data import read_sweep_table
 from tuner.search.evaluator import Result

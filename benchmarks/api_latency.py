@@ -14,7 +14,7 @@ Builds a SQLite database (500 tuned shapes x 200 configs on one device), starts
    ten pages walked by cursor, each timed from this process (median of 5).
 
 Requests mix exact, nearest and default answers. Usage:
-``python benchmarks/api.py [--rate 1000] [--seconds 10] [--out FILE.json]`` (``--shapes 20
+``python benchmarks/api_latency.py [--rate 1000] [--seconds 10] [--out FILE.json]`` (``--shapes 20
 --per-shape 5 --seconds 2 --rate 100``: a smoke run of every step in a few seconds).
 """
 
@@ -35,12 +35,10 @@ import time
 from pathlib import Path
 
 import httpx
+from serving import result_header, run_steps, served
 from sqlalchemy import insert
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import storage
-from benchmarks.serving import result_header, run_steps, served
 from tuner.kernels.families import parse_config
 
 DEVICE = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)

@@ -1,4 +1,9 @@
-"""A few valid configs per family, spread over tile sizes: used by CPU compile and GPU tests."""
+"""A few valid configs per family, spread over tile sizes, layouts and modes.
+
+The set every family is checked on beyond its space's rules: its renders and compiler register
+counts are pinned, each config is compiled for sm_90 and run on edge shapes on the GPU, and the
+lab times it beside cuBLAS. A comment above a family's list says what each config stands for.
+"""
 
 from __future__ import annotations
 
