@@ -1,4 +1,4 @@
-"""A ``gemmtune serve`` process for the benchmarks that load it over HTTP (api.py, dashboard.py)."""
+"""A ``gemmtune serve`` process for the benchmarks that load it over HTTP (api_latency.py, dashboard.py)."""
 
 from __future__ import annotations
 
