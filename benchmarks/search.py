@@ -2,7 +2,7 @@
 
     python benchmarks/search.py [--sampler tpe --sampler random ...] [--seeds 20] [--cap 600]
         [--cap-for tpe=130 ...] [--shape 4096x4096x4096 ...] [--jobs N]
-        [--table benchmarks/results/h100-sweep.jsonl ...] [--family warptile ...]
+        [--table tuner/data/results/h100-sweep.jsonl ...] [--family warptile ...]
         [--markdown benchmarks/search.md] [--json out.json]
 
 For every shape of the table, sampler and seed, a study (``tuner.search.study.Study``, in-memory

@@ -35,10 +35,10 @@ if TYPE_CHECKING:
     from tuner.kernels.compile_pool import CompilePools
 
 # What a study searches without --family: the families whose configs won suite shapes on the H100
-# (benchmarks/results/h100-suite.json and the earlier runs under history/: dmma, streamk, skinny,
-# warptile), pipelined, the multi-stage ladder rung, and dmma_pipelined (dmma fed by cp.async,
-# faster than dmma on every shape of its sweeps). skinny has candidates only for small M;
-# elsewhere its proposals are invalid points, which cost nothing.
+# (tuner/data/results/h100-suite.json and earlier runs in benchmarks/results/history/: dmma,
+# streamk, skinny, warptile), pipelined, the multi-stage ladder rung, and dmma_pipelined (dmma fed
+# by cp.async, faster than dmma on every shape of its sweeps). skinny has candidates only for
+# small M; elsewhere its proposals are invalid points, which cost nothing.
 DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_pipelined")
 # What a study of float16 or bfloat16 inputs searches without --family: mma.sync by warp (any
 # sm_80+ chip) and Hopper's warpgroup mma (sm_90 only; elsewhere its space is empty), each with
