@@ -1,9 +1,12 @@
 """The lab runs against the installed package: no script patches the import path, imports the
-tests or shadows a module it runs beside; the package and the tests never import the lab."""
+tests or shadows a module it runs beside; the package and the tests never import the lab; and
+the lab keeps only the results a document cites."""
 
 from __future__ import annotations
 
 import ast
+import fnmatch
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,3 +64,45 @@ def test_neither_the_package_nor_the_tests_import_the_lab() -> None:
         tree = ast.parse(path.read_text(), str(path))
         roots = {module.split(".")[0] for module in _imported(tree)}
         assert not roots & ({"benchmarks"} | lab_names), path
+
+
+# Where the lab's results are cited as evidence: the notes, the user documents, the comments of
+# the package and the lab's own tests (which read the Nsight Compute exports).
+CITING = ("README.md", "templates/README.md", "docs/**/*.md", "benchmarks/*.md")
+CITING_CODE = ("tuner/**/*.py", "tests/benchmarks/*.py")
+NAME = r"[\w./{},*-]+\.(?:jsonl|json|log|md|svg|txt|gz|patch|csv|mbox)(?!\w)"
+
+
+def _expanded(pattern: str) -> list[str]:
+    """``a-{b,c}-*.json`` -> ``["a-b-*.json", "a-c-*.json"]`` (braces nest)."""
+    inner = re.search(r"\{([^{}]*)\}", pattern)
+    if inner is None:
+        return [pattern]
+    return [
+        name
+        for choice in inner.group(1).split(",")
+        for name in _expanded(pattern[: inner.start()] + choice + pattern[inner.end() :])
+    ]
+
+
+def _cited_patterns() -> set[str]:
+    texts = [p.read_text() for glob in CITING + CITING_CODE for p in ROOT.glob(glob)]
+    return {
+        name.rsplit("/", 1)[-1]
+        for cited in re.findall(NAME, "\n".join(texts))
+        for name in _expanded(cited)
+    }
+
+
+def test_every_result_the_lab_keeps_is_cited() -> None:
+    """What no document cites is an artifact of a past try: git history keeps it (tag
+    ``lab-artifacts``), the tree does not."""
+    patterns = _cited_patterns()
+    kept = [p for p in (LAB / "results").rglob("*") if p.is_file()]
+    assert kept
+    uncited = [
+        str(path.relative_to(LAB))
+        for path in kept
+        if not any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns)
+    ]
+    assert not uncited, f"cited by no document, delete (git keeps them): {sorted(uncited)}"
