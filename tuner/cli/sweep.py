@@ -52,7 +52,9 @@ def sweep(
     ).checked()
     evaluator = start_gpu("gemmtune sweep", budget_ms)
     try:
-        outcome = run_sweep(request, evaluator, lambda line: out.print(line, markup=False))
+        outcome = run_sweep(
+            request, evaluator, lambda line: out.print(line, markup=False, soft_wrap=True)
+        )
     finally:
         evaluator.close()
     ending = ", cut short by --max-minutes" if outcome.cut_short else ""
