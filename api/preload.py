@@ -1,8 +1,7 @@
 """Fill an empty database with the committed H100 results, so a fresh server has answers.
 
-Files of the results folder (:mod:`tuner.data.location`: ``$GEMMTUNE_RESULTS_DIR``, else the
-checkout's ``benchmarks/results``, else the copy installed with the package), each used when
-present:
+Files of the results folder (:mod:`tuner.data.location`: ``$GEMMTUNE_RESULTS_DIR``, else
+``tuner/data/results`` of the installed package), each used when present:
 
 * ``h100-sweep*.jsonl``: sweep tables (a header, then one row per shape and config, ok or
   pruned): ``h100-sweep.jsonl``, the exhaustive sweep, and slices of larger spaces
@@ -95,7 +94,7 @@ def sweep_records(table: SweepTable) -> Iterator[Record]:
     a replay of the table answers, as live tuning would record it."""
     gpu = table.header.gpu
     device = storage.DeviceIn(gpu.name, gpu.arch, gpu.sm_count)
-    provenance = {**table.header.provenance, "source": f"benchmarks/results/{table.path.name}"}
+    provenance = {**table.header.provenance, "source": f"tuner/data/results/{table.path.name}"}
     trial: dict[str, int] = {}
     for row in table.rows:
         shape = row.shape
@@ -115,7 +114,7 @@ def sweep_records(table: SweepTable) -> Iterator[Record]:
 def suite_records(suite: SuiteFile) -> Iterator[Record]:
     """The ``ok`` rows of a suite file as storage inputs."""
     device = storage.DeviceIn(suite.gpu.name, suite.gpu.arch, suite.gpu.sm_count)
-    provenance = {"source": f"benchmarks/results/{suite.path.name}", **suite.provenance}
+    provenance = {"source": f"tuner/data/results/{suite.path.name}", **suite.provenance}
     for row in suite.rows:
         if row.status != "ok" or row.config is None or row.ms is None:
             continue

@@ -31,20 +31,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.odd_loss import (
+from odd_loss import (
     L2_FLUSH_BYTES,
     LAUNCHES,
     in_wider_rows,
     leading_dims_kernel,
     time_cases,
 )
+
 from tuner.core.shape import Shape
 from tuner.gpu.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
 from tuner.gpu.pad_copy import copy_rows

@@ -34,11 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from serving import result_header, run_steps, served
 
 import storage
-from benchmarks.serving import result_header, run_steps, served
 
 DEVICE = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
 SHAPE = storage.ShapeIn(4096, 4096, 4096)

@@ -11,12 +11,8 @@ import argparse
 import datetime as dt
 import json
 import platform
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tests.representative import ALL_REPRESENTATIVE
 from tuner import __version__
 from tuner.core.shape import parse_shape
 from tuner.gpu.device import live_device
@@ -25,6 +21,7 @@ from tuner.gpu.nvrtc import NvrtcCompiler, load_kernel
 from tuner.kernels.compile import compile_many
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import render
+from tuner.kernels.representative import ALL_REPRESENTATIVE
 
 
 def main() -> None:

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import cupy as cp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from tuner.gpu.device import live_device
 from tuner.gpu.measure import time_launches
 from tuner.gpu.worker import device_provenance

@@ -22,14 +22,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import subprocess
-import sys
 from pathlib import Path
 
 import cupy as cp
+from ffma_ceiling import write_result
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.ffma_ceiling import write_result
 from tuner.gpu.device import live_device
 from tuner.gpu.measure import cublas_gemm, time_launches
 from tuner.gpu.worker import device_provenance

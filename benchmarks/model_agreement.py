@@ -2,7 +2,7 @@
 
     python benchmarks/model_agreement.py [--table FILE ...] [--min-rows 20] [--json OUT]
 
-Default tables: every ``benchmarks/results/h100-sweep*.jsonl`` but skinny's and dmma's (the model
+Default tables: every H100 sweep table the package ships but skinny's and dmma's (the model
 has no FP64 tensor-core branch). For each table and
 shape (its ``ok`` rows) it prints the rows, the Spearman rank correlation between the estimate
 and the measured time, the model rank of the first config within 2 % of the table's best (the
@@ -23,7 +23,6 @@ import datetime as dt
 import json
 import math
 import statistics
-import sys
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -32,16 +31,14 @@ from unittest.mock import patch
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from tuner.core.config import Config
 from tuner.core.shape import Shape
+from tuner.data import results_dir, sweep_tables
 from tuner.kernels.families import get_family, parse_config
 from tuner.model import cost_model
 from tuner.model.cost_model import Estimate, estimate
 from tuner.search.replay import ReplayEvaluator
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = 0.02  # "within 2 % of the best", as benchmarks/search.py
 TOP = 10
 
@@ -145,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tables = args.table or sorted(
         p
-        for p in RESULTS.glob("h100-sweep*.jsonl")
-        if "skinny" not in p.name and "dmma" not in p.name
+        for p in sweep_tables(results_dir())
+        if p.name.startswith("h100-") and "skinny" not in p.name and "dmma" not in p.name
     )
     model = (
         patch.object(cost_model, "issue_efficiency", capped_issue(args.warp_issue_share))

@@ -1,6 +1,6 @@
 """Several GPUs of one host on the search: the same tunes on 1 GPU and on N, compared.
 
-    python benchmarks/multi_gpu.py --out DIR [--gpus 2] [--shapes benchmarks/shapes.csv]
+    python benchmarks/multi_gpu.py --out DIR [--gpus 2] [--shapes SUITE.csv]
         [--limit 8] [--trials 40] [--study-shape 4096x4096x4096] [--study-trials 80]
         [--evaluator gpu|replay]
 
@@ -31,16 +31,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from sqlalchemy import select
 
 import storage
 from storage.records import is_final
 from tuner.core.shape import Shape, parse_shape
+from tuner.data import default_suite
 from tuner.data.shape_lists import read_shapes
-
-HERE = Path(__file__).resolve().parent
 
 
 class CommandFailed(Exception):
@@ -152,7 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--gpus", default="2", help="the several-GPU runs' --gpus")
-    parser.add_argument("--shapes", type=Path, default=HERE / "shapes.csv")
+    parser.add_argument("--shapes", type=Path, default=default_suite())
     parser.add_argument("--limit", type=int, default=8)
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--study-shape", type=parse_shape, default=Shape(4096, 4096, 4096))

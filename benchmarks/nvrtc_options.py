@@ -28,13 +28,10 @@ import os
 import platform
 import random
 import statistics
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.core.shape import parse_shape
 from tuner.gpu.nvrtc import NVRTC_OPTIONS

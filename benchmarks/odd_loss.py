@@ -30,15 +30,13 @@ import argparse
 import datetime as dt
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from odd_report import aligned_twin
 
-from benchmarks.odd_report import aligned_twin
 from tuner.core.shape import Shape, parse_shape
 from tuner.gpu.device import live_device
 from tuner.gpu.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance

@@ -15,10 +15,7 @@ import argparse
 import datetime as dt
 import json
 import statistics
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.gpu.device import live_device
 from tuner.gpu.pad_copy import copy_rows

@@ -11,10 +11,6 @@ in between, so one profile holds both kernels side by side.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.core.shape import parse_shape
 from tuner.gpu.loaded import compiled

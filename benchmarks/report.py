@@ -1,7 +1,7 @@
 """Print the Markdown table of a ``gemmtune bench`` result (the README's table); with
 ``--chart FILE.svg`` also write its bar chart. Reads older per-shape tuning files too.
 
-    python benchmarks/report.py benchmarks/results/h100-suite.json [--chart h100-suite.svg]
+    python benchmarks/report.py tuner/data/results/h100-suite.json [--chart h100-suite.svg]
 
 A thin wrapper: the rendering lives in ``tuner.report.bench_tables`` (``gemmtune bench`` writes
 both).
@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.data import read_suite_file
 from tuner.report.bench_tables import chart_title, markdown, ratio_chart

@@ -2,7 +2,7 @@
 
     python benchmarks/search.py [--sampler tpe --sampler random ...] [--seeds 20] [--cap 600]
         [--cap-for tpe=130 ...] [--shape 4096x4096x4096 ...] [--jobs N]
-        [--table benchmarks/results/h100-sweep.jsonl ...] [--family warptile ...]
+        [--table tuner/data/results/h100-sweep.jsonl ...] [--family warptile ...]
         [--markdown benchmarks/search.md] [--json out.json]
 
 For every shape of the table, sampler and seed, a study (``tuner.search.study.Study``, in-memory
@@ -36,9 +36,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.search_report import (
+from search_report import (
     FAMILIES,
     ROOT,
     Run,
@@ -49,6 +47,7 @@ from benchmarks.search_report import (
     relative,
     render,
 )
+
 from tuner.core.shape import parse_shape
 from tuner.data import read_sweep_table
 from tuner.search.evaluator import Result

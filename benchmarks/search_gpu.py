@@ -42,8 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from storage import open_database
 from tuner.core.shape import Shape, parse_shape
 from tuner.data.shape_lists import read_suite

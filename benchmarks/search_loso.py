@@ -29,13 +29,10 @@ import json
 import math
 import platform
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.answers.best import default_config
 from tuner.core.config import Config

@@ -12,13 +12,10 @@ import platform
 import shlex
 import statistics
 import subprocess
-import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.core.shape import Shape, parse_shape
 from tuner.data import SweepRow

@@ -1,4 +1,5 @@
-"""A ``gemmtune serve`` process for the benchmarks that load it over HTTP (api.py, dashboard.py)."""
+"""A ``gemmtune serve`` process for the scripts that load it over HTTP: api_latency.py and
+dashboard.py."""
 
 from __future__ import annotations
 

@@ -18,11 +18,8 @@ import datetime as dt
 import json
 import platform
 import random
-import sys
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.core.shape import parse_shape
 from tuner.kernels.compile import CompiledKernel, CompileError, NvccCompiler, compile_many

@@ -23,33 +23,82 @@ import os
 import platform
 import pstats
 import subprocess
-import sys
 import tempfile
 import time
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import optuna
 
 from storage import open_database
-from tests.tuner.fakes import RuleEvaluator
+from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.kernels.compile_pool import one_blas_thread
-from tuner.kernels.resources import table_device
+from tuner.kernels.resources import DeviceLimits, table_device
+from tuner.model.rates import DeviceRates
 from tuner.run.runner import DEFAULT_FAMILIES, run_study
+from tuner.search.evaluator import Comparison, EvaluatesAtOnce, Result
 from tuner.search.study import Progress
 
 SHAPES = (Shape(4096, 4096, 4096), Shape(1024, 1024, 512))
 
 
-class InstantEvaluator(RuleEvaluator):
-    """The tests' evaluator that answers every candidate at once with a fixed time per config
-    name (``tests.tuner.fakes.rule_ms``), keeping 15 candidates ahead as the GPU evaluator does
-    with 15 compile workers."""
+CUBLAS_MS = 1.5
 
+
+def made_up_ms(name: str) -> float:
+    """A time in 1..2 ms that depends on the config's name alone, the same in every run."""
+    return 1.0 + zlib.crc32(name.encode()) % 1000 / 1000
+
+
+class InstantEvaluator(EvaluatesAtOnce):
+    """Answers every candidate at once with a made-up time per config name, so a study costs
+    only its own work; keeps 15 candidates ahead, as the GPU evaluator does with 15 compile
+    workers."""
+
+    families: tuple[str, ...] = ()  # any family
     parallelism = 15
+
+    def __init__(self, device: DeviceLimits) -> None:
+        self.device = device
+        self.provenance: dict[str, Any] = {"device": device.name, "evaluator": "instant"}
+
+    def measured_configs(self, shape: Shape) -> set[str] | None:
+        return None
+
+    def prepare(self, config: Config) -> None:
+        return None
+
+    def evaluate(self, config: Config, shape: Shape) -> Result:
+        ms = made_up_ms(config.name)
+        params = config.as_dict()
+        return Result(
+            config.name,
+            config.family,
+            params,
+            "ok",
+            ms=ms,
+            cublas_ms=CUBLAS_MS,
+            ratio=CUBLAS_MS / ms,
+        )
+
+    def compare(
+        self, configs: Sequence[Config], shape: Shape, rounds: int, budget_ms: float | None = None
+    ) -> list[Comparison]:
+        return [
+            Comparison(
+                c.name, "ok", None, (made_up_ms(c.name),) * rounds, (CUBLAS_MS,) * rounds, 0.0
+            )
+            for c in configs
+        ]
+
+    def probe(self) -> DeviceRates | None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
 class Stopwatch:

@@ -18,10 +18,7 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.core.config import Config
 from tuner.core.shape import Shape, parse_shape

@@ -19,8 +19,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from tuner.search.finalists import FINALISTS_SUFFIX
 
 

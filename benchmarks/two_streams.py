@@ -11,11 +11,7 @@ Mixed tickets can also leave a block waiting for ever: run it under ``timeout``.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.core.shape import Shape
 from tuner.gpu.loaded import compiled

@@ -33,7 +33,8 @@ from tuner.core.shape import Shape
 from tuner.data import read_sweep_table, sweep_tables
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "tuner" / "data" / "results"
+SUITES = ROOT / "tuner" / "data" / "suites"
 BIG = Shape(4096, 4096, 4096)
 # What the installed copy must not see: the checkout, or results picked by hand.
 HIDDEN = ("PYTHONPATH", "GEMMTUNE_RESULTS_DIR", "GEMMTUNE_DATABASE_URL", "VIRTUAL_ENV")
@@ -97,25 +98,27 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     return Installed(wheel, venv, workdir, env)
 
 
-def test_the_wheel_holds_the_results_readers_need_and_no_more(installed: Installed) -> None:
+def test_the_wheel_carries_the_package_data_and_no_lab(installed: Installed) -> None:
     names = zipfile.ZipFile(installed.wheel).namelist()
-    data = {n.removeprefix("tuner/_benchmarks/") for n in names if "_benchmarks/" in n}
-    assert {f"results/{p.name}" for p in sweep_tables(RESULTS)} <= data
-    assert {"shapes.csv", "results/h100.json", "results/h100-suite.json"} <= data
-    assert not [n for n in data if "/history/" in n or "/ncu/" in n or n.endswith(".log")]
+    data = {n for n in names if n.startswith(("tuner/data/results/", "tuner/data/suites/"))}
+    committed = {*RESULTS.iterdir(), *SUITES.iterdir()}
+    assert data == {p.relative_to(ROOT).as_posix() for p in committed}
+    assert "tuner/data/results/h100-sweep.jsonl" in data
+    assert "tuner/_templates/warptile.cu.j2" in names
+    assert not [n for n in names if n.startswith("benchmarks/") or "/_benchmarks/" in n]
     assert installed.wheel.stat().st_size < 2_000_000
 
 
 def test_the_installed_copy_reads_its_packaged_data(installed: Installed) -> None:
     code = (
         "import json, tuner; from tuner.data import data_location as d; w = d(); "
-        "print(json.dumps([tuner.__file__, str(w.results), str(w.suite), w.origin]))"
+        "print(json.dumps([tuner.__file__, str(w.results), str(w.suite), w.from_environment]))"
     )
     done = installed.run("python", "-c", code)
     assert done.returncode == 0, done.stderr
-    module, results, suite, origin = json.loads(done.stdout)
+    module, results, suite, from_environment = json.loads(done.stdout)
     assert Path(module).is_relative_to(installed.venv), module  # not the checkout
-    assert origin == "package" and Path(results).is_relative_to(installed.venv)
+    assert not from_environment and Path(results).is_relative_to(installed.venv)
     assert (Path(results) / "h100-sweep.jsonl").is_file() and Path(suite).is_file()
 
 

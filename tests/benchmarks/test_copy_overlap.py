@@ -6,8 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.copy_overlap import FRACTIONS, K_STEP, Operands, first_part
+from tests.lab_scripts import lab_script
 from tuner.core.shape import Shape
+
+copy_overlap = lab_script("copy_overlap")
+FRACTIONS, K_STEP = copy_overlap.FRACTIONS, copy_overlap.K_STEP
+Operands, first_part = copy_overlap.Operands, copy_overlap.first_part
 
 
 @pytest.mark.parametrize("k", [33, 255, 1019, 2047, 4093, 4097])

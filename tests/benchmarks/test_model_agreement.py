@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from tests.lab_scripts import lab_script
 from tuner.core.shape import parse_shape
+from tuner.data import results_dir
 from tuner.kernels.families import parse_config
 from tuner.kernels.resources import table_device
 from tuner.model.cost_model import estimate
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def _module() -> ModuleType:
-    path = ROOT / "benchmarks" / "model_agreement.py"
-    spec = importlib.util.spec_from_file_location("model_agreement", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return lab_script("model_agreement")
 
 
 def test_ties_share_the_mean_of_their_ranks() -> None:
@@ -48,7 +40,7 @@ def test_agreement_counts_the_model_rank_of_the_first_near_best_config() -> None
 
 def _committed_streamk_names(count: int) -> list[str]:
     """The first ``count`` configs measured ok at 8192x8192x256 in the committed streamk sweep."""
-    committed = ROOT / "benchmarks" / "results" / "h100-sweep-streamk.jsonl"
+    committed = results_dir() / "h100-sweep-streamk.jsonl"
     rows = [json.loads(line) for line in committed.read_text().splitlines()]
     ok = [r for r in rows if r.get("shape") == "8192x8192x256" and r.get("status") == "ok"]
     return [r["config_name"] for r in ok[:count]]

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-NCU = ROOT / "benchmarks" / "results" / "ncu"
+from tests.lab_scripts import LAB, lab_script
+
+NCU = LAB / "results" / "ncu"
 
 
 def _summarize(path: Path) -> list[str]:
-    spec = importlib.util.spec_from_file_location("ncu_summary", ROOT / "benchmarks/ncu_summary.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = lab_script("ncu_summary")
     lines: list[str] = module.summarize(path)
     return lines
 
@@ -72,10 +69,7 @@ def test_raw_export_reports_how_operands_reach_shared_memory_where_collected() -
 
 def test_every_launch_lists_a_padded_launchs_copies_and_product_in_order() -> None:
     path = NCU / "raw" / "h100-ncu-raw-odd-now-4097x4097x255.csv.gz"
-    spec = importlib.util.spec_from_file_location("ncu_summary", ROOT / "benchmarks/ncu_summary.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = lab_script("ncu_summary")
     every: list[str] = module.summarize(path, every_launch=True)
     once = _summarize(path)
     names = [line.strip() for line in every[1::2]]

@@ -4,21 +4,18 @@ refuses a run that would time without saying where to write."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 
-from benchmarks.odd_loss import in_wider_rows, twin_of
+from tests.lab_scripts import LAB, lab_script, run_lab_script
 from tuner.data.shape_lists import read_suite
 
-ROOT = Path(__file__).resolve().parents[2]
+odd_loss = lab_script("odd_loss")
+in_wider_rows, twin_of = odd_loss.in_wider_rows, odd_loss.twin_of
 
 
 def test_twins_are_the_aligned_suites_rows() -> None:
-    odd = read_suite(ROOT / "benchmarks" / "odd_shapes.csv")
-    aligned = read_suite(ROOT / "benchmarks" / "odd_shapes_aligned.csv")
+    odd = read_suite(LAB / "odd_shapes.csv")
+    aligned = read_suite(LAB / "odd_shapes_aligned.csv")
     assert [twin_of(e.shape) for e in odd] == [e.shape for e in aligned]
 
 
@@ -32,11 +29,6 @@ def test_prepadded_views_keep_values_in_rows_of_a_padded_launchs_pitch() -> None
 
 
 def test_timing_needs_an_output_file() -> None:
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "odd_loss.py"), "--case", "5x5x5:x"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    run = run_lab_script("odd_loss", "--case", "5x5x5:x")
     assert run.returncode == 2
     assert "--out is needed unless --profile is given" in run.stderr

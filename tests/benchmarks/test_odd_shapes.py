@@ -3,27 +3,19 @@ that pairs the two."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tests.lab_scripts import LAB, lab_script
+from tuner.data import default_suite
 from tuner.data.shape_lists import read_suite
 
-ROOT = Path(__file__).resolve().parents[2]
-ODD = read_suite(ROOT / "benchmarks" / "odd_shapes.csv")
+ODD = read_suite(LAB / "odd_shapes.csv")
 DIMS = [(e.shape.m, e.shape.n, e.shape.k) for e in ODD]
 
 
 def _report() -> ModuleType:
-    path = ROOT / "benchmarks" / "odd_report.py"
-    spec = importlib.util.spec_from_file_location("odd_report", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return lab_script("odd_report")
 
 
 def _prime(n: int) -> bool:
@@ -32,24 +24,17 @@ def _prime(n: int) -> bool:
 
 def test_odd_suite_is_disjoint_from_the_other_suites() -> None:
     assert len(ODD) >= 10
-    for other in ("shapes.csv", "heldout.csv"):
-        shapes = {
-            (e.shape.m, e.shape.n, e.shape.k) for e in read_suite(ROOT / "benchmarks" / other)
-        }
+    for other in (default_suite(), LAB / "heldout.csv"):
+        shapes = {(e.shape.m, e.shape.n, e.shape.k) for e in read_suite(other)}
         assert not shapes & set(DIMS), other
 
 
 def test_held_out_odd_shapes_are_odd_and_in_no_other_suite() -> None:
-    held = [
-        (e.shape.m, e.shape.n, e.shape.k)
-        for e in read_suite(ROOT / "benchmarks" / "odd_heldout.csv")
-    ]
+    held = [(e.shape.m, e.shape.n, e.shape.k) for e in read_suite(LAB / "odd_heldout.csv")]
     assert len(held) >= 5
     assert all(n % 4 or k % 4 for _, n, k in held)  # a ragged row in A (K) or in B and C (N)
-    for other in ("shapes.csv", "heldout.csv", "odd_shapes.csv"):
-        shapes = {
-            (e.shape.m, e.shape.n, e.shape.k) for e in read_suite(ROOT / "benchmarks" / other)
-        }
+    for other in (default_suite(), LAB / "heldout.csv", LAB / "odd_shapes.csv"):
+        shapes = {(e.shape.m, e.shape.n, e.shape.k) for e in read_suite(other)}
         assert not shapes & set(held), other
 
 
@@ -65,7 +50,7 @@ def test_odd_suite_covers_every_residue_and_kind_of_odd_shape() -> None:
 
 def test_aligned_suite_is_the_twin_of_the_odd_one_row_by_row() -> None:
     twin = _report().aligned_twin
-    aligned = read_suite(ROOT / "benchmarks" / "odd_shapes_aligned.csv")
+    aligned = read_suite(LAB / "odd_shapes_aligned.csv")
     assert [(e.shape.m, e.shape.n, e.shape.k) for e in aligned] == [twin(d) for d in DIMS]
     assert [e.label for e in aligned] == [e.label for e in ODD]
 

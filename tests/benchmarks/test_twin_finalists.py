@@ -5,15 +5,13 @@ the twin that is its shape's best, and refuses a file that is not an export."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.twin_finalists import twin_rows
+from tests.lab_scripts import lab_script, run_lab_script
 from tuner.search.finalists import finalists_name
 
-ROOT = Path(__file__).resolve().parents[2]
+twin_rows = lab_script("twin_finalists").twin_rows
 GRID = "dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1"
 TWIN = "dmma_streamk_bm64_bn128_bk32_wm32_wn64_mk4_s3_smb2"
 
@@ -63,9 +61,5 @@ def test_a_twin_without_its_source_has_no_row() -> None:
 def test_a_file_that_is_not_an_export_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"rows": []}))
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "twin_finalists.py"), str(bad)],
-        capture_output=True,
-        text=True,
-    )
+    run = run_lab_script("twin_finalists", str(bad))
     assert run.returncode != 0 and "not a gemmtune export" in run.stderr

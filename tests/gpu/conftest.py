@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.gpu.loaded_kernels import compile_and_load
-from tests.representative import REPRESENTATIVE
+from tuner.kernels.representative import REPRESENTATIVE
 
 
 @pytest.fixture(scope="session")

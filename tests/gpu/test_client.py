@@ -154,11 +154,12 @@ def test_split_kernels_on_two_streams_at_once_stay_correct() -> None:
 
     import cupy
 
-    from benchmarks.two_streams import CONFIG, SHAPE, relative_errors
+    from tests.lab_scripts import lab_script
     from tuner.gpu.loaded import compiled
     from tuner.gpu.measure import tolerance
 
+    lab = lab_script("two_streams")
     streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
-    kernels = [compiled(CONFIG, (s.ptr, threading.get_ident())) for s in streams]
+    kernels = [compiled(lab.CONFIG, (s.ptr, threading.get_ident())) for s in streams]
     assert kernels[0][0] is not kernels[1][0]
-    assert max(relative_errors(kernels, streams, launches=20)) <= tolerance(SHAPE.k)
+    assert max(lab.relative_errors(kernels, streams, launches=20)) <= tolerance(lab.SHAPE.k)

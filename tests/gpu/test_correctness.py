@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from tests.representative import REPRESENTATIVE
 from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.shape import Shape
 from tuner.kernels.families import FAMILIES
+from tuner.kernels.representative import REPRESENTATIVE
 
 pytestmark = pytest.mark.gpu
 

@@ -25,10 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.representative import ALL_REPRESENTATIVE
 from tuner.kernels.compile import CompiledKernel, CompileError, NvccCompiler, compile_many
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import render
+from tuner.kernels.representative import ALL_REPRESENTATIVE
 
 ARCH = "sm_90"
 USAGE_FIELDS = (

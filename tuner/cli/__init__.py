@@ -12,7 +12,7 @@ import sys
 import typer
 
 from storage import StorageError
-from tuner.cli import bench, kernels, results, serve, tune
+from tuner.cli import bench, kernels, report, results, serve, sweep, tune
 from tuner.core.errors import InputError
 
 app = typer.Typer(
@@ -31,6 +31,8 @@ app.command("results")(results.results)
 app.command("export")(results.export)
 app.command("import")(results.import_)
 app.command("bench")(bench.bench)
+app.command("sweep")(sweep.sweep)
+app.command("report")(report.report)
 app.command("serve")(serve.serve)
 app.add_typer(results.db_app, name="db")
 

@@ -37,9 +37,9 @@ FamiliesOpt = Annotated[
 ReplayTablesOpt = Annotated[
     list[Path] | None,
     typer.Option(
-        help="JSON lines from benchmarks/sweep.py; repeatable: tables of one device merge, "
-        "a later table's row winning (default h100-sweep.jsonl in the results folder: "
-        "$GEMMTUNE_RESULTS_DIR, the checkout's benchmarks/results or the installed copy)"
+        help="sweep tables (JSON lines of gemmtune sweep); repeatable: tables of one device "
+        "merge, a later table's row winning (default h100-sweep.jsonl in the results folder: "
+        "$GEMMTUNE_RESULTS_DIR, else the one installed with the package)"
     ),
 ]
 WarmStartOpt = Annotated[

@@ -51,7 +51,7 @@ def _write(path: Path, text: str) -> None:
 
 def _suite_label(suite: Path | None) -> str:
     """The suite as the written file records it: as given, or the default's repository path."""
-    return str(suite) if suite is not None else f"benchmarks/{DEFAULT_SUITE_NAME}"
+    return str(suite) if suite is not None else f"tuner/data/suites/{DEFAULT_SUITE_NAME}"
 
 
 def _progress_line(row: dict[str, Any]) -> str:
@@ -75,7 +75,7 @@ def bench(
         typer.Option(
             "--suite",
             help="CSV of class,M,N,K rows ('#' comments, an optional header row); default "
-            "benchmarks/shapes.csv of the checkout, or its copy in the installed package",
+            "the public suite installed with the package (tuner/data/suites/shapes.csv)",
         ),
     ] = None,
     dtype: DtypeOpt = "float32",
@@ -107,8 +107,7 @@ def bench(
         typer.Option(
             "--out",
             help="default <device>-suite.json (float32 NN) or <device>-suite-<dtype>-<layout>.json "
-            "in the results folder ($GEMMTUNE_RESULTS_DIR or the checkout's benchmarks/results; "
-            "an installed copy: the working directory)",
+            "in the working directory",
         ),
     ] = None,
     markdown_file: Annotated[

@@ -83,7 +83,7 @@ def tune_batch(
         Path,
         typer.Argument(
             help="CSV of M,N,K or class,M,N,K rows ('#' comments, an optional header row), "
-            "e.g. benchmarks/shapes.csv"
+            "e.g. tuner/data/suites/shapes.csv"
         ),
     ],
     dtype: DtypeOpt = "float32",

@@ -1,8 +1,8 @@
-"""Committed results: where they live, and one module per file format (readers and writers).
+"""Committed data the program ships (``results/``, ``suites/``), and one module per file format.
 
-* :mod:`tuner.data.location`: the one folder every reader uses
-  (``$GEMMTUNE_RESULTS_DIR``, else the checkout's ``benchmarks/results``, else the wheel's copy);
-* :mod:`tuner.data.sweep_table`: the JSON-lines sweep tables of ``benchmarks/sweep.py``;
+* :mod:`tuner.data.location`: the one results folder every reader uses
+  (``$GEMMTUNE_RESULTS_DIR``, else this package's ``results/``) and the default shape suite;
+* :mod:`tuner.data.sweep_table`: the JSON-lines sweep tables of ``gemmtune sweep``;
 * :mod:`tuner.data.suite_file`: the suite files of ``gemmtune bench``;
 * :mod:`tuner.data.validation`: the one policy for bad content (stop, naming file and line).
 """

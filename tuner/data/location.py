@@ -1,37 +1,46 @@
-"""Where the committed results live: one location, resolved the same way for every reader.
+"""Where the committed data lives: inside this package, wherever the package is installed.
 
-The program needs data that the repository commits under ``benchmarks/``: the sweep tables
-(``results/*-sweep*.jsonl``, read by replay, priors and preload), the suite files
-(``results/*-suite.json`` and ``results/h100.json``, read by priors and preload) and the default
-shape suite (``shapes.csv``, read by ``gemmtune bench``). A wheel carries a copy of exactly these
-files under ``tuner/_benchmarks/`` (``hatch_build.py`` asks :func:`shipped_files` what to copy),
-so an installed copy has them too. The results folder is, in this order:
+``tuner/data/`` ships two folders of data beside the modules that read them:
 
-1. ``$GEMMTUNE_RESULTS_DIR`` when it is set;
-2. ``benchmarks/results`` of the source checkout this package runs from;
-3. ``tuner/_benchmarks/results``, the copy inside an installed wheel.
+* ``results/``: measured results. The sweep tables (``*-sweep*.jsonl``, written by
+  ``gemmtune sweep``; read by replay, priors and the server's preload), the suite files
+  (``*-suite.json``, written by ``gemmtune bench``; read by priors and preload) and the suite bests
+  (``h100.json``, written by ``gemmtune report``; read by preload).
+* ``suites/``: shape suites; ``shapes.csv`` is the one ``gemmtune bench`` runs when given none.
 
-The default suite is the checkout's ``benchmarks/shapes.csv``, else the packaged copy.
-
-Standard library only: the build hook loads this file by path, before any dependency exists.
+Readers find them through :mod:`importlib.resources`, so a source checkout, an editable install
+and a wheel resolve them the same way. ``$GEMMTUNE_RESULTS_DIR`` replaces the results folder (a
+user's own measurements, a test's small set); nothing else moves it. Nothing the program writes
+goes into the package: ``gemmtune bench`` writes into the working directory unless told where.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
 RESULTS_ENV_VAR = "GEMMTUNE_RESULTS_DIR"
-SWEEP_TABLES = "*-sweep*.jsonl"  # benchmarks/sweep.py
+SWEEP_TABLES = "*-sweep*.jsonl"  # gemmtune sweep
 SUITE_FILES = "*-suite.json"  # gemmtune bench
-SUITE_BESTS = "h100.json"  # benchmarks/tuning_summary.py: the H100 bests of the public suite
-SHIPPED_RESULTS = (SWEEP_TABLES, SUITE_FILES, SUITE_BESTS)
+SUITE_BESTS = "h100.json"  # gemmtune report: the H100 bests of the public suite
 DEFAULT_SUITE_NAME = "shapes.csv"
-PACKAGED = "tuner/_benchmarks"  # where a wheel keeps its copy of benchmarks/
 
-_PACKAGE = Path(__file__).resolve().parent.parent  # tuner/
-_ROOT = _PACKAGE.parent  # the checkout, when running from one
+
+def package_folder(folder: str) -> Path:
+    """A data folder of this package (``"results"`` or ``"suites"``) as a path on disk.
+
+    The readers glob and open files by path, so the package must be installed as files (a
+    source checkout, an editable install or an unpacked wheel), not imported from a zip archive.
+    """
+    found = files("tuner.data") / folder
+    if not isinstance(found, Path):
+        raise RuntimeError(
+            f"tuner.data/{folder} is a {type(found).__name__}, not a folder on disk: install "
+            f"gemmtune unpacked (pip install), or point ${RESULTS_ENV_VAR} at a results folder"
+        )
+    return found
 
 
 @dataclass(frozen=True)
@@ -40,34 +49,19 @@ class DataLocation:
 
     results: Path  # sweep tables and suite files
     suite: Path  # the default shape suite of ``gemmtune bench``
-    origin: str  # "environment", "checkout" or "package"
+    from_environment: bool  # True when ``$GEMMTUNE_RESULTS_DIR`` chose ``results``
 
     def describe(self) -> str:
         """The results folder and where its choice came from, for messages."""
-        why = {
-            "environment": f"${RESULTS_ENV_VAR}",
-            "checkout": "the source checkout",
-            "package": "the installed package",
-        }[self.origin]
+        why = f"${RESULTS_ENV_VAR}" if self.from_environment else "the installed package"
         return f"{self.results} (from {why})"
-
-
-def is_checkout(root: Path) -> bool:
-    """True when ``root`` is a source checkout of gemmtune with its committed results."""
-    return (root / "pyproject.toml").is_file() and (root / "benchmarks" / "results").is_dir()
 
 
 def data_location() -> DataLocation:
     """Resolved at each call, so a changed ``$GEMMTUNE_RESULTS_DIR`` is honoured at once."""
-    if is_checkout(_ROOT):
-        base, origin = _ROOT / "benchmarks", "checkout"
-    else:
-        base, origin = _ROOT / PACKAGED, "package"
-    results = base / "results"
     chosen = os.environ.get(RESULTS_ENV_VAR)
-    if chosen:
-        results, origin = Path(chosen), "environment"
-    return DataLocation(results, base / DEFAULT_SUITE_NAME, origin)
+    results = Path(chosen) if chosen else package_folder("results")
+    return DataLocation(results, package_folder("suites") / DEFAULT_SUITE_NAME, bool(chosen))
 
 
 def results_dir() -> Path:
@@ -81,11 +75,9 @@ def default_suite() -> Path:
 
 
 def output_dir() -> Path:
-    """Where ``gemmtune bench`` writes when not told: the results folder, unless that is the
-    installed package's copy (data of the install, not a place for a user's files); then the
-    working directory."""
-    location = data_location()
-    return Path.cwd() if location.origin == "package" else location.results
+    """Where ``gemmtune bench`` writes when not told: the working directory. The package's own
+    folders are data of the install, never a place for a user's files."""
+    return Path.cwd()
 
 
 def sweep_tables(folder: Path) -> list[Path]:
@@ -96,21 +88,3 @@ def sweep_tables(folder: Path) -> list[Path]:
 def suite_files(folder: Path) -> list[Path]:
     """The ``gemmtune bench`` suite files in ``folder``, by name."""
     return sorted(folder.glob(SUITE_FILES))
-
-
-def shipped_files(root: Path) -> dict[str, str]:
-    """What a wheel built from the checkout ``root`` carries: source path -> path in the wheel.
-
-    Only what the readers above need: no profiles, tries, logs or history.
-    """
-    results = root / "benchmarks" / "results"
-    suite = root / "benchmarks" / DEFAULT_SUITE_NAME
-    files = sorted({path for pattern in SHIPPED_RESULTS for path in results.glob(pattern)})
-    if not sweep_tables(results) or not suite.is_file():
-        raise FileNotFoundError(
-            f"no committed results under {root / 'benchmarks'} (sweep tables in results/ and "
-            f"{DEFAULT_SUITE_NAME}): a wheel without them starts with no data"
-        )
-    shipped = {str(path): f"{PACKAGED}/results/{path.name}" for path in files}
-    shipped[str(suite)] = f"{PACKAGED}/{DEFAULT_SUITE_NAME}"
-    return shipped

@@ -1,9 +1,8 @@
 """Suite files: one config per shape of a shape suite, re-measured beside cuBLAS on one GPU.
 
 ``gemmtune bench`` writes them (``<device>-suite.json``: :func:`suite_document`, then
-:func:`write_suite_file`), and so does ``benchmarks/tuning_summary.py`` (``h100.json``); the
-priors, the server's preload and ``benchmarks/report.py`` read them with
-:func:`read_suite_file`. One JSON object:
+:func:`write_suite_file`), and so does ``gemmtune report`` (``h100.json``); the priors, the
+server's preload and ``gemmtune report`` read them with :func:`read_suite_file`. One JSON object:
 
 * ``device`` (the GPU's name) and ``provenance`` (with ``sm_count`` and ``compute_capability``,
   and the driver, CUDA, NVRTC and CuPy versions);

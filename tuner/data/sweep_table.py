@@ -1,6 +1,6 @@
 """Sweep tables: every candidate of some families on some shapes, measured on one GPU.
 
-``benchmarks/sweep.py`` writes them with :class:`SweepTableWriter`; the replay evaluator, the
+``gemmtune sweep`` writes them with :class:`SweepTableWriter`; the replay evaluator, the
 priors and the server's preload read them with :func:`read_sweep_table`. JSON lines:
 
 * line 1, the header: ``{"kind": "header", "device": NAME, "arch": "sm_90", "date": ISO,

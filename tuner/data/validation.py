@@ -1,6 +1,6 @@
 """The one policy for bad content in a results file: stop, and say where.
 
-Results files are written by our own tools (``benchmarks/sweep.py``, ``gemmtune bench``), so a
+Results files are written by our own tools (``gemmtune sweep``, ``gemmtune bench``), so a
 line that does not parse, or a field that is missing or of the wrong type, means a file was cut
 short, edited by hand or written by another format's tool. Skipping it would quietly change
 what a replay answers, where a study starts, or what a server serves; so every reader raises

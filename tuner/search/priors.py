@@ -3,7 +3,7 @@
 A study on a fresh database has no tuned neighbours to start from. The results folder
 (:mod:`tuner.data.location`) carries the suites measured on the lent GPUs
 (``<device>-suite.json``, written by ``gemmtune bench``) and sweep tables
-(``<device>-sweep*.jsonl``, written by ``benchmarks/sweep.py``); for a GPU of the same name, or of
+(``<device>-sweep*.jsonl``, written by ``gemmtune sweep``); for a GPU of the same name, or of
 the same architecture and SM count, the configs that were best there are where a new study
 should look first: the suite's config of the same shape, then each sweep table's fastest config
 of each family at that shape (fastest first), then those of the nearest shapes. They are only

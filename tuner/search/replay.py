@@ -1,6 +1,6 @@
 """Replay evaluator: answers from tables of real GPU measurements (exhaustive sweeps).
 
-The tables are the sweep tables that ``benchmarks/sweep.py`` writes on the GPU
+The tables are the sweep tables that ``gemmtune sweep`` writes on the GPU
 (:mod:`tuner.data.sweep_table`). Studies run on them exactly as on the GPU, with real
 numbers, in CI and for sampler research.
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.tuner.cli.running import cli, one_error_line
-from tuner.data import results_dir
+from tuner.data import default_suite, results_dir
 from tuner.search.replay import ReplayEvaluator
 
 TABLE = "h100-sweep.jsonl"
@@ -61,8 +61,8 @@ def test_a_shape_the_replay_table_does_not_hold(
 def test_the_suite_file_on_a_replay_names_the_first_missing_shape(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], held: list[str]
 ) -> None:
-    # benchmarks/shapes.csv (the bench suite) starts with 1024^3, which the table lacks.
-    suite = Path(__file__).parents[3] / "benchmarks" / "shapes.csv"
+    # The bench suite starts with 1024^3, which the table lacks.
+    suite = default_suite()
     db = tmp_path / "never.db"
     code, _, err = cli(
         capsys, "tune-batch", str(suite), "--evaluator", "replay", "--db", f"sqlite:///{db}"

@@ -34,7 +34,7 @@ def document(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return suite_document(
         device=GPU,
         provenance=PROVENANCE,
-        suite="benchmarks/shapes.csv",
+        suite="tuner/data/suites/shapes.csv",
         method={"rounds": 5},
         roofline=None,
         summary={"geomean_ratio": 1.17},

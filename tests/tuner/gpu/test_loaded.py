@@ -10,10 +10,10 @@ import pytest
 
 import tuner.gpu.loaded as loaded_kernels
 import tuner.gpu.nvrtc
-from tests.representative import REPRESENTATIVE
 from tuner.kernels.compile import cubin_copy
 from tuner.kernels.families import FAMILIES, parse_config
 from tuner.kernels.render import render
+from tuner.kernels.representative import REPRESENTATIVE
 
 STREAMK = "streamk_bm128_bn128_bk16_wm32_wn64_wni2_tm8_tn4_t256_smb2_stg0"
 WARPTILE = "warptile_bm128_bn256_bk16_wm64_wn64_wni2_tm8_tn4_t256"

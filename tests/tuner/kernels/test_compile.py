@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from tests.representative import ALL_REPRESENTATIVE, REPRESENTATIVE
 from tests.tuner.kernel_usage import ARCH, SNAPSHOT, usage_record
 from tuner.core.shape import Shape
 from tuner.kernels.candidates import compile_candidates
@@ -19,6 +18,7 @@ from tuner.kernels.compile import (
 )
 from tuner.kernels.families import get_family, parse_config
 from tuner.kernels.render import KernelSource, render
+from tuner.kernels.representative import ALL_REPRESENTATIVE, REPRESENTATIVE
 from tuner.kernels.resources import DEVICE_TABLE, static_check
 from tuner.kernels.space import Space
 from tuner.run.runner import DEFAULT_FAMILIES

@@ -10,7 +10,6 @@ import re
 
 import pytest
 
-from tests.representative import REPRESENTATIVE
 from tests.tuner.dmma_checks import (
     assert_compiles_without_spills_within_the_blocks_per_sm,
     assert_cost_model_rates_candidates,
@@ -19,6 +18,7 @@ from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.kernels.families import get_family, parse_config
 from tuner.kernels.render import render
+from tuner.kernels.representative import REPRESENTATIVE
 from tuner.kernels.resources import DEVICE_TABLE, static_check
 from tuner.kernels.space import Space
 

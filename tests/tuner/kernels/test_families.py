@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.representative import ALL_REPRESENTATIVE
 from tuner.core.errors import InputError
 from tuner.kernels.families import FAMILIES, get_family, parse_config
+from tuner.kernels.representative import ALL_REPRESENTATIVE
 
 
 @pytest.mark.parametrize("name", ALL_REPRESENTATIVE)

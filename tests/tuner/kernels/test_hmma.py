@@ -7,13 +7,13 @@ import itertools
 
 import pytest
 
-from tests.representative import REPRESENTATIVE
 from tuner.answers.best import default_config
 from tuner.core.shape import Shape
 from tuner.kernels.compile import CompileError, NvccCompiler, compile_many
 from tuner.kernels.families import FAMILIES, HMMA, checked_config, parse_config
 from tuner.kernels.families.hmma import hmma_derive
 from tuner.kernels.render import render
+from tuner.kernels.representative import REPRESENTATIVE
 from tuner.kernels.resources import DEVICE_TABLE, static_check
 from tuner.kernels.space import Space
 from tuner.model.cost_model import estimate

@@ -5,11 +5,11 @@ import re
 import jinja2
 import pytest
 
-from tests.representative import ALL_REPRESENTATIVE, REPRESENTATIVE
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import FAMILIES, get_family, parse_config
 from tuner.kernels.render import _environment, render
+from tuner.kernels.representative import ALL_REPRESENTATIVE, REPRESENTATIVE
 from tuner.kernels.resources import DEVICE_TABLE
 from tuner.kernels.space import Space
 from tuner.run.runner import DEFAULT_FAMILIES

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.representative import REPRESENTATIVE
 from tuner.kernels.families import checked_config
 from tuner.kernels.operand_padding import row_pitch
 from tuner.kernels.render import render
+from tuner.kernels.representative import REPRESENTATIVE
 
 
 def test_a_packed_array_and_a_column_slice_give_the_full_row() -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.representative import REPRESENTATIVE
 from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.kernels.compile import NvccCompiler, parse_ptxas_report
 from tuner.kernels.families import SKINNY_MAX_ROW_BLOCKS, SPLITK_MAX_TILES, get_family, parse_config
 from tuner.kernels.render import render
+from tuner.kernels.representative import REPRESENTATIVE
 from tuner.kernels.resources import DEVICE_TABLE
 from tuner.kernels.space import Space, split_blocks_per_sm
 from tuner.model.cost_model import estimate

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.representative import REPRESENTATIVE
 from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.kernels.families import FAMILIES, get_family, parse_config
 from tuner.kernels.render import render
+from tuner.kernels.representative import REPRESENTATIVE
 
 
 @dataclass(frozen=True)

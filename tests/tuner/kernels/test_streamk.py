@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.representative import REPRESENTATIVE
 from tuner.core.config import Config
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.compile import NvccCompiler, parse_ptxas_report
 from tuner.kernels.families import STREAMK_MAX_BLOCKS, get_family, parse_config
 from tuner.kernels.render import render
+from tuner.kernels.representative import REPRESENTATIVE
 from tuner.kernels.resources import DEVICE_TABLE, static_check
 from tuner.kernels.space import Space
 from tuner.model.cost_model import estimate

@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from tests.representative import REPRESENTATIVE
 from tuner.core.shape import Shape
 from tuner.kernels.compile import CompileError, NvccCompiler, compile_many
 from tuner.kernels.families import HMMA, WGMMA, checked_config, parse_config
 from tuner.kernels.families.wgmma import stage_bytes, staged_c_bytes, wgmma_derive
 from tuner.kernels.render import render
+from tuner.kernels.representative import REPRESENTATIVE
 from tuner.kernels.resources import DEVICE_TABLE, static_check
 from tuner.kernels.space import Space
 from tuner.model.cost_model import estimate

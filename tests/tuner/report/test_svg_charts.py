@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tuner.data import results_dir
 from tuner.report.bench_tables import chart_title, ratio_chart
 from tuner.report.svg_charts import Bar, bar_chart, nice_ticks
 
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+# The charts the documents show, drawn by gemmtune bench from the suite files it wrote.
+CHARTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 NS = "{http://www.w3.org/2000/svg}"
 
 
@@ -33,9 +35,9 @@ def test_nice_ticks(low: float, high: float, ticks: list[float]) -> None:
 
 @pytest.mark.parametrize("device", ["h100", "h200"])
 def test_the_committed_suite_charts_render_unchanged(device: str) -> None:
-    doc = json.loads((RESULTS / f"{device}-suite.json").read_text())
+    doc = json.loads((results_dir() / f"{device}-suite.json").read_text())
     svg = ratio_chart(doc["shapes"], chart_title(doc))
-    assert svg == (RESULTS / f"{device}-suite.svg").read_text()
+    assert svg == (CHARTS / f"{device}-suite.svg").read_text()
 
 
 def test_inline_and_standalone_bar_charts() -> None:

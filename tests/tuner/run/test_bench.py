@@ -22,7 +22,7 @@ from tests.tuner.fakes import Forwarding
 from tuner.cli import bench as bench_cli
 from tuner.core.config import Config
 from tuner.core.shape import Shape
-from tuner.data import RESULTS_ENV_VAR, results_dir
+from tuner.data import default_suite
 from tuner.data.shape_lists import SuiteEntry, read_suite
 from tuner.kernels.families import parse_config
 from tuner.kernels.resources import DeviceLimits
@@ -48,7 +48,8 @@ from tuner.search.study import Progress as StudyProgress
 
 BIG, MID, SKINNY = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096)
 H100 = "NVIDIA H100 80GB HBM3"
-SUITE = Path(__file__).resolve().parents[3] / "benchmarks" / "shapes.csv"
+SUITE = default_suite()
+LAB_RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"  # ffma_ceiling.py
 
 
 # 1. Roofline arithmetic, worked by hand.
@@ -98,7 +99,7 @@ def test_ridge_point_and_a_measured_bandwidth() -> None:
 def test_h200_roofs_come_from_its_committed_measurement() -> None:
     h200 = ceilings_for("NVIDIA H200")
     assert h200 is not None and h200.bandwidth_tb_s == 4.8
-    measured = json.loads((results_dir() / "h200-ffma.json").read_text())
+    measured = json.loads((LAB_RESULTS / "h200-ffma.json").read_text())
     assert measured["device"] == "NVIDIA H200"
     assert h200.ffma_tflops == round(measured["tflops"], 1)
     assert roofline(Shape(16, 4096, 4096), h200).limit == "memory"
@@ -477,8 +478,9 @@ def test_the_command_end_to_end_with_a_fake_gpu(
 ) -> None:
     suite = tmp_path / "suite.csv"
     suite.write_text("# class,M,N,K\nsquare,4096,4096,4096\nodd,1000,1000,1000\n")
-    folder = tmp_path / "results"  # where the results folder is: by default, output goes there
-    monkeypatch.setenv(RESULTS_ENV_VAR, str(folder))
+    folder = tmp_path / "work"  # the working directory: by default, output goes there
+    folder.mkdir()
+    monkeypatch.chdir(folder)
     args = ("--family", "warptile", "--sampler", "exhaustive", "--trials", "3", "--rounds", "2")
     code, out, err = cli(capsys, "bench", "--suite", str(suite), "--db", tuned_db, *args)
     assert code == 0, err
@@ -640,8 +642,9 @@ def test_the_command_end_to_end_for_bfloat16_nt(
     monkeypatch.setattr(bench_cli, "start_gpu", lambda purpose, budget_ms: bench)
     suite = tmp_path / "shapes.csv"
     suite.write_text("square,4096,4096,4096\nodd,1000,1000,1000\n")
-    folder = tmp_path / "results"
-    monkeypatch.setenv(RESULTS_ENV_VAR, str(folder))
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
     db = f"sqlite:///{tmp_path / 'half.db'}"
     code, out, err = cli(capsys, "bench", "--suite", str(suite), "--db", db, "--dtype",
                          "bfloat16", "--layout", "NT", "--trials", "4", "--rounds", "2",
@@ -681,7 +684,7 @@ def test_a_half_bench_on_an_a100_runs_without_the_hopper_families(
     monkeypatch.setattr(bench_cli, "start_gpu", lambda purpose, budget_ms: bench)
     suite = tmp_path / "shapes.csv"
     suite.write_text("square,2048,2048,2048\nodd,1001,999,1003\n")
-    monkeypatch.setenv(RESULTS_ENV_VAR, str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
     db = f"sqlite:///{tmp_path / 'a100.db'}"
     code, _out, err = cli(capsys, "bench", "--suite", str(suite), "--db", db, "--dtype",
                          "float16", "--trials", "6", "--rounds", "2",
