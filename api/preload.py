@@ -8,9 +8,11 @@ Files of the results folder (:mod:`tuner.data.location`: ``$GEMMTUNE_RESULTS_DIR
   (``h100-sweep-<slice>.jsonl``). Every row is stored, one study per file and shape
   (``<file stem>-MxNxK``, trials in file order), so the dashboard can show how the space was
   explored.
-* ``h100.json``: best configs of the whole public suite, then ``h100-suite.json``, the latest
-  ``gemmtune bench``: each ``ok`` row stored as an ok measurement (rows without a measured
-  config add nothing). Each shape's best config is the fastest of everything stored for it.
+* ``h100.json``: best configs of the whole public suite, then every suite file a ``gemmtune
+  bench`` wrote (``*-suite*.json``: each GPU, input type, layout and accuracy class): each ``ok``
+  row stored as an ok measurement (rows without a measured config add nothing). Each shape's
+  best config is the fastest of everything stored for it, per type, layout and class, so a
+  BF16 NT question about a shape of those suites is answered ``exact``.
 
 Each row's ``created_at`` is when it was measured, not when it was preloaded: the provenance's
 ``time`` (one measurement) or ``date`` (a suite run), else the sweep table header's ``date``.
@@ -37,14 +39,13 @@ from api.lookup import tflops as _tflops
 from tuner.core.errors import InputError
 from tuner.data import SuiteFile, SweepTable, data_location, read_suite_file, read_sweep_table
 from tuner.data.intake import check_records
-from tuner.data.location import SUITE_BESTS
+from tuner.data.location import SUITE_BESTS, all_suite_files
 from tuner.kernels.families import accuracy_of, parse_config
 from tuner.search.sql_recorder import measurement_in
 
 SWEEP_FILE = "h100-sweep.jsonl"
 SWEEP_GLOB = "h100-sweep*.jsonl"
 SUITE_FILE = SUITE_BESTS
-BENCH_FILE = "h100-suite.json"
 
 Record = tuple[storage.DeviceIn, storage.ShapeIn, storage.MeasurementIn]
 
@@ -106,7 +107,7 @@ def sweep_records(table: SweepTable) -> Iterator[Record]:
         when = measured_at(record.provenance, table.header.date)
         yield (
             device,
-            storage.ShapeIn(shape.m, shape.n, shape.k),
+            storage.ShapeIn(shape.m, shape.n, shape.k, shape.dtype, shape.layout),
             replace(record, created_at=when),
         )
 
@@ -122,7 +123,7 @@ def suite_records(suite: SuiteFile) -> Iterator[Record]:
         config = parse_config(row.config)
         yield (
             device,
-            storage.ShapeIn(m, n, k),
+            storage.ShapeIn(m, n, k, row.shape.dtype, row.shape.layout),
             storage.MeasurementIn(
                 family=config.family,
                 config_name=config.name,
@@ -143,7 +144,8 @@ def suite_records(suite: SuiteFile) -> Iterator[Record]:
 def _records(folder: Path) -> tuple[list[Record], int]:
     """Every record of the folder's preloaded files, and how many files there were."""
     sweeps = sorted(folder.glob(SWEEP_GLOB))
-    suites = [folder / name for name in (SUITE_FILE, BENCH_FILE) if (folder / name).is_file()]
+    bests = [folder / SUITE_FILE] if (folder / SUITE_FILE).is_file() else []
+    suites = bests + all_suite_files(folder)
     records: list[Record] = []
     for path in sweeps:
         records.extend(_checked(path, sweep_records(read_sweep_table(path))))

@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from api.preload import (
-    BENCH_FILE,
     SUITE_FILE,
     SWEEP_FILE,
     Outcome,
@@ -24,7 +23,11 @@ from api.preload import (
     sweep_records,
 )
 from tuner.answers.index import load_snapshot
-from tuner.data import ResultsFileError, read_sweep_table, results_dir
+from tuner.data import ResultsFileError, read_suite_file, read_sweep_table, results_dir
+from tuner.data.location import all_suite_files
+from tuner.kernels.families import accuracy_of, parse_config
+
+BENCH_FILE = "h100-suite.json"
 
 H100 = "NVIDIA H100 80GB HBM3"
 PROVENANCE = {"device": H100, "sm_count": 132, "compute_capability": "9.0"}
@@ -198,3 +201,50 @@ def test_measured_at_reads_time_then_date_then_the_fallback() -> None:
     assert str(measured_at({"date": "2026-05-06T07:08:09"})) == "2026-05-06 07:08:09+00:00"
     assert str(measured_at({"date": "not a date"}, "2026-02-03T00:00:00Z")).startswith("2026-02-03")
     assert measured_at({}) is None
+
+
+def test_suite_files_of_every_type_layout_and_class_are_stored(
+    sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    folder = small_results(tmp_path / "results", rows=3)
+    half = {
+        ("bfloat16", "NT"): "wgmma_bm128_bn256_bk64_wgm2_s4_sw4_dt1_ly1",
+        ("float16", "NN"): "wgmma_bm128_bn256_bk64_wgm2_s4_sw4_dt0_ly0",
+    }
+    for (dtype, layout), config in half.items():
+        row = {"m": 512, "n": 256, "k": 128, "dtype": dtype, "layout": layout}
+        row |= {"status": "ok", "config": config, "ms": 0.004}
+        (folder / f"h100-suite-{dtype}-{layout.lower()}.json").write_text(suite([row]))
+    assert preload(sessions, folder).count == 3 + 1 + 2
+    with sessions() as session:
+        entries = load_snapshot(session).entries
+    served = {(e.dtype, e.layout): e.config_name for e in entries if e.m == 512}
+    assert {key: served[key] for key in half} == half
+    assert served[("float32", "NN")] not in half.values()
+
+
+def test_the_committed_results_answer_every_type_and_class_they_hold_exactly(
+    sessions: sessionmaker[Session],
+) -> None:
+    """For each (dtype, layout, accuracy class) of the shipped suite files, a preloaded database
+    answers one of its shapes ``exact``, and a shape beside it ``nearest``."""
+    kinds: dict[tuple[str, str, str], tuple[int, int, int]] = {}
+    for path in all_suite_files(results_dir()):
+        for row in read_suite_file(path).rows:
+            if row.status == "ok" and row.config is not None:
+                key = (
+                    row.shape.dtype,
+                    row.shape.layout,
+                    accuracy_of(parse_config(row.config).family),
+                )
+                kinds.setdefault(key, (row.shape.m, row.shape.n, row.shape.k))
+    assert {dtype for dtype, _, _ in kinds} >= {"float32", "bfloat16", "float16"}
+    assert any(accuracy != "exact" for _, _, accuracy in kinds)
+    assert preload(sessions).outcome is Outcome.STORED
+    with sessions() as session:
+        snapshot = load_snapshot(session)
+    for (dtype, layout, accuracy), (m, n, k) in sorted(kinds.items()):
+        exact = snapshot.answer(m, n, k, dtype, layout, accuracy=accuracy)
+        assert exact.source == "exact", (dtype, layout, accuracy, (m, n, k))
+        beside = snapshot.answer(m + 8, n, k, dtype, layout, accuracy=accuracy)
+        assert beside.source == "nearest", (dtype, layout, accuracy, (m + 8, n, k))

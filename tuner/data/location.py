@@ -4,7 +4,8 @@
 
 * ``results/``: measured results. The sweep tables (``*-sweep*.jsonl``, written by
   ``gemmtune sweep``; read by replay, priors and the server's preload), the suite files
-  (``*-suite.json``, written by ``gemmtune bench``; read by priors and preload) and the suite bests
+  (``*-suite*.json``, written by ``gemmtune bench``; the float32 ones read by priors, every one
+  by preload) and the suite bests
   (``h100.json``, written by ``gemmtune report``; read by preload).
 * ``suites/``: shape suites; ``shapes.csv`` is the one ``gemmtune bench`` runs when given none.
 
@@ -23,7 +24,10 @@ from pathlib import Path
 
 RESULTS_ENV_VAR = "GEMMTUNE_RESULTS_DIR"
 SWEEP_TABLES = "*-sweep*.jsonl"  # gemmtune sweep
-SUITE_FILES = "*-suite.json"  # gemmtune bench
+SUITE_FILES = "*-suite.json"  # gemmtune bench, float32 at the strict class
+# Every suite file of every dtype, layout and accuracy class (``<device>-suite-<dtype>-<layout>``
+# and ``-<class>`` for the others): what the server preloads.
+ANY_SUITE_FILES = "*-suite*.json"
 SUITE_BESTS = "h100.json"  # gemmtune report: the H100 bests of the public suite
 DEFAULT_SUITE_NAME = "shapes.csv"
 
@@ -86,5 +90,11 @@ def sweep_tables(folder: Path) -> list[Path]:
 
 
 def suite_files(folder: Path) -> list[Path]:
-    """The ``gemmtune bench`` suite files in ``folder``, by name."""
+    """The ``gemmtune bench`` suite files of float32 at the strict class in ``folder``, by name
+    (the warm starts of a study read these)."""
     return sorted(folder.glob(SUITE_FILES))
+
+
+def all_suite_files(folder: Path) -> list[Path]:
+    """Every ``gemmtune bench`` suite file in ``folder``, of any dtype, layout and class."""
+    return sorted(folder.glob(ANY_SUITE_FILES))

@@ -18,7 +18,7 @@ from tuner.data import (
     suite_files,
     sweep_tables,
 )
-from tuner.data.location import SUITE_BESTS
+from tuner.data.location import SUITE_BESTS, all_suite_files
 
 PACKAGE = Path(tuner.data.__file__).parent
 
@@ -72,12 +72,15 @@ def test_the_readers_find_the_committed_files_by_their_patterns() -> None:
     assert {"h100-suite.json", "h200-suite.json"} <= set(suites)
     assert all(name.endswith("-suite.json") for name in suites)
     assert (folder / SUITE_BESTS).is_file()
+    every = {p.name for p in all_suite_files(folder)}
+    assert set(suites) < every  # the strict float32 suites, and those of other types and classes
+    assert {"h100-suite-bfloat16-nt.json", "h100-suite-float32-nn-bf16x3.json"} <= every
 
 
 def test_the_results_folder_holds_only_what_the_readers_read() -> None:
     """Anything else there would travel in every wheel and image without a reader."""
     folder = results_dir()
-    read = {*sweep_tables(folder), *suite_files(folder), folder / SUITE_BESTS}
+    read = {*sweep_tables(folder), *all_suite_files(folder), folder / SUITE_BESTS}
     assert sorted(folder.iterdir()) == sorted(read)
 
 
@@ -86,5 +89,5 @@ def test_every_committed_file_reads_under_the_strict_policy() -> None:
     folder = results_dir()
     for path in sweep_tables(folder):
         assert read_sweep_table(path).rows, path
-    for path in [*suite_files(folder), folder / SUITE_BESTS]:
+    for path in [*all_suite_files(folder), folder / SUITE_BESTS]:
         assert read_suite_file(path).rows, path
