@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.representative import ALL_REPRESENTATIVE
 from tuner import __version__
 from tuner.core.shape import parse_shape
-from tuner.gpu.measure import cublas_gemm, launch, random_operands, tflops, time_launches, verify
+from tuner.gpu.measure import cublas_gemm, launch, random_operands, time_launches, verify
 from tuner.kernels.compile import NvrtcCompiler, compile_many, load_kernel
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import render
@@ -60,7 +60,7 @@ def main() -> None:
                 row.update(
                     status="ok",
                     ms=t.median_ms,
-                    tflops=tflops(shape, t.median_ms),
+                    tflops=shape.tflops(t.median_ms),
                     ratio_to_cublas=base.median_ms / t.median_ms,
                     repeats=t.repeats,
                 )
@@ -84,7 +84,7 @@ def main() -> None:
             "python": platform.python_version(),
             "gemmtune": __version__,
         },
-        "cublas": {"ms": base.median_ms, "tflops": tflops(shape, base.median_ms)},
+        "cublas": {"ms": base.median_ms, "tflops": shape.tflops(base.median_ms)},
         "kernels": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,8 @@ Sources, tried in order within the data the device may use:
 * ``exact``: a config tuned for this very shape;
 * ``nearest``: the config tuned for the closest tuned shape with the same dtype and layout.
   Distance is Euclidean in log space, ``sqrt(sum((ln a_i - ln b_i)^2))`` over (m, n, k)
-  (:func:`storage.shape_distance`): equal ratios are equal distances, so 128 -> 256 is as far
-  as 4096 -> 8192. Its numbers were measured on that other shape and are labelled so;
+  (:func:`tuner.core.dims.shape_distance`): equal ratios are equal distances, so 128 -> 256 is
+  as far as 4096 -> 8192. Its numbers were measured on that other shape and are labelled so;
 * ``far``: the nearest tuned shape is farther than :data:`FAR_DISTANCE`: what it measured says
   little about this shape (a 3x5x7 GEMM is not a 1000^3 one), so the config is the default rule's
   and no numbers are given; ``distance`` and the note name the nearest tuned shape;
@@ -41,10 +41,10 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from storage.inputs import LEGACY_LAYOUTS
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
 from tuner.core.accuracy import ACCURACY_NAMES, BF16X3, DEFAULT_ACCURACY, accepted
 from tuner.core.config import PARAM_ABBR, Config
+from tuner.core.dims import log_dims
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import FAMILIES, HMMA, HMMA_BF16X3, get_family, parse_config
@@ -149,12 +149,11 @@ class Tuned:
     ratio: float | None
     provenance: Mapping[str, Any]
     accuracy: str = DEFAULT_ACCURACY  # the class of its family (``tuner.core.accuracy``)
-    log_mnk: tuple[float, float, float] = field(init=False, repr=False, compare=False)
+    # Taken once: every answer measures its distance to every entry of a pool.
+    log_point: tuple[float, float, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "log_mnk", (math.log(self.m), math.log(self.n), math.log(self.k)))
-        # A layout by its older name (``row-major``) is the layout it names today.
-        object.__setattr__(self, "layout", LEGACY_LAYOUTS.get(self.layout, self.layout))
+        object.__setattr__(self, "log_point", log_dims((self.m, self.n, self.k)))
 
 
 class UnknownDeviceError(InputError):
@@ -419,9 +418,10 @@ def _tuned(
     if exact:
         best = min(exact, key=lambda e: (e.ms, e.best_id))
         return _from_entry(best, shape, "exact", 0.0, match, device)
-    target = (math.log(shape.m), math.log(shape.n), math.log(shape.k))
+    # shape_distance(shape.dims, entry dims), from the entries' logs taken once.
+    target = log_dims(shape.dims)
     scored = [
-        (math.dist(e.log_mnk, target), e.ms, e.best_id, e)
+        (math.dist(e.log_point, target), e.ms, e.best_id, e)
         for e in pool
         if (e.dtype, e.layout) == (shape.dtype, shape.layout)
     ]

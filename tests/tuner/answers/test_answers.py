@@ -39,7 +39,7 @@ def tuned(device: DeviceInfo, shape: tuple[int, int, int], name: str, ms: float)
         n=n,
         k=k,
         dtype="float32",
-        layout="row-major",
+        layout="NN",
         family=config.family,
         config_name=name,
         params=config.as_dict(),
