@@ -286,11 +286,6 @@ class NvrtcCompiler(_CachingCompiler):
             )
 
 
-def default_compiler(arch: str, use_gpu: bool) -> Compiler:
-    """NVRTC when a GPU is in use, else nvcc."""
-    return NvrtcCompiler(arch) if use_gpu else NvccCompiler(arch)
-
-
 COMPILERS = ("auto", "nvcc", "nvrtc")
 
 
