@@ -111,16 +111,6 @@ def require_token(
 TrustDep = Annotated[bool, Depends(require_token)]
 
 
-def require_database_file(request: Request) -> None:
-    """Writes are refused (503) once the SQLite file the server opened was deleted or replaced."""
-    problem = database_file_problem(request)
-    if problem is not None:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, problem)
-
-
 def database_file_problem(request: Request) -> str | None:
     identity: storage.SqliteFile | None = request.app.state.database_file
     return None if identity is None else identity.problem()
-
-
-WritableDep = Depends(require_database_file)

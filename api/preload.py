@@ -35,7 +35,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
-from api.lookup import tflops as _tflops
+from tuner.core.dims import tflops
 from tuner.core.errors import InputError
 from tuner.data import SuiteFile, SweepTable, data_location, read_suite_file, read_sweep_table
 from tuner.data.intake import check_records
@@ -130,9 +130,9 @@ def suite_records(suite: SuiteFile) -> Iterator[Record]:
                 params=config.as_dict(),
                 accuracy=accuracy_of(config.family),
                 ms=row.ms,
-                tflops=row.tflops or _tflops(m, n, k, row.ms),
+                tflops=row.tflops or tflops(m, n, k, row.ms),
                 cublas_ms=row.cublas_ms,
-                cublas_tflops=row.cublas_tflops or _tflops(m, n, k, row.cublas_ms),
+                cublas_tflops=row.cublas_tflops or tflops(m, n, k, row.cublas_ms),
                 ratio=row.ratio,
                 rel_error=row.rel_error,
                 provenance=provenance,

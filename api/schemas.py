@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import fields as dataclass_fields
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -11,13 +13,15 @@ from pydantic import (
     StrictBool,
     StrictInt,
     ValidationInfo,
+    create_model,
     field_validator,
 )
 
 from storage import STATUSES
-from tuner.answers.best import FAR_DISTANCE
-from tuner.answers.device_kind import ARCH_FORMAT
+from tuner.answers.best import Answer, DeviceInfo, answer_types, held_type
+from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec
 from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
+from tuner.core.dims import Dims
 from tuner.core.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
 from tuner.kernels.families import FAMILIES
 
@@ -147,55 +151,35 @@ class KernelOut(BaseModel):
     )
 
 
-class BestResponse(BaseModel):
-    m: int
-    n: int
-    k: int
-    dtype: str
-    layout: str
-    family: str
-    params: dict[str, int]
-    name: str = Field(description="procedural config name, its identity everywhere")
-    source: Literal["exact", "nearest", "far", "default"] = Field(
-        description="exact: tuned for this shape; nearest: tuned for the closest tuned shape "
-        f"(within distance {FAR_DISTANCE:g}); far: the closest tuned shape is farther, so the "
-        "default rule's config and no numbers; default: nothing tuned"
-    )
-    distance: float | None = Field(
-        description="log-space Euclidean distance sqrt(sum (ln a - ln b)^2) over (m, n, k) "
-        "from the requested shape to measured_on (for far: to the nearest tuned shape); 0 "
-        "for exact, null for default"
-    )
-    confidence: float = Field(
-        ge=0.0,
-        le=1.0,
-        description="how much the measured shape says about this one: 1 for exact, "
-        f"1 - distance / {FAR_DISTANCE:g} for nearest, 0 for far and default",
-    )
-    measured_on: ShapeOut | None = Field(
-        description="the shape ms/tflops/cublas_tflops/ratio were measured on (for nearest: "
-        "not the requested one)"
-    )
-    ms: float | None
-    tflops: float | None
-    cublas_tflops: float | None
-    ratio: float | None = Field(description="cuBLAS time / this config's time; > 1 is faster")
-    device: AskedDevice | None = Field(
-        description="the device the answer is for; null when the request named none"
-    )
-    measured_on_device: DeviceOut | None = Field(
-        description="the device ms/tflops/cublas_tflops/ratio were measured on (not always the "
-        "one asked about: see device_match); null for default"
-    )
-    device_match: Literal["same_device", "same_kind", "any_device"] | None = Field(
-        description="whose data answered: the device's own, a device of the same kind (same "
-        "architecture and SM count), or any device's (no device named); null for default"
-    )
-    provenance: dict[str, Any]
-    note: str
-    accuracy: str = Field(
-        description="the config's accuracy class: the asked one or a more exact one"
-    )
+# How an answer's field types are written in JSON, where the type is not its own schema.
+_ANSWER_JSON_TYPES: dict[Any, Any] = {
+    Dims: ShapeOut,
+    DeviceSpec: AskedDevice,
+    DeviceInfo: DeviceOut,
+    Mapping[str, int]: dict[str, int],
+    Mapping[str, Any]: dict[str, Any],
+}
+
+
+def _answer_field(hint: Any, metadata: Mapping[str, Any]) -> tuple[Any, Any]:
+    """One field of the response model: its JSON type, required (a response always carries
+    it, null where the answer has none), described as the answer's field is."""
+    held, optional = held_type(hint)
+    json_type = _ANSWER_JSON_TYPES.get(held, held)
+    low, high = metadata.get("bounds", (None, None))
+    described = Field(description=metadata.get("doc"), ge=low, le=high)
+    return (json_type | None if optional else json_type), described
+
+
+_ANSWER_FIELDS: dict[str, Any] = {
+    f.name: _answer_field(answer_types()[f.name], f.metadata) for f in dataclass_fields(Answer)
+}
+_AnswerBody: type[BaseModel] = create_model("_AnswerBody", **_ANSWER_FIELDS)
+
+
+# An answer's fields (tuner.answers.best.Answer, in its order) and, when asked for, the kernel's
+# source and launch. (No docstring: it would become the schema's description.)
+class BestResponse(_AnswerBody):  # type: ignore[misc, valid-type]
     kernel: KernelOut | None = None
 
 

@@ -50,8 +50,9 @@ class Neighbour:
 def neighbours(entries: list[Tuned]) -> list[Neighbour]:
     out = []
     for entry in entries:
+        # shape_distance of every pair, from the entries' logs taken once.
         others = [
-            (math.dist(entry.log_mnk, o.log_mnk), o)
+            (math.dist(entry.log_point, o.log_point), o)
             for o in entries
             if o is not entry
             and (o.device, o.dtype, o.layout) == (entry.device, entry.dtype, entry.layout)

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 import storage
+from tuner.core.dims import tflops as gemm_tflops
 
 # A study whose last trial is younger than this is shown as running (and refreshed live).
 RUNNING_WINDOW = timedelta(minutes=2)
@@ -122,11 +123,11 @@ def _trials(
     m, n, k = shape
     trials = []
     for index, row in enumerate(rows, start=first):
-        tflops = row.tflops if row.tflops is not None else storage.tflops(m, n, k, row.ms)
+        tflops = row.tflops if row.tflops is not None else gemm_tflops(m, n, k, row.ms)
         theirs = None
         if row.status == "ok" and tflops is not None:
             best = tflops if best is None else max(best, tflops)
-            theirs = row.cublas_tflops or storage.tflops(m, n, k, row.cublas_ms)
+            theirs = row.cublas_tflops or gemm_tflops(m, n, k, row.cublas_ms)
         trials.append(
             StudyTrial(
                 number=row.trial_number if row.trial_number is not None else index,

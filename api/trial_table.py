@@ -24,7 +24,6 @@ STATUS_MEANING = {
 }
 
 SortKey = Literal["trial", "tflops", "ms", "status", "family", "registers", "smem", "occupancy"]
-SORT_KEYS: tuple[str, ...] = SortKey.__args__  # type: ignore[attr-defined]
 PAGE_SIZE = 50
 
 

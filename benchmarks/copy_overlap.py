@@ -44,7 +44,7 @@ from odd_loss import (
 )
 
 from tuner.core.shape import Shape
-from tuner.gpu.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
+from tuner.gpu.measure import cublas_gemm, launch, launch_kernel, relative_error, tolerance
 from tuner.gpu.pad_copy import copy_rows
 from tuner.gpu.stream_gate import held_stream
 from tuner.kernels.operand_padding import Copy2D, row_pitch
@@ -201,7 +201,7 @@ def _case(cp: Any, shape: Shape, name: str, rounds: int) -> dict[str, Any]:
     for way, ts in times.items():
         row[f"{way}_us"] = statistics.median(ts) * 1e3
         if way != "dma":
-            row[f"{way}_tflops"] = tflops(shape, statistics.median(ts))
+            row[f"{way}_tflops"] = shape.tflops(statistics.median(ts))
     print(
         f"{shape.label()} {name}: "
         + ", ".join(f"{way} {row[f'{way}_us']:.1f}" for way in runs)

@@ -16,7 +16,7 @@ from pathlib import Path
 from tuner import __version__
 from tuner.core.shape import parse_shape
 from tuner.gpu.device import live_device
-from tuner.gpu.measure import cublas_gemm, launch, random_operands, tflops, time_launches, verify
+from tuner.gpu.measure import cublas_gemm, launch, random_operands, time_launches, verify
 from tuner.gpu.nvrtc import NvrtcCompiler, load_kernel
 from tuner.kernels.compile import compile_many
 from tuner.kernels.families import parse_config
@@ -58,7 +58,7 @@ def main() -> None:
                 row.update(
                     status="ok",
                     ms=t.median_ms,
-                    tflops=tflops(shape, t.median_ms),
+                    tflops=shape.tflops(t.median_ms),
                     ratio_to_cublas=base.median_ms / t.median_ms,
                     repeats=t.repeats,
                 )
@@ -82,7 +82,7 @@ def main() -> None:
             "python": platform.python_version(),
             "gemmtune": __version__,
         },
-        "cublas": {"ms": base.median_ms, "tflops": tflops(shape, base.median_ms)},
+        "cublas": {"ms": base.median_ms, "tflops": shape.tflops(base.median_ms)},
         "kernels": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,6 @@ from typing import Any
 from tuner.answers.best import default_config
 from tuner.core.config import Config
 from tuner.core.shape import Shape, parse_shape
-from tuner.gpu.measure import tflops
 from tuner.gpu.worker import GpuEvaluator
 from tuner.kernels.space import Space
 from tuner.model.cost_model import estimate
@@ -48,9 +47,9 @@ def measure(gpu: GpuEvaluator, shape: Shape, count: int, rounds: int) -> dict[st
         if reply.ms is not None and reply.cublas_ms is not None:
             row |= {
                 "ms": reply.ms,
-                "tflops": tflops(shape, reply.ms),
+                "tflops": shape.tflops(reply.ms),
                 "cublas_ms": reply.cublas_ms,
-                "cublas_tflops": tflops(shape, reply.cublas_ms),
+                "cublas_tflops": shape.tflops(reply.cublas_ms),
                 "ratio": reply.cublas_ms / reply.ms,
                 "rounds": {"ms": reply.ms_rounds, "cublas_ms": reply.cublas_ms_rounds},
             }

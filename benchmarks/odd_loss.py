@@ -39,7 +39,7 @@ from odd_report import aligned_twin
 
 from tuner.core.shape import Shape, parse_shape
 from tuner.gpu.device import live_device
-from tuner.gpu.measure import cublas_gemm, launch, launch_kernel, relative_error, tflops, tolerance
+from tuner.gpu.measure import cublas_gemm, launch, launch_kernel, relative_error, tolerance
 from tuner.gpu.nvrtc import NvrtcCompiler, load_kernel
 from tuner.gpu.worker import device_provenance
 from tuner.kernels.compile import compile_many
@@ -152,7 +152,7 @@ def _case(cp: Any, shape: Shape, name: str, rounds: int) -> dict[str, Any]:
     for way in WAYS:
         ms = statistics.median(times[way])
         row[f"{way}_ms"] = ms
-        row[f"{way}_tflops"] = tflops(twin if way == "twin" else shape, ms)
+        row[f"{way}_tflops"] = (twin if way == "twin" else shape).tflops(ms)
         row[f"{way}_host_us"] = statistics.median(host[way])
     print(
         f"{shape.label()} {name}: "

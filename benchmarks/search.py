@@ -60,7 +60,7 @@ from tuner.search.study import Progress, Study
 # so that every run uses the code there was at the start (and that code_version() names).
 importlib.import_module("tuner.search.samplers.ranked")
 
-DEFAULT_SAMPLERS = ("ranked", "tpe", "random", "cmaes")
+DEFAULT_SAMPLERS = ("ranked", "tpe", "random")
 # Model-based samplers whose proposals get slower as the study grows: started first, so that the
 # cheap runs fill the workers at the end.
 SLOW_SAMPLERS = ("gp", "tpe")

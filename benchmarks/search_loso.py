@@ -36,6 +36,7 @@ from typing import Any
 
 from tuner.answers.best import default_config
 from tuner.core.config import Config
+from tuner.core.dims import shape_distance
 from tuner.core.shape import Shape, parse_shape
 from tuner.data import results_dir, sweep_tables
 from tuner.kernels.families import checked_config
@@ -43,7 +44,6 @@ from tuner.run.runner import DEFAULT_FAMILIES
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.samplers import Observation
-from tuner.search.samplers.correction import shape_distance
 from tuner.search.study import Progress, Study
 
 MODES = ("ranked cold", "ranked transfer", "tpe cold", "random cold")
@@ -83,7 +83,7 @@ def first_answer(shape: Shape, history: list[Observation], candidates: set[str])
     for obs in history:
         if obs.shape not in best or obs.ms < best[obs.shape][0]:
             best[obs.shape] = (obs.ms, obs.config_name)
-    for other in sorted(best, key=lambda s: shape_distance(shape, s)):
+    for other in sorted(best, key=lambda s: shape_distance(shape.dims, s.dims)):
         name = best[other][1]
         if name in candidates:
             return checked_config(name)

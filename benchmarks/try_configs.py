@@ -22,7 +22,6 @@ from pathlib import Path
 
 from tuner.core.config import Config
 from tuner.core.shape import Shape, parse_shape
-from tuner.gpu.measure import tflops
 from tuner.gpu.worker import GpuEvaluator
 from tuner.kernels.families import get_family, parse_config
 from tuner.search.evaluator import Comparison
@@ -44,7 +43,7 @@ def _compare(
 def _row(shape: Shape, reply: Comparison) -> dict[str, object]:
     row: dict[str, object] = {"shape": shape.label(), **dataclasses.asdict(reply)}
     if reply.ms is not None and reply.ratio is not None:
-        row |= {"ms": reply.ms, "tflops": tflops(shape, reply.ms), "cublas_ms": reply.cublas_ms}
+        row |= {"ms": reply.ms, "tflops": shape.tflops(reply.ms), "cublas_ms": reply.cublas_ms}
         row["ratio"] = reply.ratio
         print(
             f"{shape.label()} {reply.config_name}: {row['tflops']:.1f} TFLOP/s, "

@@ -1,7 +1,8 @@
 """gemmtune storage: SQLAlchemy models, schema migrations, and the read/write paths.
 
-Standalone on purpose (no ``tuner`` or CuPy imports): the API and tools import it with plain
-ints, strings and dicts in and typed rows out. The caller owns sessions and transactions.
+Below the tuner on purpose: of ``tuner`` it imports only ``tuner.core``, the shared vocabulary
+(standard library only, no CuPy). The API and tools import it with plain ints, strings and dicts
+in and typed rows out. The caller owns sessions and transactions.
 """
 
 from __future__ import annotations
@@ -51,9 +52,7 @@ from storage.queries import (
     list_devices,
     list_measurements,
     measurements_for_study,
-    nearest_best,
     ping,
-    shape_distance,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
 from storage.records import TRUSTED_KEY, is_trusted, number_measurement, record_measurement
@@ -74,7 +73,7 @@ from storage.studies import (
     study_table,
 )
 from storage.transfer import FORMAT_VERSION, export_json, import_json
-from storage.values import measurement_values, tflops
+from storage.values import measurement_values
 
 __all__ = [
     "CLAIM_LEASE_S",
@@ -131,7 +130,6 @@ __all__ = [
     "make_session_factory",
     "measurement_values",
     "measurements_for_study",
-    "nearest_best",
     "number_measurement",
     "open_database",
     "open_engine",
@@ -144,10 +142,8 @@ __all__ = [
     "release_claim",
     "renew_claims",
     "settle_claim",
-    "shape_distance",
     "study_progress",
     "study_summaries",
     "study_table",
-    "tflops",
     "upgrade",
 ]

@@ -1,4 +1,4 @@
-"""Read path: best configs, nearest tuned shape, filtered measurement lists.
+"""Read path: best configs, filtered measurement lists, a device's history.
 
 All functions take the caller's session and return mapped rows (whose device, shape and
 measurement relationships are already loaded), never dicts: shaping a response is the API's job.
@@ -6,7 +6,6 @@ measurement relationships are already loaded), never dicts: shaping a response i
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -14,7 +13,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, contains_eager
 
-from storage.inputs import LEGACY_LAYOUTS, DeviceIn, ShapeIn
+from storage.inputs import DeviceIn, ShapeIn
 from storage.models import BestConfig, Device, DeviceRates, Measurement, Shape
 
 MAX_PAGE = 1000
@@ -29,11 +28,6 @@ def find_device(session: Session, device: DeviceIn) -> Device | None:
             Device.sm_count == device.sm_count,
         )
     ).one_or_none()
-
-
-def _layout(name: str) -> str:
-    """A layout by the name stored rows use (an older name, ``row-major``, is ``NN``)."""
-    return LEGACY_LAYOUTS.get(name, name)
 
 
 def find_shape(session: Session, shape: ShapeIn) -> Shape | None:
@@ -103,7 +97,7 @@ def best_for(
             Shape.n == n,
             Shape.k == k,
             Shape.dtype == dtype,
-            Shape.layout == _layout(layout),
+            Shape.layout == layout,
         )
         .order_by(Measurement.ms, BestConfig.id)
         .limit(1)
@@ -127,52 +121,6 @@ def best_configs(session: Session, device: str | None = None) -> list[BestConfig
         BestConfig.accuracy,
     )
     return list(session.scalars(query))
-
-
-def shape_distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
-    """Euclidean distance between two (m, n, k) in log space.
-
-    GEMM behaviour scales with ratios, not differences: 128 vs 256 changes tiling, waves and
-    arithmetic intensity about as much as 4096 vs 8192, while 4096 vs 4224 barely matters. Logs
-    make equal ratios equal distances.
-    """
-    return math.sqrt(sum((math.log(x) - math.log(y)) ** 2 for x, y in zip(a, b, strict=True)))
-
-
-def nearest_best(
-    session: Session,
-    device_name: str | None,
-    m: int,
-    n: int,
-    k: int,
-    dtype: str = "float32",
-    layout: str = "NN",
-    *,
-    accuracies: Collection[str] | None = None,
-) -> tuple[BestConfig, float] | None:
-    """The tuned shape closest to (m, n, k) (see :func:`shape_distance`), with its distance.
-
-    Only shapes with the same dtype and layout qualify, and only best configs of the
-    ``accuracies`` classes (``None``: any). Computed in Python: best_config holds one row per
-    tuned device, shape and accuracy class, a few hundred at most. Ties go to the faster config.
-    """
-    for name, value in (("m", m), ("n", n), ("k", k)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}")
-    rows = session.scalars(
-        _best_query(device_name, accuracies).where(
-            Shape.dtype == dtype, Shape.layout == _layout(layout)
-        )
-    ).all()
-    scored = [
-        (shape_distance((m, n, k), (row.shape.m, row.shape.n, row.shape.k)), row) for row in rows
-    ]
-    if not scored:
-        return None
-    distance, row = min(
-        scored, key=lambda item: (item[0], item[1].measurement.ms or math.inf, item[1].id)
-    )
-    return row, distance
 
 
 def list_measurements(
@@ -279,7 +227,7 @@ def fastest_ok_times(
         .where(
             Device.name == device_name,
             Shape.dtype == dtype,
-            Shape.layout == _layout(layout),
+            Shape.layout == layout,
             Measurement.status == "ok",
             Measurement.ms.is_not(None),
         )
@@ -291,7 +239,6 @@ def fastest_ok_times(
 
 
 # --- Reads of the answers' index, the dashboard and the health check ------------------------
-# (one block, apart from the rest, so that other changes to this module merge cleanly)
 
 
 class BestConfigsMark(NamedTuple):

@@ -3,24 +3,16 @@
 An export, the API's result lists and the tuner's ``Result`` all want a measurement's fields by
 name (:data:`storage.MEASUREMENT_FIELDS`); :func:`measurement_values` is the one place that reads
 them off a row. TFLOP/s are derived from the times where a row has none (uploads may leave them
-out): 2·m·n·k floating-point operations per GEMM.
+out), by :func:`tuner.core.dims.tflops`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from storage.inputs import MEASUREMENT_FIELDS
 from storage.models import Measurement
-
-
-def tflops(m: int, n: int, k: int, ms: float | None) -> float | None:
-    """TFLOP/s of one m x n x k GEMM done in ``ms`` milliseconds (None without a usable time)."""
-    if ms is None or not ms > 0:
-        return None
-    value = 2.0 * m * n * k / ms / 1e9
-    return value if math.isfinite(value) else None
+from tuner.core.dims import tflops
 
 
 def measurement_values(row: Measurement, *, derive_tflops: bool = False) -> dict[str, Any]:

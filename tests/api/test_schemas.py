@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import storage
 from api import schemas
-from tuner.answers.best import default_config
+from tuner.answers.best import Answer, default_config
 from tuner.answers.index import Snapshot
 
 
@@ -27,3 +29,18 @@ def test_the_best_response_is_the_answer_plus_its_kernel() -> None:
     body = answer.as_json()
     assert list(schemas.BestResponse.model_fields) == [*body, "kernel"]
     assert schemas.BestResponse(**body).model_dump(exclude={"kernel"}) == body
+
+
+def test_the_best_response_schema_is_built_from_the_answers_fields() -> None:
+    schema = schemas.BestResponse.model_json_schema()
+    assert schema["required"] == [f.name for f in fields(Answer)]  # null where there is none
+    described = {f.name: f.metadata["doc"] for f in fields(Answer) if "doc" in f.metadata}
+    shown = {
+        name: prop["description"]
+        for name, prop in schema["properties"].items()
+        if "description" in prop and name != "kernel"
+    }
+    assert shown == described and "source" in shown
+    confidence = schema["properties"]["confidence"]
+    assert (confidence["minimum"], confidence["maximum"]) == (0.0, 1.0)
+    assert schema["properties"]["measured_on"]["anyOf"][0] == {"$ref": "#/$defs/ShapeOut"}

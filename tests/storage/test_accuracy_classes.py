@@ -22,7 +22,6 @@ from storage import (
     make_engine,
     make_session_factory,
     measurement_values,
-    nearest_best,
     record_measurement,
     record_measurements,
     upgrade,
@@ -182,21 +181,9 @@ def test_best_for_returns_only_the_classes_asked_for(both_classes: Session) -> N
     assert anywhere is not None and anywhere[0].accuracy == "exact"
 
 
-def test_nearest_best_skips_other_classes(both_classes: Session) -> None:
-    # 1024^3 is tuned in the emulated class only: a strict caller is sent to 4096^3.
-    strict = nearest_best(both_classes, H100.name, 1000, 1000, 1000, accuracies={"exact"})
-    assert strict is not None
-    assert (strict[0].shape.m, strict[0].measurement.config_name) == (4096, "strict")
-    anything = nearest_best(both_classes, H100.name, 1000, 1000, 1000)
-    assert anything is not None and anything[0].measurement.config_name == "small_emulated"
-    assert nearest_best(both_classes, H100.name, 1000, 1000, 1000, accuracies=set()) is None
-
-
 def test_a_bare_string_of_classes_is_refused(both_classes: Session) -> None:
     with pytest.raises(ValueError, match="`accuracies`"):
         best_for(both_classes, H100.name, 4096, 4096, 4096, accuracies="exact")
-    with pytest.raises(ValueError, match="`accuracies`"):
-        nearest_best(both_classes, H100.name, 10, 10, 10, accuracies="exact")
 
 
 def test_export_import_keeps_classes_and_old_exports_read_as_exact(

@@ -15,7 +15,6 @@ from storage import (
     list_devices,
     list_measurements,
     measurements_for_study,
-    nearest_best,
     ping,
     record_device_rates,
     record_measurement,
@@ -63,29 +62,6 @@ def test_best_configs_lists_per_device(populated: Session) -> None:
     h100 = best_configs(populated, device=H100.name)
     assert sorted(b.measurement.config_name for b in h100) == ["skinny", "small", "sq_fast"]
     assert best_configs(populated, device="no such gpu") == []
-
-
-def test_nearest_best_uses_log_space_distance(populated: Session) -> None:
-    found = nearest_best(populated, H100.name, 2000, 1000, 3000)
-    assert found is not None
-    row, distance = found
-    # By hand: to 1024^3: ln(2000/1024)^2 + ln(1000/1024)^2 + ln(3000/1024)^2
-    #   = 0.66943^2 + 0.02372^2 + 1.07490^2 = 0.44814 + 0.00056 + 1.15541 = 1.60411 -> 1.26653
-    # to 4096^3 (ln ratios -0.71686, -1.41001, -0.31140) -> 1.61214; to 512x2048x256 -> 2.90310
-    assert (row.shape.m, row.shape.n, row.shape.k) == (1024, 1024, 1024)
-    assert distance == pytest.approx(1.26653, abs=2e-5)
-
-
-def test_nearest_best_exact_match_and_filters(populated: Session) -> None:
-    found = nearest_best(populated, None, 4096, 4096, 4096)
-    assert found is not None
-    row, distance = found
-    assert distance == 0.0
-    assert row.measurement.config_name == "a100_sq"  # same distance on both GPUs: faster wins
-    assert nearest_best(populated, H100.name, 64, 64, 64, dtype="float16") is None
-    assert nearest_best(populated, "no such gpu", 64, 64, 64) is None
-    with pytest.raises(ValueError, match="`m`"):
-        nearest_best(populated, None, 0, 64, 64)
 
 
 def test_list_measurements_filters(populated: Session) -> None:

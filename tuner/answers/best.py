@@ -6,8 +6,8 @@ Sources, tried in order within the data the device may use:
 * ``exact``: a config tuned for this very shape;
 * ``nearest``: the config tuned for the closest tuned shape with the same dtype and layout.
   Distance is Euclidean in log space, ``sqrt(sum((ln a_i - ln b_i)^2))`` over (m, n, k)
-  (:func:`storage.shape_distance`): equal ratios are equal distances, so 128 -> 256 is as far
-  as 4096 -> 8192. Its numbers were measured on that other shape and are labelled so;
+  (:func:`tuner.core.dims.shape_distance`): equal ratios are equal distances, so 128 -> 256 is
+  as far as 4096 -> 8192. Its numbers were measured on that other shape and are labelled so;
 * ``far``: the nearest tuned shape is farther than :data:`FAR_DISTANCE`: what it measured says
   little about this shape (a 3x5x7 GEMM is not a 1000^3 one), so the config is the default rule's
   and no numbers are given; ``distance`` and the note name the nearest tuned shape;
@@ -37,14 +37,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from storage.inputs import LEGACY_LAYOUTS
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
 from tuner.core.accuracy import ACCURACY_NAMES, BF16X3, DEFAULT_ACCURACY, accepted
 from tuner.core.config import PARAM_ABBR, Config
+from tuner.core.dims import Dims, log_dims
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import FAMILIES, HMMA, HMMA_BF16X3, get_family, parse_config
@@ -149,12 +150,11 @@ class Tuned:
     ratio: float | None
     provenance: Mapping[str, Any]
     accuracy: str = DEFAULT_ACCURACY  # the class of its family (``tuner.core.accuracy``)
-    log_mnk: tuple[float, float, float] = field(init=False, repr=False, compare=False)
+    # Taken once: every answer measures its distance to every entry of a pool.
+    log_point: tuple[float, float, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "log_mnk", (math.log(self.m), math.log(self.n), math.log(self.k)))
-        # A layout by its older name (``row-major``) is the layout it names today.
-        object.__setattr__(self, "layout", LEGACY_LAYOUTS.get(self.layout, self.layout))
+        object.__setattr__(self, "log_point", log_dims((self.m, self.n, self.k)))
 
 
 class UnknownDeviceError(InputError):
@@ -204,34 +204,91 @@ def computed(dtype: str, layout: str, accuracy: str = DEFAULT_ACCURACY) -> bool:
     )
 
 
+def _doc(text: str, **more: Any) -> dict[str, Any]:
+    """A field's description (what the API's schema shows), and other facts about its values."""
+    return {"doc": text, **more}
+
+
 @dataclass(frozen=True)
 class Answer:
-    """The config to run for (m, n, k) on ``device``, where it came from, what it measured."""
+    """The config to run for (m, n, k) on ``device``, where it came from, what it measured.
+
+    The one definition of an answer's fields: :meth:`as_json` and :meth:`from_json` follow them
+    in order, and the API's response model (``api.schemas.BestResponse``) is built from them,
+    with the descriptions in their metadata.
+    """
 
     m: int
     n: int
     k: int
     dtype: str
     layout: str
-    name: str
     family: str
     params: Mapping[str, int]
-    source: Source
-    device: DeviceSpec | None  # asked about; arch and SM count filled in where stored
+    name: str = field(metadata=_doc("procedural config name, its identity everywhere"))
+    source: Source = field(
+        metadata=_doc(
+            "exact: tuned for this shape; nearest: tuned for the closest tuned shape "
+            f"(within distance {FAR_DISTANCE:g}); far: the closest tuned shape is farther, so "
+            "the default rule's config and no numbers; default: nothing tuned"
+        )
+    )
     # What the config measured, and where: None for a default.
-    distance: float | None = None  # to measured_on; for far, to the nearest tuned shape
-    confidence: float = 0.0
-    measured_on: tuple[int, int, int] | None = None  # the shape the numbers were measured on
+    distance: float | None = field(
+        default=None,
+        metadata=_doc(
+            "log-space Euclidean distance sqrt(sum (ln a - ln b)^2) over (m, n, k) from the "
+            "requested shape to measured_on (for far: to the nearest tuned shape); 0 for "
+            "exact, null for default"
+        ),
+    )
+    confidence: float = field(
+        default=0.0,
+        metadata=_doc(
+            "how much the measured shape says about this one: 1 for exact, "
+            f"1 - distance / {FAR_DISTANCE:g} for nearest, 0 for far and default",
+            bounds=(0.0, 1.0),
+        ),
+    )
+    measured_on: Dims | None = field(
+        default=None,
+        metadata=_doc(
+            "the shape ms/tflops/cublas_tflops/ratio were measured on (for nearest: not the "
+            "requested one)"
+        ),
+    )
     ms: float | None = None
     tflops: float | None = None
     cublas_tflops: float | None = None
-    ratio: float | None = None
-    measured_on_device: DeviceInfo | None = None
-    device_match: Match | None = None
+    ratio: float | None = field(
+        default=None, metadata=_doc("cuBLAS time / this config's time; > 1 is faster")
+    )
+    # Asked about; arch and SM count filled in where stored.
+    device: DeviceSpec | None = field(
+        default=None,
+        metadata=_doc("the device the answer is for; null when the request named none"),
+    )
+    measured_on_device: DeviceInfo | None = field(
+        default=None,
+        metadata=_doc(
+            "the device ms/tflops/cublas_tflops/ratio were measured on (not always the one "
+            "asked about: see device_match); null for default"
+        ),
+    )
+    device_match: Match | None = field(
+        default=None,
+        metadata=_doc(
+            "whose data answered: the device's own, a device of the same kind (same "
+            "architecture and SM count), or any device's (no device named); null for default"
+        ),
+    )
     provenance: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
     # The config's accuracy class (``tuner.core.accuracy``): the asked floor's or a more exact one.
-    accuracy: str = DEFAULT_ACCURACY
+    accuracy: str = field(
+        default=DEFAULT_ACCURACY,
+        metadata=_doc("the config's accuracy class: the asked one or a more exact one"),
+    )
 
     @property
     def config(self) -> Config:
@@ -250,56 +307,61 @@ class Answer:
         return self.kernel().launch(Shape(self.m, self.n, self.k), sm_count)
 
     def as_json(self) -> dict[str, Any]:
-        """The answer as JSON values: the body of ``POST /v1/configs/best``."""
-        shape = self.measured_on
-        return {
-            "m": self.m,
-            "n": self.n,
-            "k": self.k,
-            "dtype": self.dtype,
-            "layout": self.layout,
-            "family": self.family,
-            "params": dict(self.params),
-            "name": self.name,
-            "source": self.source,
-            "distance": self.distance,
-            "confidence": self.confidence,
-            "measured_on": None if shape is None else dict(zip("mnk", shape, strict=True)),
-            "ms": self.ms,
-            "tflops": self.tflops,
-            "cublas_tflops": self.cublas_tflops,
-            "ratio": self.ratio,
-            "device": None if self.device is None else self.device.as_dict(),
-            "measured_on_device": (
-                None if self.measured_on_device is None else self.measured_on_device.as_dict()
-            ),
-            "device_match": self.device_match,
-            "provenance": dict(self.provenance),
-            "note": self.note,
-            "accuracy": self.accuracy,
-        }
+        """The answer as JSON values, field by field: the body of ``POST /v1/configs/best``."""
+        return {f.name: _to_json(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Answer:
         """Read :meth:`as_json`'s form back (what a client gets over HTTP); other keys, such
-        as ``kernel``, are ignored."""
-        shape, device, measured = data["measured_on"], data["device"], data["measured_on_device"]
-        plain = {key: data[key] for key in _PLAIN_KEYS if key in data}  # older servers: no accuracy
+        as ``kernel``, are ignored, and a field an older server did not send (``accuracy``)
+        keeps its default."""
+        hints = answer_types()
         return cls(
-            **plain,
-            params=dict(data["params"]),
-            measured_on=None if shape is None else (shape["m"], shape["n"], shape["k"]),
-            device=None if device is None else DeviceSpec(**device),
-            measured_on_device=None if measured is None else DeviceInfo(**measured),
-            provenance=dict(data["provenance"]),
+            **{
+                f.name: _from_json(hints[f.name], data[f.name])
+                for f in fields(cls)
+                if f.name in data
+            }
         )
 
 
-# Answer fields whose JSON value is the value itself.
-_PLAIN_KEYS = (
-    "m", "n", "k", "dtype", "layout", "name", "family", "source", "distance", "confidence",
-    "ms", "tflops", "cublas_tflops", "ratio", "device_match", "note", "accuracy",
-)  # fmt: skip
+@lru_cache(maxsize=1)
+def answer_types() -> dict[str, Any]:
+    """The type of each :class:`Answer` field, resolved (the annotations are strings)."""
+    return get_type_hints(Answer)
+
+
+def held_type(hint: Any) -> tuple[Any, bool]:
+    """The type a field holds when it holds a value, and whether it may be None."""
+    arms = get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,)
+    held = [arm for arm in arms if arm is not type(None)]
+    return held[0], len(held) < len(arms)
+
+
+def _to_json(value: Any) -> Any:
+    """A field's JSON value: dimensions as {m, n, k}, devices by their fields, mappings as
+    fresh dicts, the rest as they are."""
+    if isinstance(value, tuple):
+        return dict(zip("mnk", value, strict=True))
+    if isinstance(value, DeviceSpec | DeviceInfo):
+        return value.as_dict()
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+def _from_json(hint: Any, value: Any) -> Any:
+    """The inverse of :func:`_to_json` for a field of type ``hint``."""
+    if value is None:
+        return None
+    held, _ = held_type(hint)
+    if held in (DeviceSpec, DeviceInfo):
+        return held(**value)
+    if held == Dims:
+        return (value["m"], value["n"], value["k"])
+    if get_origin(held) is Mapping:
+        return dict(value)
+    return value
 
 
 @lru_cache(maxsize=256)
@@ -419,9 +481,10 @@ def _tuned(
     if exact:
         best = min(exact, key=lambda e: (e.ms, e.best_id))
         return _from_entry(best, shape, "exact", 0.0, match, device)
-    target = (math.log(shape.m), math.log(shape.n), math.log(shape.k))
+    # shape_distance(shape.dims, entry dims), from the entries' logs taken once.
+    target = log_dims(shape.dims)
     scored = [
-        (math.dist(e.log_mnk, target), e.ms, e.best_id, e)
+        (math.dist(e.log_point, target), e.ms, e.best_id, e)
         for e in pool
         if (e.dtype, e.layout) == (shape.dtype, shape.layout)
     ]

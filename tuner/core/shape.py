@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from storage.inputs import LEGACY_LAYOUTS
+from tuner.core.dims import Dims, tflops
 from tuner.core.errors import InputError
 
 SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
@@ -69,6 +70,14 @@ class Shape:
     def flops(self) -> int:
         """Floating-point operations of one GEMM (a multiply and an add per term)."""
         return 2 * self.m * self.n * self.k
+
+    @property
+    def dims(self) -> Dims:
+        return (self.m, self.n, self.k)
+
+    def tflops(self, ms: float | None) -> float | None:
+        """TFLOP/s of this GEMM done in ``ms`` milliseconds (:func:`tuner.core.dims.tflops`)."""
+        return tflops(self.m, self.n, self.k, ms)
 
     @property
     def a_transposed(self) -> bool:

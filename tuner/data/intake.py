@@ -29,6 +29,7 @@ from functools import lru_cache
 from storage import TRUSTED_KEY, DeviceIn, MeasurementIn, ShapeIn
 from tuner.answers.device_kind import ARCH_FORMAT
 from tuner.core.config import Config
+from tuner.core.dims import tflops as gemm_tflops
 from tuner.core.errors import InputError
 from tuner.core.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
 from tuner.kernels.families import FAMILIES, checked_config, parse_config
@@ -253,8 +254,7 @@ def _rate_problems(
     problems = []
     if ms is not None and ms < MIN_KERNEL_MS:
         problems.append(Problem((ms_name,), f"must be >= {MIN_KERNEL_MS} ms, got {ms!r}"))
-    elif ms is not None and 2 * shape.m * shape.n * shape.k / (ms * 1e9) > limit:
-        implied = 2 * shape.m * shape.n * shape.k / (ms * 1e9)
+    elif (implied := gemm_tflops(shape.m, shape.n, shape.k, ms)) is not None and implied > limit:
         problems.append(
             Problem(
                 (ms_name,),

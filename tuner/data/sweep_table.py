@@ -127,7 +127,7 @@ class SweepRow:
     def to_result(self, config: Config, provenance: dict[str, Any]) -> Result:
         """The row as the result it recorded, with TFLOP/s and the ratio to cuBLAS from its
         times (the inverse of :meth:`from_result`)."""
-        flops, ms, base = self.shape.flops, self.ms, self.cublas_ms
+        ms, base = self.ms, self.cublas_ms
         return Result(
             config.name,
             config.family,
@@ -135,9 +135,9 @@ class SweepRow:
             self.status,
             self.reason,
             ms=ms,
-            tflops=flops / (ms * 1e9) if ms else None,
+            tflops=self.shape.tflops(ms),
             cublas_ms=base,
-            cublas_tflops=flops / (base * 1e9) if base else None,
+            cublas_tflops=self.shape.tflops(base),
             ratio=base / ms if ms and base else None,
             rel_error=self.rel_error,
             registers=self.registers,

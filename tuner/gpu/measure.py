@@ -384,7 +384,3 @@ def _l2_flush_buffer() -> Any:
     cp = _cupy()
     l2 = cp.cuda.Device().attributes.get("L2CacheSize", 50 * 2**20)
     return cp.empty(max(2 * l2, 2**22) // 4, dtype=cp.int32)
-
-
-def tflops(shape: Shape, ms: float) -> float:
-    return shape.flops / (ms * 1e-3) / 1e12

@@ -95,16 +95,17 @@ XU_PER_CLK = 16
 # The FP64 tensor pipe needs work in flight: every mma of an accumulator chain (one m16n8 tile
 # of a warp) waits for the one before, so each scheduler must hold chains x MK (the k depth of
 # one mma) of at least DMMA_DEPTH to keep the pipe busy; with less it runs at that share of its
-# rate. The other figure of this model chosen by looking at measurements: on the H100's 4096^3
-# dmma_pipelined sweep with MK = 4, 32x64 warp tiles at 8 warps per SM (32 chains a scheduler)
-# and 32x32 tiles at 16 warps (32) ran within 3 % of each other, 32x32 at 12 warps (24 chains)
-# 20 % slower and at 8 warps (16) 30 % slower.
+# rate. Set from measurements, as WARP_READY, BURST_LATENCY_FACTOR and the two skinny load costs
+# below are (the other figures are published or assumed): on the H100's 4096^3 dmma_pipelined
+# sweep with MK = 4, 32x64 warp tiles at 8 warps per SM (32 chains a scheduler) and 32x32 tiles
+# at 16 warps (32) ran within 3 % of each other, 32x32 at 12 warps (24 chains) 20 % slower and
+# at 8 warps (16) 30 % slower.
 DMMA_DEPTH = 128
 
 # Schedulers (SM sub-partitions) per SM, each issuing one warp instruction a clock, and the chance
 # that one warp of the k loop has an instruction ready in a given clock: one warp per scheduler
-# issues 90 % of the clocks, two 99 %. The one figure of this model chosen by looking at
-# measurements: of 0.7, 0.8 and 0.9, 0.9 agreed best with the H100 sweep tables overall.
+# issues 90 % of the clocks, two 99 %. WARP_READY is set from measurements: of 0.7, 0.8 and
+# 0.9, 0.9 agreed best with the H100 sweep tables overall.
 SCHEDULERS = 4
 WARP_READY = 0.9
 

@@ -29,10 +29,6 @@ class DeviceRates:
     launch_us: float  # one kernel launch, back to back
     source: str  # "probed on <device> at <time>" or "table for <arch>"
 
-    def fp64_tensor_is_fast(self) -> bool:
-        """Whether families that multiply on the FP64 tensor cores can compete on this device."""
-        return self.fp64_tensor_tflops >= FAST_FP64_TENSOR_SHARE * self.ffma_tflops
-
 
 @dataclass(frozen=True)
 class ArchFigures:

@@ -10,7 +10,7 @@ of text that came from data is escaped. Charts scale to their container (``viewB
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,19 +161,6 @@ def _bar_row(
         f'<text x="{label_w + w + 6:.1f}" y="{mid:.1f}" fill="{TEXT}">{escape(text)}</text></g>'
     )
     return out
-
-
-def thin_points(
-    points: Sequence[Point], limit: int, tooltip: Callable[[int], str] | None = None
-) -> list[Point]:
-    """At most ``limit`` points that draw the same picture (:func:`thinned`), each kept one's
-    tooltip counting the others it stands for. ``tooltip(i)``, when given, is the tooltip of
-    ``points[i]``, asked only of those kept."""
-    name = (lambda i: points[i].tooltip) if tooltip is None else tooltip
-    kept = thinned([p.x for p in points], [p.y for p in points], [p.group for p in points], limit)
-    return [
-        Point(points[i].x, points[i].y, points[i].group, name(i) + more_here(n)) for i, n in kept
-    ]
 
 
 def more_here(count: int) -> str:

@@ -89,14 +89,13 @@ def final_result(screened: Result, comparison: Comparison, shape: Shape) -> Resu
         "ms_rounds": list(comparison.ms_rounds),
         "cublas_ms_rounds": list(comparison.cublas_ms_rounds),
     }
-    flops = shape.flops
     return replace(
         screened,
         config_name=comparison.config_name,
         ms=ms,
-        tflops=flops / (ms * 1e9),
+        tflops=shape.tflops(ms),
         cublas_ms=cublas_ms,
-        cublas_tflops=flops / (cublas_ms * 1e9),
+        cublas_tflops=shape.tflops(cublas_ms),
         ratio=cublas_ms / ms,
         rel_error=comparison.rel_error,
         provenance=provenance,

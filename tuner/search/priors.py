@@ -21,7 +21,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage import shape_distance
+from tuner.core.dims import shape_distance
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.data import (
@@ -104,10 +104,11 @@ def committed_starts(
     device: DeviceLimits, shape: Shape, results: Path | None = None
 ) -> list[tuple[float, str]]:
     """(distance, config name) of the committed suite results and sweep tables of ``device``'s
-    chip (``CommittedBests.same_chip``), nearest shape first (``storage.shape_distance``; 0.0
-    is ``shape`` itself); at equal distance a file of the same GPU name first, a suite's config
-    before the sweeps' and those by measured time, then by name; each config once, at its
-    nearest shape. ``results``: the folder of result files (default: the results folder)."""
+    chip (``CommittedBests.same_chip``), nearest shape first
+    (:func:`tuner.core.dims.shape_distance`; 0.0 is ``shape`` itself); at equal distance a file
+    of the same GPU name first, a suite's config before the sweeps' and those by measured time,
+    then by name; each config once, at its nearest shape. ``results``: the folder of result
+    files (default: the results folder)."""
     folder = results_dir() if results is None else results
     if not folder.is_dir():
         return []

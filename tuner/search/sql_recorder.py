@@ -18,6 +18,7 @@ from dataclasses import asdict, fields
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
+from tuner.core.dims import shape_distance
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import accuracy_of, parse_config
@@ -193,9 +194,7 @@ class SqlRecorder:
             rows = storage.best_configs(session, device.name)
         scored = sorted(
             (
-                storage.shape_distance(
-                    (shape.m, shape.n, shape.k), (r.shape.m, r.shape.n, r.shape.k)
-                ),
+                shape_distance(shape.dims, (r.shape.m, r.shape.n, r.shape.k)),
                 r.measurement.config_name,
             )
             for r in rows

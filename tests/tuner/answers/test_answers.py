@@ -17,6 +17,7 @@ from tuner.answers.best import (
     UnknownDeviceError,
 )
 from tuner.answers.device_kind import DeviceSpec, MathRates
+from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.errors import InputError
 from tuner.kernels.families import parse_config
 
@@ -39,7 +40,7 @@ def tuned(device: DeviceInfo, shape: tuple[int, int, int], name: str, ms: float)
         n=n,
         k=k,
         dtype="float32",
-        layout="row-major",
+        layout="NN",
         family=config.family,
         config_name=name,
         params=config.as_dict(),
@@ -187,6 +188,15 @@ def test_json_round_trip(tuning: Tuning, device: DeviceSpec | None) -> None:
     for shape in (CUBE, (1000, 3000, 64), (7, 7, 7)):
         answer = tuning.answer(*shape, device=device)
         assert Answer.from_json(answer.as_json()) == answer
+
+
+def test_an_answer_from_a_server_before_accuracy_classes_is_exact(tuning: Tuning) -> None:
+    body = tuning.answer(*CUBE, device=H200).as_json()
+    assert body["measured_on"] == {"m": 4096, "n": 4096, "k": 4096}
+    del body["accuracy"]
+    old = Answer.from_json(body)
+    assert old.accuracy == DEFAULT_ACCURACY and old.measured_on == CUBE
+    assert old.device == H200 and old.measured_on_device is not None
 
 
 def test_a_persistent_grid_is_sized_for_the_sms_it_was_measured_with() -> None:

@@ -55,17 +55,20 @@ def test_inline_and_standalone_bar_charts() -> None:
     assert standalone.get("width") == "760" and standalone.find(f"{NS}rect") is not None
 
 
-def test_thin_points_bounds_the_count_and_keeps_the_best_of_each_cell() -> None:
-    from tuner.report.svg_charts import Point, thin_points
+def test_thinned_bounds_the_count_and_keeps_the_best_of_each_cell() -> None:
+    from tuner.report.svg_charts import more_here, thinned
 
-    points = [Point(i % 100, (i * 7919) % 1000 / 10, "a" if i % 2 else "b") for i in range(10_000)]
-    thinned = thin_points(points, 300)
-    assert 0 < len(thinned) <= 300
-    assert max(p.y for p in thinned) == max(p.y for p in points)  # the best is drawn
-    assert {p.group for p in thinned} == {"a", "b"}  # no group swallowed by another
-    assert any("more here" in p.tooltip for p in thinned)
-    few = points[:50]
-    assert thin_points(few, 300) == few
+    xs = [i % 100 for i in range(10_000)]
+    ys = [(i * 7919) % 1000 / 10 for i in range(10_000)]
+    groups = ["a" if i % 2 else "b" for i in range(10_000)]
+    kept = thinned(xs, ys, groups, 300)
+    assert 0 < len(kept) <= 300
+    assert sum(n for _, n in kept) == len(xs)  # every point is stood for once
+    assert max(ys[i] for i, _ in kept) == max(ys)  # the best is drawn
+    assert {groups[i] for i, _ in kept} == {"a", "b"}  # no group swallowed by another
+    assert [i for i, _ in kept] == sorted(i for i, _ in kept)  # in the points' own order
+    assert thinned(xs[:50], ys[:50], groups[:50], 300) == [(i, 1) for i in range(50)]
+    assert more_here(3) == " (and 2 more here)" and more_here(1) == ""
 
 
 def test_scatter_legend_sits_right_of_the_plot_and_the_reference_is_drawn() -> None:

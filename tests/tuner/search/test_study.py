@@ -85,7 +85,7 @@ def test_failing_candidates_are_stored_with_reasons_and_never_best(
     assert progress.best is not None and progress.best.config_name == fastest_ok.config_name
 
 
-@pytest.mark.parametrize("sampler", ["tpe", "random", "cmaes"])
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_model_samplers_evaluate_distinct_valid_candidates(
     replay: ReplayEvaluator, sampler: str
 ) -> None:

@@ -71,7 +71,7 @@ def _no_loads_ahead(p: Params) -> int:
 
 @dataclass(frozen=True)
 class CostTraits:
-    """What the analytic cost model (``tuner.search.samplers.ranked``) needs to know about how a
+    """What the analytic cost model (``tuner.model.cost_model``) needs to know about how a
     family runs.
 
     ``schedule``: ``grid`` launches one block per output tile (times SPLITK along grid z);

@@ -2,7 +2,7 @@
 
 Two kinds of sampler:
 
-* Optuna's own (``tpe``, ``random``, ``cmaes``, ``gp``) propose points of the parameter space;
+* Optuna's own (``tpe``, ``random``, ``gp``) propose points of the parameter space;
   the study turns each into a config and answers invalid ones at once, at no cost.
 * Candidate samplers (:class:`CandidateSampler`: ``ranked`` and ``exhaustive``) know the
   study's candidates (:class:`SearchContext`, given by :meth:`CandidateSampler.bind`) and propose
@@ -24,7 +24,7 @@ from tuner.search.samplers.exhaustive import ExhaustiveSampler
 # TPE's `group` option is marked experimental; it is what conditional (per-family) spaces need.
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
-SAMPLERS = ("ranked", "tpe", "random", "cmaes", "gp", "exhaustive")
+SAMPLERS = ("ranked", "tpe", "random", "gp", "exhaustive")
 DEFAULT_SAMPLER = "ranked"
 
 __all__ = [
@@ -59,13 +59,6 @@ def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSamp
         )
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    if name == "cmaes":
-        return optuna.samplers.CmaEsSampler(
-            seed=seed,
-            n_startup_trials=8,
-            warn_independent_sampling=False,
-            independent_sampler=optuna.samplers.RandomSampler(seed=seed),
-        )
     if name == "gp":
         if importlib.util.find_spec("torch") is None:  # Optuna's GP sampler runs on PyTorch
             raise InputError("sampler 'gp' needs PyTorch: pip install 'gemmtune[gp]'")

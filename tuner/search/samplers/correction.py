@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tuner.core.config import Config
+from tuner.core.dims import shape_distance
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import get_family, parse_config
@@ -45,11 +46,6 @@ LOCAL_SHRINK = 0.5
 # Ridge penalty of the parameter effects, in measured configs: an effect seen in one config is
 # shrunk to a third of its deviation, one seen in eight to 80 %.
 EFFECT_RIDGE = 2.0
-
-
-def shape_distance(a: Shape, b: Shape) -> float:
-    """Euclidean distance of (ln m, ln n, ln k): equal ratios are equal distances."""
-    return math.sqrt(math.log(a.m / b.m) ** 2 + math.log(a.n / b.n) ** 2 + math.log(a.k / b.k) ** 2)
 
 
 def value_indicators(configs: Sequence[Config]) -> np.ndarray:
@@ -106,7 +102,7 @@ def transfer_prior(
         if config is None or config.pad or config.family not in families:
             continue
         family = config.family
-        weight = math.exp(-shape_distance(shape, obs.shape) / SHAPE_SCALE)
+        weight = math.exp(-shape_distance(shape.dims, obs.shape.dims) / SHAPE_SCALE)
         residual = math.log(obs.ms) - log_estimate(config, obs.shape)
         by_family.setdefault(family, []).append((weight, residual))
         if obs.config_name in kernels:
