@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import storage
 from api import schemas
-from tuner.answers.best import Answer
+from tuner.answers.answer import Answer
 from tuner.answers.device_kind import DeviceSpec
 from tuner.answers.index import BestIndex, Snapshot
 from tuner.kernels.families import get_family

@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from storage import STATUSES
-from tuner.answers.best import Answer, DeviceInfo, answer_types, held_type
+from tuner.answers.answer import Answer, DeviceInfo, answer_types, held_type
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec
 from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
 from tuner.core.dims import Dims
@@ -177,7 +177,7 @@ _ANSWER_FIELDS: dict[str, Any] = {
 _AnswerBody: type[BaseModel] = create_model("_AnswerBody", **_ANSWER_FIELDS)
 
 
-# An answer's fields (tuner.answers.best.Answer, in its order) and, when asked for, the kernel's
+# An answer's fields (tuner.answers.answer.Answer, in its order) and, when asked for, the kernel's
 # source and launch. (No docstring: it would become the schema's description.)
 class BestResponse(_AnswerBody):  # type: ignore[misc, valid-type]
     kernel: KernelOut | None = None

@@ -14,7 +14,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from tuner.answers.best import FAR_DISTANCE, Answer, Tuned, Tuning
+from tuner.answers.answer import FAR_DISTANCE, Answer
+from tuner.answers.best import Tuned, Tuning
 from tuner.answers.device_kind import DeviceSpec
 from tuner.core.errors import InputError
 from tuner.core.shape import parse_shape

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tuner.answers.best import default_config
+from tuner.answers.default_rule import default_config
 from tuner.core.config import Config
 from tuner.core.shape import Shape, parse_shape
 from tuner.gpu.worker import GpuEvaluator

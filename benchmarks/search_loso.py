@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuner.answers.best import default_config
+from tuner.answers.default_rule import default_config
 from tuner.core.config import Config
 from tuner.core.dims import shape_distance
 from tuner.core.shape import Shape, parse_shape

@@ -28,7 +28,7 @@ from sqlalchemy import select
 
 import storage
 from tests.api.conftest import free_port
-from tuner.answers.best import default_config
+from tuner.answers.default_rule import default_config
 from tuner.core.shape import Shape
 from tuner.data import read_sweep_table, sweep_tables
 

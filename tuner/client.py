@@ -1,7 +1,7 @@
 """Ask gemmtune which config to run, and run it.
 
 :func:`best` answers over HTTP (a running ``gemmtune serve``) or straight from a results database,
-with the same :class:`~tuner.answers.best.Answer` either way (the rules are
+with the same :class:`~tuner.answers.answer.Answer` either way (the rules are
 :mod:`tuner.answers.best`). It answers for a GPU: by default the current CuPy device when CuPy sees
 one, so a GPU whose FP64 tensor cores are slow never gets a ``dmma`` config tuned on an H100.
 :func:`matmul` (exported as ``tuner.matmul``) computes ``C = alpha * A @ B + beta * C`` on CuPy
@@ -24,7 +24,7 @@ import os
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from tuner.answers.best import Answer
+from tuner.answers.answer import Answer
 from tuner.answers.device_kind import DeviceSpec
 from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
 from tuner.core.errors import InputError

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 import storage
 from tests.api.conftest import A100, FAST, H100, PIPE, SLOW, make_app, measurement, seed
-from tuner.answers.best import DEFAULT_LARGE, DEFAULT_SMALL, default_config
+from tuner.answers.default_rule import DEFAULT_LARGE, DEFAULT_SMALL, default_config
 from tuner.kernels.families import get_family
 
 H100_OUT = {"name": H100.name, "arch": "sm_90", "sm_count": 132}

@@ -15,7 +15,8 @@ import tuner.client as client
 import tuner.gpu.device
 import tuner.kernels.resources
 from tests.api.conftest import FAST, H100, LiveServer, seed
-from tuner.answers.best import DEFAULT_SMALL, Answer
+from tuner.answers.answer import Answer
+from tuner.answers.default_rule import DEFAULT_SMALL
 from tuner.answers.device_kind import DeviceSpec
 from tuner.client import CURRENT, best
 from tuner.core.errors import InputError

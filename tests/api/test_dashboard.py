@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 import storage
 from tests.api.conftest import H100, make_app, seed
-from tuner.answers.best import DEFAULT_SMALL
+from tuner.answers.default_rule import DEFAULT_SMALL
 
 STUDY = "/dashboard/studies/sweep/2048%20%231"
 

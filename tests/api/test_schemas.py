@@ -6,7 +6,8 @@ from dataclasses import fields
 
 import storage
 from api import schemas
-from tuner.answers.best import Answer, default_config
+from tuner.answers.answer import Answer
+from tuner.answers.default_rule import default_config
 from tuner.answers.index import Snapshot
 
 

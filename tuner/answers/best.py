@@ -37,61 +37,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any
 
+from tuner.answers.answer import (
+    FAR_DISTANCE,
+    Answer,
+    DeviceInfo,
+    Match,
+    Source,
+    confidence,
+)
+from tuner.answers.default_rule import DEFAULT_RULE, default_config
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
-from tuner.core.accuracy import ACCURACY_NAMES, BF16X3, DEFAULT_ACCURACY, accepted
-from tuner.core.config import PARAM_ABBR, Config
-from tuner.core.dims import Dims, log_dims
+from tuner.core.accuracy import ACCURACY_NAMES, DEFAULT_ACCURACY, accepted
+from tuner.core.dims import log_dims
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
-from tuner.kernels.families import FAMILIES, HMMA, HMMA_BF16X3, get_family, parse_config
-from tuner.kernels.render import KernelSource, Launch, render
-
-Source = Literal["exact", "nearest", "far", "default"]
-Match = Literal["same_device", "same_kind", "any_device"]
-
-# The default rule: 128x128 block tiles once there are enough of them to fill every SM of an
-# H100 (132) at least once; smaller 64x64 tiles otherwise, so small or skinny problems still
-# spread over the chip. Both configs are valid for every family rule and fit sm_80..sm_90; on the
-# committed H100 sweep they rank 61st of 2575 at 4096^3 (large) and 19th-21st of 1821-2575 at
-# 1000^3 and 128x4096x4096 (small).
-DEFAULT_LARGE = "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
-DEFAULT_SMALL = "warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128"
-DEFAULT_TILE = 128
-DEFAULT_WAVE_BLOCKS = 132
-# FP16/BF16 inputs, by the same rule: hmma's 128x128 tile of four 64x64 warp tiles in 4 stages,
-# else a 64x64 tile of four 32x32 warp tiles in 3 stages (chosen before any measurement; both
-# fit sm_80..sm_90), with the input type and layout the shape pins.
-HALF_DEFAULT_LARGE = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8"
-HALF_DEFAULT_SMALL = "hmma_bm64_bn64_bk32_wpm2_wpn2_s3_sw1"
-DEFAULT_RULE = (
-    f"{DEFAULT_LARGE} when ceil(m/{DEFAULT_TILE})*ceil(n/{DEFAULT_TILE}) >= "
-    f"{DEFAULT_WAVE_BLOCKS} (one full wave on an H100), else {DEFAULT_SMALL}; for float16 and "
-    f"bfloat16 inputs {HALF_DEFAULT_LARGE} or {HALF_DEFAULT_SMALL} by the same test, with the "
-    "shape's dtype and layout; for float32 at accuracy bf16x3 the same hmma tile as "
-    f"{HMMA_BF16X3.name} when the grid is large or the layout is not NN (only the emulated "
-    "families compute float32 in NT, TN and TT)"
-)
-
-
-# Past this log-space distance a tuned shape's config and numbers do not answer for another: about
-# a factor 20 in one dimension, or 5.6 in each of the three. The committed suite's neighbours
-# (16 -> 128 rows, 1024^3 -> 2048^3, 4096^3 -> 4096x4096x11008) are all nearer than this;
-# 3x5x7 -> 1000^3 (9.3) and 256x256x65536 -> 1024^3 (4.6) are farther.
-FAR_DISTANCE = 3.0
-
-
-def confidence(distance: float | None) -> float:
-    """How much a tuned shape at ``distance`` says about the asked one: 1 at the shape itself,
-    0 at :data:`FAR_DISTANCE` and beyond (and for no tuned shape at all, ``None``)."""
-    if distance is None:
-        return 0.0
-    return round(max(0.0, 1.0 - distance / FAR_DISTANCE), 3)
-
+from tuner.kernels.families import FAMILIES, get_family
 
 SHAPE_FIELDS = ("m", "n", "k", "dtype", "layout")
 
@@ -99,35 +63,6 @@ SHAPE_FIELDS = ("m", "n", "k", "dtype", "layout")
 def shape_values(shape: Any) -> dict[str, Any]:
     """m, n, k, dtype and layout of a shape (``tuner.core.shape.Shape`` or a stored row) by name."""
     return {name: getattr(shape, name) for name in SHAPE_FIELDS}
-
-
-def default_config(
-    m: int, n: int, dtype: str = "float32", layout: str = "NN", accuracy: str = DEFAULT_ACCURACY
-) -> Config:
-    """The rule-chosen config for a shape nobody has tuned (see :data:`DEFAULT_RULE`)."""
-    large = -(-m // DEFAULT_TILE) * -(-n // DEFAULT_TILE) >= DEFAULT_WAVE_BLOCKS
-    half = HALF_DEFAULT_LARGE if large else HALF_DEFAULT_SMALL
-    shape = Shape(m, n, 1, dtype, layout)
-    if dtype == "float32":
-        emulated = BF16X3.name in accepted(accuracy) and (large or layout != "NN")
-        if not emulated:
-            return parse_config(DEFAULT_LARGE if large else DEFAULT_SMALL)
-        half = half.replace(HMMA.name, HMMA_BF16X3.name, 1)
-        shape = HMMA_BF16X3.run_shape(shape)
-    tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in HMMA.pinned(shape).items())
-    return parse_config("_".join([half, *tokens]))
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    """A device as stored: results were measured on it."""
-
-    name: str
-    arch: str
-    sm_count: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "arch": self.arch, "sm_count": self.sm_count}
 
 
 @dataclass(frozen=True)
@@ -202,172 +137,6 @@ def computed(dtype: str, layout: str, accuracy: str = DEFAULT_ACCURACY) -> bool:
         dtype in f.dtypes and layout in f.layouts and f.accuracy in allowed
         for f in FAMILIES.values()
     )
-
-
-def _doc(text: str, **more: Any) -> dict[str, Any]:
-    """A field's description (what the API's schema shows), and other facts about its values."""
-    return {"doc": text, **more}
-
-
-@dataclass(frozen=True)
-class Answer:
-    """The config to run for (m, n, k) on ``device``, where it came from, what it measured.
-
-    The one definition of an answer's fields: :meth:`as_json` and :meth:`from_json` follow them
-    in order, and the API's response model (``api.schemas.BestResponse``) is built from them,
-    with the descriptions in their metadata.
-    """
-
-    m: int
-    n: int
-    k: int
-    dtype: str
-    layout: str
-    family: str
-    params: Mapping[str, int]
-    name: str = field(metadata=_doc("procedural config name, its identity everywhere"))
-    source: Source = field(
-        metadata=_doc(
-            "exact: tuned for this shape; nearest: tuned for the closest tuned shape "
-            f"(within distance {FAR_DISTANCE:g}); far: the closest tuned shape is farther, so "
-            "the default rule's config and no numbers; default: nothing tuned"
-        )
-    )
-    # What the config measured, and where: None for a default.
-    distance: float | None = field(
-        default=None,
-        metadata=_doc(
-            "log-space Euclidean distance sqrt(sum (ln a - ln b)^2) over (m, n, k) from the "
-            "requested shape to measured_on (for far: to the nearest tuned shape); 0 for "
-            "exact, null for default"
-        ),
-    )
-    confidence: float = field(
-        default=0.0,
-        metadata=_doc(
-            "how much the measured shape says about this one: 1 for exact, "
-            f"1 - distance / {FAR_DISTANCE:g} for nearest, 0 for far and default",
-            bounds=(0.0, 1.0),
-        ),
-    )
-    measured_on: Dims | None = field(
-        default=None,
-        metadata=_doc(
-            "the shape ms/tflops/cublas_tflops/ratio were measured on (for nearest: not the "
-            "requested one)"
-        ),
-    )
-    ms: float | None = None
-    tflops: float | None = None
-    cublas_tflops: float | None = None
-    ratio: float | None = field(
-        default=None, metadata=_doc("cuBLAS time / this config's time; > 1 is faster")
-    )
-    # Asked about; arch and SM count filled in where stored.
-    device: DeviceSpec | None = field(
-        default=None,
-        metadata=_doc("the device the answer is for; null when the request named none"),
-    )
-    measured_on_device: DeviceInfo | None = field(
-        default=None,
-        metadata=_doc(
-            "the device ms/tflops/cublas_tflops/ratio were measured on (not always the one "
-            "asked about: see device_match); null for default"
-        ),
-    )
-    device_match: Match | None = field(
-        default=None,
-        metadata=_doc(
-            "whose data answered: the device's own, a device of the same kind (same "
-            "architecture and SM count), or any device's (no device named); null for default"
-        ),
-    )
-    provenance: Mapping[str, Any] = field(default_factory=dict)
-    note: str = ""
-    # The config's accuracy class (``tuner.core.accuracy``): the asked floor's or a more exact one.
-    accuracy: str = field(
-        default=DEFAULT_ACCURACY,
-        metadata=_doc("the config's accuracy class: the asked one or a more exact one"),
-    )
-
-    @property
-    def config(self) -> Config:
-        return parse_config(self.name)
-
-    def kernel(self) -> KernelSource:
-        """The rendered CUDA source of the config."""
-        return kernel_source(self.name)
-
-    def launch(self) -> Launch:
-        """Grid, block and dynamic shared memory for the asked shape; a persistent grid
-        (``streamk``) is sized for the SMs of the device the config was measured on (the
-        device asked about has as many: it is that device or one of its kind)."""
-        device = self.measured_on_device or self.device
-        sm_count = device.sm_count if device is not None else None
-        return self.kernel().launch(Shape(self.m, self.n, self.k), sm_count)
-
-    def as_json(self) -> dict[str, Any]:
-        """The answer as JSON values, field by field: the body of ``POST /v1/configs/best``."""
-        return {f.name: _to_json(getattr(self, f.name)) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Answer:
-        """Read :meth:`as_json`'s form back (what a client gets over HTTP); other keys, such
-        as ``kernel``, are ignored, and a field an older server did not send (``accuracy``)
-        keeps its default."""
-        hints = answer_types()
-        return cls(
-            **{
-                f.name: _from_json(hints[f.name], data[f.name])
-                for f in fields(cls)
-                if f.name in data
-            }
-        )
-
-
-@lru_cache(maxsize=1)
-def answer_types() -> dict[str, Any]:
-    """The type of each :class:`Answer` field, resolved (the annotations are strings)."""
-    return get_type_hints(Answer)
-
-
-def held_type(hint: Any) -> tuple[Any, bool]:
-    """The type a field holds when it holds a value, and whether it may be None."""
-    arms = get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,)
-    held = [arm for arm in arms if arm is not type(None)]
-    return held[0], len(held) < len(arms)
-
-
-def _to_json(value: Any) -> Any:
-    """A field's JSON value: dimensions as {m, n, k}, devices by their fields, mappings as
-    fresh dicts, the rest as they are."""
-    if isinstance(value, tuple):
-        return dict(zip("mnk", value, strict=True))
-    if isinstance(value, DeviceSpec | DeviceInfo):
-        return value.as_dict()
-    if isinstance(value, Mapping):
-        return dict(value)
-    return value
-
-
-def _from_json(hint: Any, value: Any) -> Any:
-    """The inverse of :func:`_to_json` for a field of type ``hint``."""
-    if value is None:
-        return None
-    held, _ = held_type(hint)
-    if held in (DeviceSpec, DeviceInfo):
-        return held(**value)
-    if held == Dims:
-        return (value["m"], value["n"], value["k"])
-    if get_origin(held) is Mapping:
-        return dict(value)
-    return value
-
-
-@lru_cache(maxsize=256)
-def kernel_source(name: str) -> KernelSource:
-    """Rendered CUDA source of a config, cached by its procedural name."""
-    return render(parse_config(name))
 
 
 class Tuning:

@@ -22,7 +22,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
-from tuner.answers.best import DeviceInfo, Tuned, Tuning, shape_values
+from tuner.answers.answer import DeviceInfo
+from tuner.answers.best import Tuned, Tuning, shape_values
 from tuner.answers.device_kind import MathRates
 from tuner.core.errors import InputError
 from tuner.kernels.families import checked_config

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
-from tuner.answers.best import default_config
+from tuner.answers.default_rule import default_config
 from tuner.answers.device_kind import DeviceSpec
 from tuner.answers.index import load_snapshot
 from tuner.core.accuracy import DEFAULT_ACCURACY, accepted, loosest

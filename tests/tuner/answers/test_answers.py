@@ -6,16 +6,9 @@ import math
 
 import pytest
 
-from tuner.answers.best import (
-    DEFAULT_LARGE,
-    DEFAULT_SMALL,
-    FAR_DISTANCE,
-    Answer,
-    DeviceInfo,
-    Tuned,
-    Tuning,
-    UnknownDeviceError,
-)
+from tuner.answers.answer import FAR_DISTANCE, Answer, DeviceInfo
+from tuner.answers.best import Tuned, Tuning, UnknownDeviceError
+from tuner.answers.default_rule import DEFAULT_LARGE, DEFAULT_SMALL
 from tuner.answers.device_kind import DeviceSpec, MathRates
 from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.errors import InputError

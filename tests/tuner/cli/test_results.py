@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import storage
-from tuner.answers.best import DEFAULT_SMALL
+from tuner.answers.default_rule import DEFAULT_SMALL
 from tuner.cli import main
 from tuner.kernels.families import parse_config
 

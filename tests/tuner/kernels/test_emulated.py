@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from tests.tuner.core.test_accuracy import round_float32
-from tuner.answers.best import DeviceInfo, Tuned, Tuning, default_config
+from tuner.answers.answer import DeviceInfo
+from tuner.answers.best import Tuned, Tuning
+from tuner.answers.default_rule import default_config
 from tuner.core.accuracy import BF16X3
 from tuner.core.errors import InputError
 from tuner.core.shape import SUPPORTED_LAYOUTS, Shape

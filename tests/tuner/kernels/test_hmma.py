@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from tuner.answers.best import default_config
+from tuner.answers.default_rule import default_config
 from tuner.core.shape import Shape
 from tuner.kernels.compile import CompileError, NvccCompiler, compile_many
 from tuner.kernels.families import FAMILIES, HMMA, checked_config, parse_config
