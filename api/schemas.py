@@ -14,11 +14,11 @@ from pydantic import (
     field_validator,
 )
 
-from storage import STATUSES
 from tuner.answers.best import FAR_DISTANCE
 from tuner.answers.device_kind import ARCH_FORMAT
 from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
 from tuner.core.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
+from tuner.core.statuses import STATUSES
 from tuner.kernels.families import FAMILIES
 
 # Strict: JSON's true is not m = 1, nor is the string "4096" a dimension.

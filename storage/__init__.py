@@ -1,7 +1,9 @@
 """gemmtune storage: SQLAlchemy models, schema migrations, and the read/write paths.
 
-Standalone on purpose (no ``tuner`` or CuPy imports): the API and tools import it with plain
-ints, strings and dicts in and typed rows out. The caller owns sessions and transactions.
+Standalone on purpose: it imports nothing of ``tuner`` but the shared vocabulary of ``tuner.core``
+(statuses, phases, accuracy labels, layouts, claims), and no CuPy; the API and tools import it
+with plain ints, strings and dicts in and typed rows out. The caller owns sessions and
+transactions.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 from storage.bulk import record_measurements
 from storage.claims import (
     CLAIM_LEASE_S,
-    Claimed,
     claim_candidate,
     live_claims,
     release_claim,
@@ -26,14 +27,7 @@ from storage.engine import (
 )
 from storage.errors import StorageError
 from storage.file_identity import SqliteFile
-from storage.inputs import (
-    MEASUREMENT_FIELDS,
-    STATUSES,
-    DeviceIn,
-    MeasurementIn,
-    RatesIn,
-    ShapeIn,
-)
+from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, RatesIn, ShapeIn
 from storage.models import Base, BestConfig, Claim, Device, DeviceRates, Measurement, Shape
 from storage.queries import (
     BestConfigsMark,
@@ -81,7 +75,6 @@ __all__ = [
     "DEFAULT_URL",
     "FORMAT_VERSION",
     "MEASUREMENT_FIELDS",
-    "STATUSES",
     "TRUSTED_KEY",
     "UPGRADE_COMMAND",
     "URL_ENV_VAR",
@@ -89,7 +82,6 @@ __all__ = [
     "BestConfig",
     "BestConfigsMark",
     "Claim",
-    "Claimed",
     "Device",
     "DeviceIn",
     "DeviceRates",

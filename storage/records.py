@@ -29,6 +29,7 @@ from storage.conflicts import insert_ignoring_conflicts
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import BestConfig, Device, Measurement, Shape, utcnow
 from storage.queries import find_device, find_shape
+from tuner.core.phases import Phase
 
 
 def record_measurement(
@@ -42,7 +43,7 @@ def record_measurement(
     stays. Failed measurements are stored with their status and reason and never become best.
 
     A study ends by re-measuring its finalists side by side with cuBLAS
-    (``provenance["phase"] == "final"``, :data:`FINAL_PHASE`). Those re-measurements outrank
+    (``provenance["phase"] == "final"``). Those re-measurements outrank
     the study's quicker screening times: a final measurement replaces a best that is not final,
     or a final one when strictly faster; a screening measurement never replaces a final best.
     """
@@ -107,7 +108,6 @@ def get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:
     return row
 
 
-FINAL_PHASE = "final"
 # Set to False in a measurement's provenance by whoever stored a result it cannot vouch for (the
 # API, for uploads without the trusted token): such a row is kept and listed, never the best.
 TRUSTED_KEY = "trusted"
@@ -120,7 +120,7 @@ def is_trusted(provenance: object) -> bool:
 
 def is_final(provenance: object) -> bool:
     """Whether a measurement's provenance marks a finalist's side-by-side re-measurement."""
-    return isinstance(provenance, dict) and provenance.get("phase") == FINAL_PHASE
+    return isinstance(provenance, dict) and provenance.get("phase") == Phase.FINAL
 
 
 class Offer(NamedTuple):

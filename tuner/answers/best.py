@@ -41,12 +41,11 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from storage.inputs import LEGACY_LAYOUTS
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
 from tuner.core.accuracy import ACCURACY_NAMES, BF16X3, DEFAULT_ACCURACY, accepted
 from tuner.core.config import PARAM_ABBR, Config
 from tuner.core.errors import InputError
-from tuner.core.shape import Shape
+from tuner.core.shape import LEGACY_LAYOUTS, Shape
 from tuner.kernels.families import FAMILIES, HMMA, HMMA_BF16X3, get_family, parse_config
 from tuner.kernels.render import KernelSource, Launch, render
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 
-from storage.records import FINAL_PHASE
+from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.search.evaluator import Comparison, Result
 
@@ -84,7 +84,7 @@ def final_result(screened: Result, comparison: Comparison, shape: Shape) -> Resu
         return None
     provenance = {
         **screened.provenance,
-        "phase": FINAL_PHASE,
+        "phase": Phase.FINAL.value,
         "rounds": len(comparison.ms_rounds),
         "ms_rounds": list(comparison.ms_rounds),
         "cublas_ms_rounds": list(comparison.cublas_ms_rounds),

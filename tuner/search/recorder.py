@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from storage.claims import Claimed
+from tuner.core.claims import Claimed
 from tuner.core.shape import Shape
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates

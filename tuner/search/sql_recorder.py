@@ -18,6 +18,7 @@ from dataclasses import asdict, fields
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
+from tuner.core.claims import Claimed
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import accuracy_of, parse_config
@@ -113,7 +114,7 @@ class SqlRecorder:
                 self._seen[study] = max(self._seen.get(study, 0), *(row.id for row in rows))
             return {row.config_name: result_of(row) for row in rows}
 
-    def claim(self, study: str, config_name: str, budget: int | None = None) -> storage.Claimed:
+    def claim(self, study: str, config_name: str, budget: int | None = None) -> Claimed:
         with self.sessions.begin() as session:
             outcome = storage.claim_candidate(
                 session, study, config_name, self.worker, self.lease_s, budget

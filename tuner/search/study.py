@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import TrialState
 
-from storage.claims import Claimed
+from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.kernels.families import get_family

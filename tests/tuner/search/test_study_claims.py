@@ -17,9 +17,10 @@ from sqlalchemy.orm import Session, sessionmaker
 import storage
 import storage.claims
 import tuner.search.study
-from storage import Claimed, open_database
+from storage import open_database
 from tests.conftest import NewDatabase
 from tests.tuner.fakes import Forwarding
+from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.search.evaluator import Result
