@@ -28,6 +28,7 @@ from storage.engine import (
 from storage.errors import StorageError
 from storage.file_identity import SqliteFile
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, RatesIn, ShapeIn
+from storage.legacy_records import from_legacy
 from storage.models import Base, BestConfig, Claim, Device, DeviceRates, Measurement, Shape
 from storage.queries import (
     BestConfigsMark,
@@ -50,7 +51,7 @@ from storage.queries import (
     shape_distance,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
-from storage.records import TRUSTED_KEY, is_trusted, number_measurement, record_measurement
+from storage.records import number_measurement, record_measurement
 from storage.schema import (
     UPGRADE_COMMAND,
     check_schema,
@@ -61,6 +62,7 @@ from storage.schema import (
 )
 from storage.studies import (
     StudyProgress,
+    StudyShape,
     StudySummary,
     progress_query,
     study_progress,
@@ -75,7 +77,6 @@ __all__ = [
     "DEFAULT_URL",
     "FORMAT_VERSION",
     "MEASUREMENT_FIELDS",
-    "TRUSTED_KEY",
     "UPGRADE_COMMAND",
     "URL_ENV_VAR",
     "Base",
@@ -93,6 +94,7 @@ __all__ = [
     "SqliteFile",
     "StorageError",
     "StudyProgress",
+    "StudyShape",
     "StudySummary",
     "best_configs",
     "best_configs_fingerprint",
@@ -111,10 +113,10 @@ __all__ = [
     "fastest_ok_times",
     "find_device",
     "find_shape",
+    "from_legacy",
     "head_revision",
     "holds_measurements",
     "import_json",
-    "is_trusted",
     "latest_device_rates",
     "list_devices",
     "list_measurements",

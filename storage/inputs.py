@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from tuner.core.accuracy import UNLABELLED
+from tuner.core.phases import Phase, check_phase
 from tuner.core.shape import LEGACY_LAYOUTS
 from tuner.core.statuses import STATUSES
 
@@ -107,8 +108,12 @@ class MeasurementIn:
     ``ratio`` is cuBLAS time / our time (> 1 means faster than cuBLAS); left as ``None`` it is
     derived from ``cublas_ms / ms`` when both are known. ``accuracy`` is the measurement's
     accuracy class (``exact``, strict FP32, unless the tuner names another): the best config
-    is kept per class. ``created_at`` is normally left to the database; imports pass the original
-    timestamp so that re-importing is idempotent.
+    is kept per class. ``phase`` says when in its study it was measured (a finalist's
+    side-by-side re-measurement is ``final`` and outranks screening times for the best config,
+    :mod:`tuner.core.phases`); ``trusted`` is False for a result whoever stored it cannot vouch
+    for (an upload without the trusted token): kept and listed, never the best. ``created_at``
+    is normally left to the database; imports pass the original timestamp so that re-importing
+    is idempotent.
     """
 
     family: str
@@ -129,6 +134,8 @@ class MeasurementIn:
     trial_number: int | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
     accuracy: str = UNLABELLED
+    phase: str = Phase.SCREENING.value
+    trusted: bool = True
     created_at: datetime | None = None
 
     def __post_init__(self) -> None:
@@ -153,6 +160,9 @@ class MeasurementIn:
         _check_text("study", self.study, optional=True)
         _check_int("trial_number", self.trial_number, minimum=0, optional=True)
         _check_label("accuracy", self.accuracy)
+        object.__setattr__(self, "phase", check_phase(self.phase).value)
+        if not isinstance(self.trusted, bool):
+            raise ValueError(f"`trusted` must be true or false, got {self.trusted!r}")
         _check_time("created_at", self.created_at)
 
     def effective_ratio(self) -> float | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     CheckConstraint,
     DateTime,
     Dialect,
@@ -28,12 +29,14 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
 from storage.inputs import DEVICE_NAME_LENGTH, FAMILY_LENGTH, LABEL_LENGTH, NAME_LENGTH
 from tuner.core.accuracy import UNLABELLED
+from tuner.core.phases import Phase
 from tuner.core.statuses import STATUSES
 
 # Deterministic constraint names, so Alembic revisions can refer to them on every backend.
@@ -155,6 +158,14 @@ class Measurement(Base):
     accuracy: Mapped[str] = mapped_column(
         String(LABEL_LENGTH), default=UNLABELLED, server_default=UNLABELLED
     )
+    # When in its study it was measured (tuner.core.phases): a final re-measurement outranks
+    # screening times when the best config is chosen.
+    phase: Mapped[str] = mapped_column(
+        String(LABEL_LENGTH), default=Phase.SCREENING.value, server_default=Phase.SCREENING.value
+    )
+    # False for a result its writer could not vouch for (an upload without the trusted token):
+    # listed like any other, never the best config.
+    trusted: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     created_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, server_default=func.now()
     )

@@ -21,8 +21,6 @@ class Phase(enum.StrEnum):
 
 
 PHASES: tuple[str, ...] = tuple(phase.value for phase in Phase)
-# The length of the longest phase name: what a column holding one needs.
-PHASE_LENGTH = max(len(name) for name in PHASES)
 
 
 def check_phase(value: object) -> Phase:
