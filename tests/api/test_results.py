@@ -172,6 +172,27 @@ def test_an_untrusted_upload_is_listed_but_never_the_best(client: TestClient) ->
     ]
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        {"phase": "final"},
+        {"provenance": {"worker": "test", "phase": "final"}},  # as uploads said it before
+        {"study": "s|finalists"},
+    ],
+)
+def test_a_trusted_final_upload_outranks_a_faster_screening_best(
+    client: TestClient, said: dict[str, Any]
+) -> None:
+    body = upload(0.7)
+    body["measurements"] = [{**body["measurements"][0], "study": "s", **said}]
+    auth = {"Authorization": f"Bearer {TRUSTED}"}
+    assert client.post("/v1/results", json=body, headers=auth).status_code == 201
+    best = client.post("/v1/configs/best", json={"m": 1024, "n": 1024, "k": 1024}).json()
+    assert (best["name"], best["ms"], best["provenance"]) == (SLOW, 0.7, {"worker": "test"})
+    (stored,) = client.get("/v1/results", params={"family": "warptile", "limit": 1}).json()["items"]
+    assert (stored["study"], stored["phase"], stored["trusted"]) == ("s", "final", True)
+
+
 def test_upload_invalidates_a_cached_snapshot(seeded: str) -> None:
     from api.app import create_app
     from api.settings import Settings
