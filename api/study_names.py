@@ -4,7 +4,8 @@ A study's key says everything that makes it one study, which makes it long and h
 title. The title puts the shape first, then the device and what was searched (the families its
 screening trials measured) or, for its final phase, that these are its finalists re-measured; a
 preloaded sweep table's study (``<file stem>-MxNxK``) is titled by its table. The parts come from
-the stored rows (device, shape, dtype, layout, family, phase), never from parsing the key.
+the stored rows (device, shape, dtype, layout, family, phase); of the key, only a sweep table's
+name is read, as what is left once the stored shape is taken off its end.
 """
 
 from __future__ import annotations
