@@ -17,12 +17,16 @@ from pydantic import (
     field_validator,
 )
 
-from storage import STATUSES
 from tuner.answers.answer import Answer, DeviceInfo, answer_types, held_type
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec
 from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
 from tuner.core.dims import Dims
+from tuner.answers.answer import FAR_DISTANCE
+from tuner.answers.device_kind import ARCH_FORMAT
+from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
+from tuner.core.phases import PHASES
 from tuner.core.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
+from tuner.core.statuses import STATUSES
 from tuner.kernels.families import FAMILIES
 
 # Strict: JSON's true is not m = 1, nor is the string "4096" a dimension.
@@ -48,6 +52,7 @@ Accuracy = Annotated[
     ),
 ]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
+Phase = Literal[PHASES]  # type: ignore[valid-type]
 FamilyName = Literal[tuple(FAMILIES)]  # type: ignore[valid-type]
 NON_BLANK = r"\S"  # somewhere a character that is not white space (patterns search)
 CONFIG_NAME = r"^[a-z][a-z0-9_]*$"
@@ -225,6 +230,11 @@ class MeasurementIn(Strict):
     study: str | None = Field(default=None, max_length=255, pattern=NON_BLANK)
     trial_number: Count | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
+    phase: Phase = Field(
+        default="screening",
+        description="when in its study it was measured: `final` for a finalist re-measured side "
+        "by side with cuBLAS, which outranks screening times for the best config",
+    )
 
 
 class ResultsUpload(Strict):
@@ -265,6 +275,8 @@ class MeasurementOut(BaseModel):
     trial_number: int | None
     provenance: dict[str, Any]
     accuracy: str
+    phase: Phase
+    trusted: bool = Field(description="false for an upload without the trusted token: never best")
     created_at: str
 
 

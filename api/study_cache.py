@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 import storage
 from api.study_data import Study, extend_study, load_study
+from tuner.core.phases import Phase
 
 T = TypeVar("T")
 
@@ -89,32 +90,37 @@ class CachedStudy:
 
 
 class StudyCache:
-    """The last ``size`` studies read, by name; safe to share between request threads."""
+    """The last ``size`` studies read, by name and phase; safe to share between request
+    threads."""
 
     def __init__(self, size: int = 4, stale_share: float = STALE_SHARE) -> None:
         self.size = size
         self.stale_share = stale_share
-        self._studies: OrderedDict[str, CachedStudy] = OrderedDict()
+        self._studies: OrderedDict[tuple[str, Phase], CachedStudy] = OrderedDict()
         self._lock = threading.Lock()
         self.reads = 0  # how many times a study was read from the database (tests, benchmarks)
 
-    def get(self, session: Session, name: str) -> CachedStudy | None:
-        """The study named ``name`` as stored now (None when no measurement belongs to it)."""
-        state = storage.study_progress(session, name)
+    def get(
+        self, session: Session, name: str, phase: Phase = Phase.SCREENING
+    ) -> CachedStudy | None:
+        """The study named ``name``, in ``phase``, as stored now (None when no measurement
+        belongs to it)."""
+        key = (name, phase)
+        state = storage.study_progress(session, name, phase)
         with self._lock:
-            kept = self._studies.get(name)
+            kept = self._studies.get(key)
             if kept is not None and kept.state == state:
-                self._studies.move_to_end(name)
+                self._studies.move_to_end(key)
                 return kept
         if state.trials == 0:
-            self._forget(name)
+            self._forget(key)
             return None
         # Read after the state: the rows are at least as new as it, so a later change shows
         # as a different state and is read then.
         study = _appended(session, kept, state) if kept is not None else None
-        study = study or load_study(session, name)
+        study = study or load_study(session, name, phase)
         if study is None:
-            self._forget(name)
+            self._forget(key)
             return None
         earlier = (
             {}
@@ -127,15 +133,15 @@ class StudyCache:
         fresh = CachedStudy(state, study, earlier, self.stale_share)
         with self._lock:
             self.reads += 1
-            self._studies[name] = fresh
-            self._studies.move_to_end(name)
+            self._studies[key] = fresh
+            self._studies.move_to_end(key)
             while len(self._studies) > self.size:
                 self._studies.popitem(last=False)
         return fresh
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, key: tuple[str, Phase]) -> None:
         with self._lock:
-            self._studies.pop(name, None)
+            self._studies.pop(key, None)
 
 
 def _appended(session: Session, kept: CachedStudy, state: storage.StudyProgress) -> Study | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -18,6 +18,8 @@ from sqlalchemy.orm import Session
 
 import storage
 from tuner.core.dims import tflops as gemm_tflops
+from api.study_names import study_title
+from tuner.core.phases import Phase
 
 # A study whose last trial is younger than this is shown as running (and refreshed live).
 RUNNING_WINDOW = timedelta(minutes=2)
@@ -48,11 +50,22 @@ class StudyTrial:
 
 @dataclass(frozen=True)
 class Study:
+    """One phase of a study (its screening trials, or its finalists' final re-measurements)."""
+
     name: str
     device: str
     shape: tuple[int, int, int]
     trials: Sequence[StudyTrial]
     cublas_tflops: float | None  # the median of what cuBLAS ran beside the ok trials
+    phase: Phase = Phase.SCREENING
+    dtype: str = "float32"
+    layout: str = "NN"
+
+    @property
+    def title(self) -> str:
+        m, n, k = self.shape
+        where = storage.StudyShape(m, n, k, self.dtype, self.layout)
+        return study_title(self.name, self.phase, self.device, where, self.families)
 
     @cached_property
     def ok(self) -> list[StudyTrial]:
@@ -83,13 +96,17 @@ class Study:
         return sorted({t.family for t in self.trials})
 
 
-def load_study(session: Session, name: str) -> Study | None:
-    """The study named ``name``, or None when no measurement belongs to it."""
-    rows = storage.study_table(session, name)
+def load_study(session: Session, name: str, phase: Phase = Phase.SCREENING) -> Study | None:
+    """The study named ``name`` in ``phase``, or None when no measurement belongs to it."""
+    rows = storage.study_table(session, name, phase=phase)
     if not rows:
         return None
-    trials = _trials(rows, (rows[0].m, rows[0].n, rows[0].k), 0, None)
-    return Study(name, rows[0].device, (rows[0].m, rows[0].n, rows[0].k), trials, _cublas(trials))
+    first = rows[0]
+    shape = (first.m, first.n, first.k)
+    trials = _trials(rows, shape, 0, None)
+    return Study(
+        name, first.device, shape, trials, _cublas(trials), phase, first.dtype, first.layout
+    )
 
 
 def extend_study(session: Session, study: Study, after_id: int, added: int) -> Study | None:
@@ -97,7 +114,7 @@ def extend_study(session: Session, study: Study, after_id: int, added: int) -> S
     a running study's page reads instead of the whole study. None when they are not simply
     appended (another count, or a trial number below the study's last): read it whole then.
     Every trial of ``study`` must have its stored trial number."""
-    rows = storage.study_table(session, study.name, after_id=after_id)
+    rows = storage.study_table(session, study.name, after_id=after_id, phase=study.phase)
     last = study.trials[-1] if study.trials else None
     if (
         len(rows) != added
@@ -106,7 +123,7 @@ def extend_study(session: Session, study: Study, after_id: int, added: int) -> S
     ):
         return None
     trials = [*study.trials, *_trials(rows, study.shape, len(study.trials), last.best_so_far)]
-    return Study(study.name, study.device, study.shape, trials, _cublas(trials))
+    return replace(study, trials=trials, cublas_tflops=_cublas(trials))
 
 
 def _cublas(trials: Sequence[StudyTrial]) -> float | None:

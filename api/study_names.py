@@ -1,37 +1,61 @@
-"""Readable titles for study keys.
+"""Readable titles for studies, from what their rows were measured on.
 
-A study's key says everything that makes it one study (``gemmtune tune``'s
-``device|MxNxK|dtype|layout|family+family``, with ``|finalists`` for its re-measurements; a
-preloaded sweep table's ``<file stem>-MxNxK``), which makes it long and hard to read as a
-title. The title puts the shape first, then the device and what was searched.
+A study's key says everything that makes it one study, which makes it long and hard to read as a
+title. The title puts the shape first, then the device and what was searched (the families its
+screening trials measured) or, for its final phase, that these are its finalists re-measured; a
+preloaded sweep table's study (``<file stem>-MxNxK``) is titled by its table. The parts come from
+the stored rows (device, shape, dtype, layout, family, phase); of the key, only a sweep table's
+name is read, as what is left once the stored shape is taken off its end.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 
-_TUNED = re.compile(
-    r"(?P<device>[^|]+)\|(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)\|(?P<dtype>[^|]+)\|(?P<layout>[^|]+)"
-    r"\|(?P<families>[^|]+)(?P<finalists>\|finalists)?"
-)
+from storage import StudyShape, StudySummary
+from tuner.core.phases import Phase
+from tuner.kernels.families import FAMILIES
+
 TIMES = "\u00d7"
-_SWEEP = re.compile(r"(?P<table>.+)-(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)")
+_FAMILY_ORDER = {name: index for index, name in enumerate(FAMILIES)}
 
 
-def study_title(key: str) -> str:
+def study_title(
+    name: str,
+    phase: Phase,
+    device: str | None,
+    shape: StudyShape | None,
+    families: Iterable[str],
+) -> str:
     """``4096x4096x4096 on NVIDIA H100 80GB HBM3 · warptile, pipelined`` (with multiplication
-    signs) for a tuning study (``4096x4096x4096 bfloat16 NT on ...`` for inputs other than
-    float32 NN), ``4096x4096x4096 · sweep table h100-sweep`` for a preloaded one; other keys
-    as they are."""
-    tuned = _TUNED.fullmatch(key)
-    if tuned:
-        shape = TIMES.join(tuned[d] for d in "mnk")
-        if (tuned["dtype"], tuned["layout"]) not in (("float32", "NN"), ("float32", "row-major")):
-            shape += f" {tuned['dtype']} {tuned['layout']}"
-        families = ", ".join(tuned["families"].split("+"))
-        what = "finalists re-measured" if tuned["finalists"] else families
-        return f"{shape} on {tuned['device']} · {what}"
-    sweep = _SWEEP.fullmatch(key)
-    if sweep:
-        return f"{TIMES.join(sweep[d] for d in 'mnk')} · sweep table {sweep['table']}"
-    return key
+    signs) for a study of one device and shape (``4096x4096x4096 bfloat16 NT on ...`` for inputs
+    other than float32 NN; ``... · finalists re-measured`` for its final phase),
+    ``4096x4096x4096 · sweep table h100-sweep`` for a preloaded sweep table; else the key."""
+    if shape is None:
+        return name
+    dims = TIMES.join(str(d) for d in (shape.m, shape.n, shape.k))
+    table = _sweep_table(name, shape)
+    if table is not None:
+        return f"{dims} · sweep table {table}"
+    if device is None:
+        return name
+    if (shape.dtype, shape.layout) != ("float32", "NN"):
+        dims += f" {shape.dtype} {shape.layout}"
+    if phase == Phase.FINAL:
+        return f"{dims} on {device} · finalists re-measured"
+    ordered = sorted(set(families), key=lambda f: (_FAMILY_ORDER.get(f, len(_FAMILY_ORDER)), f))
+    return f"{dims} on {device} · {', '.join(ordered)}"
+
+
+def _sweep_table(name: str, shape: StudyShape) -> str | None:
+    """The sweep table a preloaded study came from (``api.preload`` keys its studies
+    ``<file stem>-MxNxK``), or None for any other study."""
+    suffix = f"-{shape.m}x{shape.n}x{shape.k}"
+    if "|" in name or not name.endswith(suffix) or name == suffix:
+        return None
+    return name.removesuffix(suffix)
+
+
+def summary_title(summary: StudySummary) -> str:
+    """:func:`study_title` of a :class:`storage.StudySummary` (the study lists' titles)."""
+    return study_title(summary.name, summary.phase, summary.device, summary.shape, summary.families)

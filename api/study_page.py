@@ -20,9 +20,9 @@ from markupsafe import Markup
 from api.importance import parameter_names
 from api.study_cache import CachedStudy
 from api.study_data import Study, StudyTrial
-from api.study_names import study_title
 from api.trial_table import STATUS_MEANING, TableQuery, failures, table_page
 from tuner.core.errors import InputError
+from tuner.core.phases import Phase
 from tuner.report.svg_charts import (
     Point,
     Reference,
@@ -232,7 +232,9 @@ def _charts(cached: CachedStudy, view: StudyView) -> dict[str, Any]:
         "colours": ["family", *params],
         "curve": cached.memo("curve", lambda: _curve(study)),
         # Loaded by the page's script: computing them is most of a large study's first view.
-        "importances_url": importances_url(study.name, view.family) if scoped else None,
+        "importances_url": importances_url(study.name, view.family, study.phase)
+        if scoped
+        else None,
         "parallel": cached.memo(
             ("parallel", view.family), lambda: _parallel(scoped, params, several)
         )
@@ -251,9 +253,17 @@ def _charts(cached: CachedStudy, view: StudyView) -> dict[str, Any]:
     }
 
 
-def importances_url(study: str, family: str | None) -> str:
+def importances_url(study: str, family: str | None, phase: Phase = Phase.SCREENING) -> str:
     """Where the page's script fetches the parameter importances panel of ``study``."""
-    return "/dashboard/importances?" + urlencode({"study": study, "family": family or ""})
+    return "/dashboard/importances?" + urlencode(
+        {"study": study, "family": family or "", **phase_query(phase)}
+    )
+
+
+def phase_query(phase: Phase) -> dict[str, str]:
+    """The query parameter that names a study's phase in its pages' links: none for its
+    screening trials (the page a study's plain link shows)."""
+    return {} if phase == Phase.SCREENING else {"phase": phase.value}
 
 
 def study_context(cached: CachedStudy, view: StudyView) -> dict[str, Any]:
@@ -267,12 +277,13 @@ def study_context(cached: CachedStudy, view: StudyView) -> dict[str, Any]:
     return {
         **_charts(cached, view),
         "study": study,
-        "title": study_title(study.name),
+        "title": study.title,
+        "phase_query": phase_query(study.phase),
         "view": view,
         "best": study.best,
         "ratio": study.best_against_cublas,
         "running": study.running(),
         "meaning": STATUS_MEANING,
         "table": table_page(study.trials, view.table),
-        "link": lambda changes: view_query(view, changes),
+        "link": lambda changes: view_query(view, {**phase_query(study.phase), **changes}),
     }

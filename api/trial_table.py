@@ -11,7 +11,7 @@ from typing import Literal
 
 from api.study_data import StudyTrial
 
-# What each status means, shown beside the failures (storage.STATUSES is the list).
+# What each status means, shown beside the failures (tuner.core.statuses.STATUSES is the list).
 STATUS_MEANING = {
     "ok": "compiled, verified against cuBLAS and timed",
     "invalid": "breaks a rule of its family: never compiled",

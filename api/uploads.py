@@ -35,11 +35,11 @@ def store_upload(
     measurements = []
     for i, item in enumerate(body.measurements):
         try:
-            # The class is the family's, never the uploader's word.
+            # The class is the family's, never the uploader's word; a phase or trust said the
+            # old way, in the study name or provenance, is read as the fields.
             values = item.model_dump()
-            measurements.append(
-                storage.MeasurementIn(**values, accuracy=accuracy_of(values["family"]))
-            )
+            measurement = storage.MeasurementIn(**values, accuracy=accuracy_of(values["family"]))
+            measurements.append(storage.from_legacy(measurement))
         except ValueError as exc:
             raise RejectedRecords([Problem(("measurements", i), str(exc))]) from exc
     check_upload(device, shape, measurements)

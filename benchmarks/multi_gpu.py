@@ -34,7 +34,6 @@ from typing import Any
 from sqlalchemy import select
 
 import storage
-from storage.records import is_final
 from tuner.core.shape import Shape, parse_shape
 from tuner.data import default_suite
 from tuner.data.shape_lists import read_shapes
@@ -87,7 +86,7 @@ def stored(url: str) -> dict[str, Any]:
         engine.dispose()
     studies: dict[str, Any] = {}
     for row in rows:
-        if is_final(row.provenance) or row.study is None:
+        if row.phase == "final" or row.study is None:
             continue
         study = studies.setdefault(row.study, {"configs": Counter(), "workers": Counter()})
         study["configs"][row.config_name] += 1

@@ -121,7 +121,7 @@ def one_study(
             "ms": best.ms,
             "cublas_ms": best.cublas_ms,
             "ratio": best.ratio,
-            "final": best.provenance.get("phase") == "final",
+            "final": bool(progress.finalists),  # the best is then the fastest finalist
         },
         "first_answer": screened[0] if screened else None,
     }

@@ -19,14 +19,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tuner.search.finalists import FINALISTS_SUFFIX
+from storage.legacy_records import FINALISTS_SUFFIX
 
 
 def twin_rows(measurements: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per stored twin whose source was re-measured with it, by shape then source."""
     finals: dict[tuple[str, tuple[int, int, int]], dict[str, dict[str, Any]]] = {}
     for m in measurements:
-        if m.get("status") != "ok" or not str(m.get("study", "")).endswith(FINALISTS_SUFFIX):
+        # Exports written before phase was a field mark a final by its study name.
+        final = m.get("phase") == "final" or str(m.get("study", "")).endswith(FINALISTS_SUFFIX)
+        if m.get("status") != "ok" or not final:
             continue
         dims = (m["shape"]["m"], m["shape"]["n"], m["shape"]["k"])
         finals.setdefault((m["device"]["name"], dims), {})[m["config_name"]] = m

@@ -1,8 +1,9 @@
 """gemmtune storage: SQLAlchemy models, schema migrations, and the read/write paths.
 
-Below the tuner on purpose: of ``tuner`` it imports only ``tuner.core``, the shared vocabulary
-(standard library only, no CuPy). The API and tools import it with plain ints, strings and dicts
-in and typed rows out. The caller owns sessions and transactions.
+Standalone on purpose: it imports nothing of ``tuner`` but the shared vocabulary of ``tuner.core``
+(statuses, phases, accuracy labels, layouts, claims), and no CuPy; the API and tools import it
+with plain ints, strings and dicts in and typed rows out. The caller owns sessions and
+transactions.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from storage.bulk import record_measurements
 from storage.claims import (
     CLAIM_LEASE_S,
-    Claimed,
     claim_candidate,
     live_claims,
     release_claim,
@@ -27,14 +27,8 @@ from storage.engine import (
 )
 from storage.errors import StorageError
 from storage.file_identity import SqliteFile
-from storage.inputs import (
-    MEASUREMENT_FIELDS,
-    STATUSES,
-    DeviceIn,
-    MeasurementIn,
-    RatesIn,
-    ShapeIn,
-)
+from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, RatesIn, ShapeIn
+from storage.legacy_records import from_legacy
 from storage.models import Base, BestConfig, Claim, Device, DeviceRates, Measurement, Shape
 from storage.queries import (
     BestConfigsMark,
@@ -55,7 +49,7 @@ from storage.queries import (
     ping,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
-from storage.records import TRUSTED_KEY, is_trusted, number_measurement, record_measurement
+from storage.records import number_measurement, record_measurement
 from storage.schema import (
     UPGRADE_COMMAND,
     check_schema,
@@ -66,6 +60,7 @@ from storage.schema import (
 )
 from storage.studies import (
     StudyProgress,
+    StudyShape,
     StudySummary,
     progress_query,
     study_progress,
@@ -80,15 +75,12 @@ __all__ = [
     "DEFAULT_URL",
     "FORMAT_VERSION",
     "MEASUREMENT_FIELDS",
-    "STATUSES",
-    "TRUSTED_KEY",
     "UPGRADE_COMMAND",
     "URL_ENV_VAR",
     "Base",
     "BestConfig",
     "BestConfigsMark",
     "Claim",
-    "Claimed",
     "Device",
     "DeviceIn",
     "DeviceRates",
@@ -100,6 +92,7 @@ __all__ = [
     "SqliteFile",
     "StorageError",
     "StudyProgress",
+    "StudyShape",
     "StudySummary",
     "best_configs",
     "best_configs_fingerprint",
@@ -118,10 +111,10 @@ __all__ = [
     "fastest_ok_times",
     "find_device",
     "find_shape",
+    "from_legacy",
     "head_revision",
     "holds_measurements",
     "import_json",
-    "is_trusted",
     "latest_device_rates",
     "list_devices",
     "list_measurements",

@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 from storage.conflicts import upsert_statement
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import BestConfig, Device, Measurement, Shape, utcnow
-from storage.records import Offer, is_final, is_trusted, offer_best
+from storage.records import Offer, offer_best
+from tuner.core.phases import Phase
 
 # Rows inserted together: large enough for multi-row INSERTs, small enough to report progress
 # often.
@@ -128,7 +129,7 @@ def best_offers(written: Iterable[Offer]) -> list[Offer]:
     fastest: dict[tuple[int, int, str], Offer] = {}
     for offer in written:
         m = offer.measurement
-        if m.status != "ok" or m.ms is None or not is_trusted(m.provenance):
+        if m.status != "ok" or m.ms is None or not m.trusted:
             continue
         held = fastest.get(offer.key)
         if held is None or _rank(m) < _rank(held.measurement):
@@ -138,7 +139,7 @@ def best_offers(written: Iterable[Offer]) -> list[Offer]:
 
 def _rank(m: MeasurementIn) -> tuple[bool, float]:
     """Finals before screening times, then faster first (``record_measurement``'s rule)."""
-    return (not is_final(dict(m.provenance)), m.ms if m.ms is not None else float("inf"))
+    return (m.phase != Phase.FINAL, m.ms if m.ms is not None else float("inf"))
 
 
 def offer_all(session: Session, offers: list[Offer]) -> None:

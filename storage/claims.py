@@ -10,7 +10,6 @@ Expiry is judged by the workers' clocks, which must agree to well within a lease
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, delete, func, inspect, literal, or_, select, true, update
@@ -18,19 +17,9 @@ from sqlalchemy.orm import Session
 
 from storage.conflicts import upsert_statement
 from storage.models import Claim, utcnow
+from tuner.core.claims import Claimed
 
 CLAIM_LEASE_S = 60.0  # how long a claim outlives its worker's last heartbeat
-
-
-class Claimed(enum.Enum):
-    """What became of a claim; truthy only when the worker got the candidate."""
-
-    TAKEN = "taken"
-    HELD = "held"  # another worker holds it (unexpired) or measured it
-    FULL = "full"  # the study's budget of candidates is spent
-
-    def __bool__(self) -> bool:
-        return self is Claimed.TAKEN
 
 
 def claim_candidate(

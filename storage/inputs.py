@@ -1,7 +1,8 @@
 """Plain-value inputs to the write path, validated once at the boundary.
 
-Storage stays independent of ``tuner``: callers translate their own objects into these small
-frozen dataclasses (ints, strings, dicts), and every check here names the offending field.
+Storage stays independent of the tuner's machinery (it shares only the vocabulary of
+``tuner.core``): callers translate their own objects into these small frozen dataclasses (ints,
+strings, dicts), and every check here names the offending field.
 """
 
 from __future__ import annotations
@@ -12,27 +13,10 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-# Why a candidate did not produce a time: every evaluated candidate gets exactly one status.
-# The one list: the tuner's results, the table's CHECK constraint and the API's enum use it.
-STATUSES: tuple[str, ...] = (
-    "ok",
-    "invalid",  # breaks a family rule (never reaches a compiler)
-    "pruned",  # breaks a resource limit, before or after compiling (spills, no block fits)
-    "compile_failed",
-    "launch_failed",  # the launch or the worker process failed (illegal address, ...)
-    "wrong_result",  # differs from cuBLAS beyond the FP32 tolerance
-    "timeout",  # compile or run took longer than its bound
-)
-# Layout names older databases and exports used, and the layout each means today: ``row-major``
-# (the one layout before there were four) is A and B both as used, ``NN``. Migration 0006 renames
-# stored rows; imports and callers may still send the old name.
-LEGACY_LAYOUTS: dict[str, str] = {"row-major": "NN"}
-# The accuracy class of a measurement nobody labelled: strict FP32. Other classes (FP32 emulated
-# on tensor cores, ...) are named by the tuner; to storage a class is an opaque short label, and
-# best_config keeps the fastest of each class apart, so a caller asking for strict results never
-# gets a config that is merely close.
-EXACT = "exact"
-
+from tuner.core.accuracy import UNLABELLED
+from tuner.core.phases import Phase, check_phase
+from tuner.core.shape import LEGACY_LAYOUTS
+from tuner.core.statuses import STATUSES
 
 # Column lengths of the tables (storage.models); tuner.data.intake checks records against the same
 # limits PostgreSQL enforces, so a file imports alike on SQLite and PostgreSQL.
@@ -123,9 +107,13 @@ class MeasurementIn:
 
     ``ratio`` is cuBLAS time / our time (> 1 means faster than cuBLAS); left as ``None`` it is
     derived from ``cublas_ms / ms`` when both are known. ``accuracy`` is the measurement's
-    accuracy class (:data:`EXACT`, strict FP32, unless the tuner names another): the best config
-    is kept per class. ``created_at`` is normally left to the database; imports pass the original
-    timestamp so that re-importing is idempotent.
+    accuracy class (``exact``, strict FP32, unless the tuner names another): the best config
+    is kept per class. ``phase`` says when in its study it was measured (a finalist's
+    side-by-side re-measurement is ``final`` and outranks screening times for the best config,
+    :mod:`tuner.core.phases`); ``trusted`` is False for a result whoever stored it cannot vouch
+    for (an upload without the trusted token): kept and listed, never the best. ``created_at``
+    is normally left to the database; imports pass the original timestamp so that re-importing
+    is idempotent.
     """
 
     family: str
@@ -145,7 +133,9 @@ class MeasurementIn:
     study: str | None = None
     trial_number: int | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
-    accuracy: str = EXACT
+    accuracy: str = UNLABELLED
+    phase: str = Phase.SCREENING.value
+    trusted: bool = True
     created_at: datetime | None = None
 
     def __post_init__(self) -> None:
@@ -170,6 +160,9 @@ class MeasurementIn:
         _check_text("study", self.study, optional=True)
         _check_int("trial_number", self.trial_number, minimum=0, optional=True)
         _check_label("accuracy", self.accuracy)
+        object.__setattr__(self, "phase", check_phase(self.phase).value)
+        if not isinstance(self.trusted, bool):
+            raise ValueError(f"`trusted` must be true or false, got {self.trusted!r}")
         _check_time("created_at", self.created_at)
 
     def effective_ratio(self) -> float | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     CheckConstraint,
     DateTime,
     Dialect,
@@ -28,18 +29,15 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
-from storage.inputs import (
-    DEVICE_NAME_LENGTH,
-    EXACT,
-    FAMILY_LENGTH,
-    LABEL_LENGTH,
-    NAME_LENGTH,
-    STATUSES,
-)
+from storage.inputs import DEVICE_NAME_LENGTH, FAMILY_LENGTH, LABEL_LENGTH, NAME_LENGTH
+from tuner.core.accuracy import UNLABELLED
+from tuner.core.phases import Phase
+from tuner.core.statuses import STATUSES
 
 # Deterministic constraint names, so Alembic revisions can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -156,8 +154,18 @@ class Measurement(Base):
     study: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
     trial_number: Mapped[int | None] = mapped_column(Integer)
     provenance: Mapped[dict[str, Any]] = mapped_column(JSON)
-    # The accuracy class (storage.inputs.EXACT unless the tuner names another).
-    accuracy: Mapped[str] = mapped_column(String(LABEL_LENGTH), default=EXACT, server_default=EXACT)
+    # The accuracy class (``exact`` unless the tuner names another).
+    accuracy: Mapped[str] = mapped_column(
+        String(LABEL_LENGTH), default=UNLABELLED, server_default=UNLABELLED
+    )
+    # When in its study it was measured (tuner.core.phases): a final re-measurement outranks
+    # screening times when the best config is chosen.
+    phase: Mapped[str] = mapped_column(
+        String(LABEL_LENGTH), default=Phase.SCREENING.value, server_default=Phase.SCREENING.value
+    )
+    # False for a result its writer could not vouch for (an upload without the trusted token):
+    # listed like any other, never the best config.
+    trusted: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     created_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, server_default=func.now()
     )
@@ -182,7 +190,9 @@ class BestConfig(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     device_id: Mapped[int] = mapped_column(ForeignKey("device.id"))
     shape_id: Mapped[int] = mapped_column(ForeignKey("shape.id"))
-    accuracy: Mapped[str] = mapped_column(String(LABEL_LENGTH), default=EXACT, server_default=EXACT)
+    accuracy: Mapped[str] = mapped_column(
+        String(LABEL_LENGTH), default=UNLABELLED, server_default=UNLABELLED
+    )
     measurement_id: Mapped[int] = mapped_column(ForeignKey("measurement.id"))
     updated_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=func.now()

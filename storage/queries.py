@@ -15,6 +15,8 @@ from sqlalchemy.orm import Session, contains_eager
 
 from storage.inputs import DeviceIn, ShapeIn
 from storage.models import BestConfig, Device, DeviceRates, Measurement, Shape
+from tuner.core.phases import Phase
+from tuner.core.shape import LEGACY_LAYOUTS
 
 MAX_PAGE = 1000
 
@@ -200,13 +202,18 @@ def list_devices(session: Session) -> list[Device]:
 
 
 def measurements_for_study(
-    session: Session, study_name: str, after_id: int = 0
+    session: Session, study_name: str, after_id: int = 0, phase: Phase = Phase.SCREENING
 ) -> Sequence[Measurement]:
-    """The measurements an Optuna study produced, in trial order (only those stored after the
-    measurement ``after_id``, when given: what other workers added since one last looked)."""
+    """The measurements of a study in one phase (its screening trials unless asked for its
+    final re-measurements), in trial order (only those stored after the measurement
+    ``after_id``, when given: what other workers added since one last looked)."""
     query = (
         select(Measurement)
-        .where(Measurement.study == study_name, Measurement.id > after_id)
+        .where(
+            Measurement.study == study_name,
+            Measurement.phase == phase.value,
+            Measurement.id > after_id,
+        )
         .order_by(Measurement.trial_number, Measurement.id)
     )
     return session.scalars(query).all()

@@ -19,7 +19,6 @@ best_config lock is held briefly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import NamedTuple
 
 from sqlalchemy import select, update
@@ -29,6 +28,7 @@ from storage.conflicts import insert_ignoring_conflicts
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import BestConfig, Device, Measurement, Shape, utcnow
 from storage.queries import find_device, find_shape
+from tuner.core.phases import Phase
 
 
 def record_measurement(
@@ -37,32 +37,34 @@ def record_measurement(
     """Store ``m`` for ``device`` and ``shape``; make it the best config of its accuracy class
     if it is the fastest of that class.
 
-    Only trusted (:func:`is_trusted`) ``ok`` measurements with a time compete, and only a
-    strictly lower time replaces the current best, so the first of equally fast configs
-    stays. Failed measurements are stored with their status and reason and never become best.
+    Only trusted (``m.trusted``) ``ok`` measurements with a time compete, and only a strictly
+    lower time replaces the current best, so the first of equally fast configs stays. Failed
+    measurements are stored with their status and reason and never become best.
 
-    A study ends by re-measuring its finalists side by side with cuBLAS
-    (``provenance["phase"] == "final"``, :data:`FINAL_PHASE`). Those re-measurements outrank
-    the study's quicker screening times: a final measurement replaces a best that is not final,
-    or a final one when strictly faster; a screening measurement never replaces a final best.
+    A study ends by re-measuring its finalists side by side with cuBLAS (``m.phase`` is
+    ``final``). Those re-measurements outrank the study's quicker screening times: a final
+    measurement replaces a best that is not final, or a final one when strictly faster; a
+    screening measurement never replaces a final best.
     """
     measurement = _new_measurement(
         get_or_create_device(session, device), get_or_create_shape(session, shape), m
     )
     session.add(measurement)
     session.flush()
-    if m.status == "ok" and m.ms is not None and is_trusted(m.provenance):
+    if m.status == "ok" and m.ms is not None and m.trusted:
         offer_best(session, Offer(measurement.device_id, measurement.shape_id, measurement.id, m))
     return measurement
 
 
 def number_measurement(session: Session, study: str, config_name: str, trial_number: int) -> None:
-    """Set the trial number of ``config_name``'s unnumbered measurement in ``study`` (its trial
-    in the persistent Optuna study, made after the measurement was stored)."""
+    """Set the trial number of ``config_name``'s unnumbered screening measurement in ``study``
+    (its trial in the persistent Optuna study, made after the measurement was stored; final
+    re-measurements are no trials)."""
     session.execute(
         update(Measurement)
         .where(
             Measurement.study == study,
+            Measurement.phase == Phase.SCREENING.value,
             Measurement.config_name == config_name,
             Measurement.trial_number.is_(None),
         )
@@ -105,22 +107,6 @@ def get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:
         row = find_shape(session, shape)
     assert row is not None
     return row
-
-
-FINAL_PHASE = "final"
-# Set to False in a measurement's provenance by whoever stored a result it cannot vouch for (the
-# API, for uploads without the trusted token): such a row is kept and listed, never the best.
-TRUSTED_KEY = "trusted"
-
-
-def is_trusted(provenance: object) -> bool:
-    """Whether a measurement may become the best: unless its provenance says it is not."""
-    return not (isinstance(provenance, Mapping) and provenance.get(TRUSTED_KEY) is False)
-
-
-def is_final(provenance: object) -> bool:
-    """Whether a measurement's provenance marks a finalist's side-by-side re-measurement."""
-    return isinstance(provenance, dict) and provenance.get("phase") == FINAL_PHASE
 
 
 class Offer(NamedTuple):
@@ -167,10 +153,10 @@ def offer_best(session: Session, offer: Offer) -> None:
         return  # the insert above created it
     # A fresh statement, hence a fresh snapshot that sees the current best's committed row.
     current = session.execute(
-        select(Measurement.ms, Measurement.provenance).where(Measurement.id == best.measurement_id)
+        select(Measurement.ms, Measurement.phase).where(Measurement.id == best.measurement_id)
     ).one()
-    best_ms, best_final = current[0], is_final(current[1])
-    new_final = is_final(dict(offer.measurement.provenance))
+    best_ms, best_final = current[0], current[1] == Phase.FINAL
+    new_final = offer.measurement.phase == Phase.FINAL
     ms = offer.measurement.ms
     faster = best_ms is None or (ms is not None and ms < best_ms)
     if (new_final and (not best_final or faster)) or (not best_final and faster):

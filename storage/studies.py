@@ -1,8 +1,10 @@
 """A study's reads for the dashboard: every study with its counts, one study's rows as plain
 values, and how far a study has come (the one small query each page view makes).
 
-A study is the measurements that share a ``study`` name; they are found through the index on
-(study, id) (schema revision 0007), never by reading every measurement.
+A study is the measurements that share a ``study`` name, in two phases: its screening trials and
+its finalists' final re-measurements (:mod:`tuner.core.phases`), which every read here keeps
+apart. They are found through the index on (study, id) (schema revision 0007), never by reading
+every measurement.
 """
 
 from __future__ import annotations
@@ -16,36 +18,90 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from storage.models import Device, Measurement, Shape
+from tuner.core.phases import Phase
+
+
+@dataclass(frozen=True)
+class StudyShape:
+    """The problem a study's rows were measured on."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    layout: str
 
 
 @dataclass(frozen=True)
 class StudySummary:
-    """One study: its trials, how many measured ``ok``, and the fastest ok time."""
+    """One phase of one study: its trials, how many measured ``ok``, the fastest ok time, and
+    what it measured: the device and shape (None when its rows name several) and the families,
+    in the order the study first measured each."""
 
     name: str
+    phase: Phase
     trials: int
     ok: int
     best_ms: float | None
+    device: str | None = None
+    shape: StudyShape | None = None
+    families: tuple[str, ...] = ()
 
 
 def study_summaries(session: Session) -> list[StudySummary]:
-    """Every study (measurements with a study name), by name."""
+    """Every study (measurements with a study name), by name, its screening before its final
+    re-measurements."""
     is_ok = Measurement.status == "ok"
+    key = (Measurement.study, Measurement.phase)
     query = (
         select(
-            Measurement.study,
+            *key,
             func.count(),
             func.count().filter(is_ok),
             func.min(Measurement.ms).filter(is_ok),
+            func.min(Measurement.device_id),
+            func.max(Measurement.device_id),
+            func.min(Measurement.shape_id),
+            func.max(Measurement.shape_id),
         )
         .where(Measurement.study.is_not(None))
-        .group_by(Measurement.study)
-        .order_by(Measurement.study)
+        .group_by(*key)
     )
-    return [
-        StudySummary(str(name), int(count), int(ok or 0), best)
-        for name, count, ok, best in session.execute(query)
+    rows = session.execute(query).all()
+    devices = {d.id: d.name for d in session.scalars(select(Device))}
+    shapes = {
+        s.id: StudyShape(s.m, s.n, s.k, s.dtype, s.layout) for s in session.scalars(select(Shape))
+    }
+    families = _families(session)
+    summaries = [
+        StudySummary(
+            str(name),
+            Phase(phase),
+            int(count),
+            int(ok or 0),
+            best,
+            devices.get(first_device) if first_device == last_device else None,
+            shapes.get(first_shape) if first_shape == last_shape else None,
+            families.get((name, phase), ()),
+        )
+        for name, phase, count, ok, best, first_device, last_device, first_shape, last_shape in rows
     ]
+    return sorted(summaries, key=lambda s: (s.name, list(Phase).index(s.phase)))
+
+
+def _families(session: Session) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(study, phase) -> the families of its rows, in the order first measured."""
+    first = func.min(Measurement.id)
+    rows = session.execute(
+        select(Measurement.study, Measurement.phase, Measurement.family)
+        .where(Measurement.study.is_not(None))
+        .group_by(Measurement.study, Measurement.phase, Measurement.family)
+        .order_by(first)
+    )
+    found: dict[tuple[str, str], tuple[str, ...]] = {}
+    for name, phase, family in rows:
+        found[(name, phase)] = (*found.get((name, phase), ()), family)
+    return found
 
 
 # What a study page reads of each measurement (api/study_data.py): no id, provenance, error,
@@ -69,17 +125,24 @@ STUDY_TABLE_COLUMNS = (
 )
 
 
-def study_table(session: Session, study_name: str, after_id: int | None = None) -> Sequence[Any]:
-    """A study's measurements as plain rows in trial order, for pages that read thousands:
-    :data:`STUDY_TABLE_COLUMNS` by name plus ``m``, ``n``, ``k`` and ``device`` (SQL rows, no
-    ORM objects, read on the session's connection: the ORM's result handling was a third of
-    the read). With ``after_id``, only those stored after that measurement (ids grow)."""
+def study_table(
+    session: Session,
+    study_name: str,
+    after_id: int | None = None,
+    phase: Phase = Phase.SCREENING,
+) -> Sequence[Any]:
+    """A study's measurements of one phase as plain rows in trial order, for pages that read
+    thousands: :data:`STUDY_TABLE_COLUMNS` by name plus ``m``, ``n``, ``k``, ``dtype``,
+    ``layout`` and ``device`` (SQL rows, no ORM objects, read on the session's connection: the
+    ORM's result handling was a third of the read). With ``after_id``, only those stored after
+    that measurement (ids grow)."""
     columns = [Measurement.__table__.c[name] for name in STUDY_TABLE_COLUMNS]
+    shape_columns = (Shape.m, Shape.n, Shape.k, Shape.dtype, Shape.layout)
     query = (
-        select(*columns, Shape.m, Shape.n, Shape.k, Device.name.label("device"))
+        select(*columns, *shape_columns, Device.name.label("device"))
         .join(Shape, Measurement.shape_id == Shape.id)
         .join(Device, Measurement.device_id == Device.id)
-        .where(Measurement.study == study_name)
+        .where(Measurement.study == study_name, Measurement.phase == phase.value)
         .order_by(Measurement.trial_number, Measurement.id)
     )
     if after_id is not None:
@@ -100,7 +163,9 @@ class StudyProgress:
     numbered: int = 0  # measurements that have their trial number
 
 
-def progress_query(study_name: str) -> Select[int, int, int, datetime, int]:
+def progress_query(
+    study_name: str, phase: Phase = Phase.SCREENING
+) -> Select[int, int, int, datetime, int]:
     """The query of :func:`study_progress` (it reads ``study_name``'s rows through the index
     on a measurement's study, not every measurement)."""
     return select(
@@ -109,12 +174,14 @@ def progress_query(study_name: str) -> Select[int, int, int, datetime, int]:
         func.max(Measurement.id),
         func.max(Measurement.created_at),
         func.count(Measurement.trial_number),
-    ).where(Measurement.study == study_name)
+    ).where(Measurement.study == study_name, Measurement.phase == phase.value)
 
 
-def study_progress(session: Session, study_name: str) -> StudyProgress:
-    """Trials, ok trials, newest measurement id and time, numbered trials of ``study_name``
-    (zeros if none)."""
-    query = progress_query(study_name)
+def study_progress(
+    session: Session, study_name: str, phase: Phase = Phase.SCREENING
+) -> StudyProgress:
+    """Trials, ok trials, newest measurement id and time, numbered trials of ``study_name`` in
+    ``phase`` (zeros if none)."""
+    query = progress_query(study_name, phase)
     trials, ok, last_id, last_at, numbered = session.execute(query).one()
     return StudyProgress(int(trials), int(ok or 0), last_id, last_at, int(numbered or 0))

@@ -11,7 +11,10 @@ a stored one (or as an earlier entry of the file) is skipped.
 
 Fields added to a measurement record since version 1 are optional on import, with the value
 older rows had: an export written before accuracy classes has no ``accuracy``, and its
-measurements are strict FP32 (``exact``), as the migration that added the column made them.
+measurements are strict FP32 (``exact``), as the migration that added the column made them. One
+written before ``phase`` and ``trusted`` were fields said both in its study names and provenance;
+they are read into the fields as schema revision 0009 read stored rows
+(:mod:`storage.legacy_records`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from storage.bulk import Progress, Record, RowIds
 from storage.errors import StorageError
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
+from storage.legacy_records import from_legacy
 from storage.models import Device, Measurement, Shape
 from storage.staging import write_staged
 from storage.values import measurement_values
@@ -261,7 +265,7 @@ def _parse_measurement(value: Any, where: str) -> tuple[DeviceIn, ShapeIn, Measu
     shape = _parse_shape(item["shape"], f"{where}.shape")
     values = {name: item[name] for name in MEASUREMENT_FIELDS if name in item}
     values["created_at"] = _parse_time(item["created_at"], where)
-    return device, shape, _build(where, lambda: MeasurementIn(**values))
+    return device, shape, _build(where, lambda: from_legacy(MeasurementIn(**values)))
 
 
 def _checked(where: str, check: Check, record: tuple[DeviceIn, ShapeIn, MeasurementIn]) -> None:

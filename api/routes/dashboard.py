@@ -14,14 +14,15 @@ from api.dashboard import overview, study_list
 from api.deps import IndexDep, SessionDep, StudyCacheDep
 from api.importance_panel import importance_context
 from api.shape_space import shape_space_context
-from api.study_names import study_title
+from api.study_names import summary_title
 from api.study_page import StudyView, study_context
 from api.trial_table import SortKey, TableQuery
 from tuner.core.errors import InputError
+from tuner.core.phases import Phase
 
 router = APIRouter(prefix="/dashboard", tags=["dashboard"], include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent.parent / "templates")
-templates.env.globals["study_title"] = study_title
+templates.env.globals["study_title"] = summary_title
 
 
 @router.get("", response_class=HTMLResponse)
@@ -46,9 +47,9 @@ def shapes(
 
 
 @router.get("/progress")
-def progress(study: str, session: SessionDep) -> dict[str, Any]:
+def progress(study: str, session: SessionDep, phase: Phase = Phase.SCREENING) -> dict[str, Any]:
     """What a live study page polls: trial counts and the newest measurement."""
-    done = storage.study_progress(session, study)
+    done = storage.study_progress(session, study, phase)
     last_at = None if done.last_at is None else done.last_at.isoformat()
     return {"trials": done.trials, "ok": done.ok, "last_id": done.last_id, "last_at": last_at}
 
@@ -60,9 +61,10 @@ def importances(
     session: SessionDep,
     cache: StudyCacheDep,
     family: str | None = None,
+    phase: Phase = Phase.SCREENING,
 ) -> HTMLResponse:
     """A study page's parameter importances panel (an HTML fragment its script loads)."""
-    found = cache.get(session, study)
+    found = cache.get(session, study, phase)
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no study named {study!r}")
     try:
@@ -86,8 +88,9 @@ def study(
     sort: SortKey = "trial",
     desc: bool = False,
     page: Annotated[int, Query(ge=1)] = 1,
+    phase: Phase = Phase.SCREENING,
 ) -> HTMLResponse:
-    found = cache.get(session, study)
+    found = cache.get(session, study, phase)
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no study named {study!r}")
     table = TableQuery(status_ or None, family or None, q, sort, desc, page)

@@ -237,3 +237,45 @@ def test_a_10k_trial_study_pages_and_filters_on_the_server(big_client: TestClien
     assert pages is not None and pages[1] == pages[2]  # past the end: the last page
     scoped = big_client.get(url, params={"family": "pipelined", "x": "BM"}).text
     assert "TFLOP/s against BM" in scoped and "warptile_bm" not in scoped.split('class="trials"')[1]
+
+
+def test_a_studys_finalists_are_listed_and_shown_apart_from_its_screening(tmp_path: Path) -> None:
+    """A study's final re-measurements share its key: the lists show them as a second entry
+    titled from the stored rows and linked with ``?phase=final``; each page, its progress and
+    the JSON study read only their own phase."""
+    from tests.api.conftest import FAST, PIPE, measurement
+
+    url = f"sqlite:///{tmp_path / 'finals.db'}"
+    seed(url)
+    key = f"{H100.name}|512x512x512|float32|NN|warptile+pipelined"
+    shape = storage.ShapeIn(512, 512, 512)
+    sessions = storage.make_session_factory(storage.make_engine(url))
+    with sessions.begin() as session:
+        for number, name in enumerate((PIPE, FAST)):
+            screened = measurement(name, 1.0 + number, study=key, trial_number=number)
+            storage.record_measurement(session, H100, shape, screened)
+        final = measurement(FAST, 1.5, study=key, phase="final")
+        storage.record_measurement(session, H100, shape, final)
+    app = make_app(url)
+    with TestClient(app) as client:
+        listed = client.get("/dashboard/studies").text
+        screening_page = client.get(f"/dashboard/studies/{key}").text
+        final_page = client.get(f"/dashboard/studies/{key}", params={"phase": "final"}).text
+        progress = client.get("/dashboard/progress", params={"study": key, "phase": "final"})
+        final_json = client.get(f"/v1/studies/{key}", params={"phase": "final"}).json()
+        bad = client.get(f"/dashboard/studies/{key}", params={"phase": "finalists"})
+    app.state.engine.dispose()
+    encoded = "/dashboard/studies/NVIDIA%20H100%2080GB%20HBM3%7C512x512x512%7Cfloat32%7CNN%7C"
+    dims = "512\u00d7512\u00d7512 on NVIDIA H100 80GB HBM3"
+    assert f'href="{encoded}warptile%2Bpipelined">{dims} · warptile, pipelined</a>' in listed
+    assert (
+        f'href="{encoded}warptile%2Bpipelined?phase=final">{dims} · finalists re-measured</a>'
+        in listed
+    )
+    assert f"<h1>{dims} · warptile, pipelined</h1>" in screening_page
+    assert f"<h1>{dims} · finalists re-measured</h1>" in final_page
+    assert '<input type="hidden" name="phase" value="final">' in final_page
+    assert 'name="phase"' not in screening_page
+    assert progress.json()["trials"] == 1
+    assert [t["config_name"] for t in final_json["trials"]] == [FAST]
+    assert bad.status_code == 422

@@ -124,7 +124,7 @@ def test_a_trusted_upload_is_stored_and_the_next_answer_sees_it(client: TestClie
     assert response.json()["stored"] == 2
     best = client.post("/v1/configs/best", json={"m": 1024, "n": 1024, "k": 1024}).json()
     assert (best["name"], best["ms"]) == (SLOW, 0.25)
-    assert best["provenance"] == {"worker": "test", "trusted": True}
+    assert best["provenance"] == {"worker": "test"}
     assert client.get("/v1/results", params={"status": "timeout"}).json()["total"] == 1
 
 
@@ -167,7 +167,30 @@ def test_an_untrusted_upload_is_listed_but_never_the_best(client: TestClient) ->
     assert (best["name"], best["ms"]) == (FAST, 0.5)
     listed = client.get("/v1/results", params={"m_min": 1024, "m_max": 1024}).json()["items"]
     uploaded = [item for item in listed if item["ms"] == 0.25]
-    assert [item["provenance"]["trusted"] for item in uploaded] == [False]
+    assert [(item["trusted"], item["provenance"]) for item in uploaded] == [
+        (False, {"worker": "test"})
+    ]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        {"phase": "final"},
+        {"provenance": {"worker": "test", "phase": "final"}},  # as uploads said it before
+        {"study": "s|finalists"},
+    ],
+)
+def test_a_trusted_final_upload_outranks_a_faster_screening_best(
+    client: TestClient, said: dict[str, Any]
+) -> None:
+    body = upload(0.7)
+    body["measurements"] = [{**body["measurements"][0], "study": "s", **said}]
+    auth = {"Authorization": f"Bearer {TRUSTED}"}
+    assert client.post("/v1/results", json=body, headers=auth).status_code == 201
+    best = client.post("/v1/configs/best", json={"m": 1024, "n": 1024, "k": 1024}).json()
+    assert (best["name"], best["ms"], best["provenance"]) == (SLOW, 0.7, {"worker": "test"})
+    (stored,) = client.get("/v1/results", params={"family": "warptile", "limit": 1}).json()["items"]
+    assert (stored["study"], stored["phase"], stored["trusted"]) == ("s", "final", True)
 
 
 def test_upload_invalidates_a_cached_snapshot(seeded: str) -> None:

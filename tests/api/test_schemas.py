@@ -12,9 +12,10 @@ from tuner.answers.index import Snapshot
 
 
 def test_uploads_and_result_lists_carry_every_measurement_field() -> None:
-    # Uploads leave created_at to the server, and the accuracy class to the family's;
-    # lists add where the row sits.
-    uploaded = tuple(f for f in storage.MEASUREMENT_FIELDS if f not in ("accuracy", "created_at"))
+    # Uploads leave created_at to the server, the accuracy class to the family's and trust to
+    # the token; lists add where the row sits.
+    server_side = ("accuracy", "trusted", "created_at")
+    uploaded = tuple(f for f in storage.MEASUREMENT_FIELDS if f not in server_side)
     assert tuple(schemas.MeasurementIn.model_fields) == uploaded
     listed = [
         name for name in schemas.MeasurementOut.model_fields if name in storage.MEASUREMENT_FIELDS

@@ -121,7 +121,9 @@ def test_trials_appended_to_a_running_study_are_read_alone(
 ) -> None:
     whole: list[str] = []
     monkeypatch.setattr(
-        study_cache, "load_study", lambda s, name: whole.append(name) or load_study(s, name)
+        study_cache,
+        "load_study",
+        lambda s, name, phase: whole.append(name) or load_study(s, name, phase),
     )
     cache = StudyCache()
     sessions = sqlite_client.app.state.sessions  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from api.study_data import StudyTrial
 from api.trial_table import PAGE_SIZE, STATUS_MEANING, TableQuery, failures, table_page
-from storage import STATUSES
+from tuner.core.statuses import STATUSES
 
 BASE = StudyTrial(
     number=0, config_name="warptile_bm64", family="warptile", status="ok", reason=None,

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from tests.lab_scripts import lab_script, run_lab_script
-from tuner.search.finalists import finalists_name
 
 twin_rows = lab_script("twin_finalists").twin_rows
 GRID = "dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1"
@@ -27,7 +26,8 @@ def _row(
         "config_name": name,
         "status": "ok",
         "tflops": tflops,
-        "study": finalists_name(study) if final else study,
+        "study": study,
+        "phase": "final" if final else "screening",
         "provenance": prov,
     }
 
@@ -52,6 +52,14 @@ def test_twins_pair_with_their_sources_per_shape() -> None:
     assert (big_row["source_tflops"], big_row["twin_tflops"]) == (58.0, 60.0)
     assert abs(big_row["gain"] - (60.0 / 58.0 - 1)) < 1e-4
     assert small_row["gain"] < 0
+
+
+def test_an_export_written_before_phases_marks_finals_by_study_name() -> None:
+    old = [_row(GRID, 58.0, (64, 64, 64)), _row(TWIN, 60.0, (64, 64, 64), twin_of=GRID)]
+    for row in old:
+        del row["phase"]
+        row["study"] += "|finalists"
+    assert [r["twin"] for r in twin_rows(old)] == [TWIN]
 
 
 def test_a_twin_without_its_source_has_no_row() -> None:

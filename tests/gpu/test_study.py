@@ -12,7 +12,6 @@ pytestmark = pytest.mark.gpu
 def test_thirty_trial_study_on_4096_cubed_stores_its_results(tmp_path: Path) -> None:
     import storage
     from storage import open_database
-    from storage.records import is_final
     from tuner.core.shape import Shape
     from tuner.gpu.worker import GpuEvaluator
     from tuner.search.sql_recorder import SqlRecorder
@@ -42,7 +41,7 @@ def test_thirty_trial_study_on_4096_cubed_stores_its_results(tmp_path: Path) -> 
     assert ok, [r.reason for r in rows]
     assert all(r.rel_error is not None and r.rel_error < 1e-4 for r in ok)
     assert all(r.cublas_ms and r.ms and r.provenance.get("device") for r in ok)
-    assert best is not None and is_final(best[1].provenance)
+    assert best is not None and best[1].phase == "final"
     # The best is the fastest finalist re-measured beside cuBLAS: one of the three fastest
     # screened candidates (or the study's first answer), with its rounds stored.
     fastest = sorted(ok, key=lambda r: r.ms or 0.0)[:3]

@@ -80,7 +80,7 @@ def test_an_unlabelled_measurement_is_exact(session: Session) -> None:
 def _mixed_records() -> list[Record]:
     """Both classes on two devices and two shapes, with ties, finals, failures and untrusted
     rows of the emulated class too."""
-    final = {"phase": "final"}
+    final: dict[str, Any] = {"phase": "final"}
     emulated: dict[str, Any] = {"accuracy": EMULATED}
     return [
         (H100, SQUARE, measurement(ms=3.0, config_name="a")),
@@ -89,8 +89,8 @@ def _mixed_records() -> list[Record]:
         (H100, SQUARE, measurement(ms=1.0, config_name="d_tie", **emulated)),
         (H100, SQUARE, measurement(ms=0.1, status="wrong_result", config_name="e", **emulated)),
         (H100, SMALL, measurement(ms=0.4, config_name="f", **emulated)),
-        (H100, SMALL, measurement(ms=0.6, config_name="g", provenance=final, **emulated)),
-        (H100, SMALL, measurement(ms=0.3, config_name="h", provenance={"trusted": False})),
+        (H100, SMALL, measurement(ms=0.6, config_name="g", **final, **emulated)),
+        (H100, SMALL, measurement(ms=0.3, config_name="h", trusted=False)),
         (H100, SMALL, measurement(ms=0.9, config_name="i")),
         (A100, SQUARE, measurement(ms=5.0, config_name="j", **emulated)),
         (A100, SQUARE, measurement(ms=0.7, config_name="beats_old_strict")),

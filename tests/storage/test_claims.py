@@ -6,7 +6,6 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from storage import (
-    Claimed,
     claim_candidate,
     downgrade,
     live_claims,
@@ -15,6 +14,7 @@ from storage import (
     settle_claim,
     upgrade,
 )
+from tuner.core.claims import Claimed
 
 
 def test_an_expired_claim_is_taken_over_a_live_one_is_not(session: Session) -> None:

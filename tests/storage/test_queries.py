@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 from storage import (
     RatesIn,
     ShapeIn,
+    StudyShape,
     best_configs,
     best_configs_fingerprint,
     best_for,
@@ -20,6 +21,7 @@ from storage import (
     record_measurement,
     study_summaries,
 )
+from tuner.core.phases import Phase
 
 from .factories import A100, H100, SQUARE, measurement
 
@@ -160,6 +162,30 @@ def test_study_summaries_and_measurement_count(session: Session) -> None:
         ("b-study", 3, 2, 1.5),
     ]
     assert count_measurements(session) == 5
+
+
+def test_a_studys_phases_are_summarised_apart_with_what_they_measured(session: Session) -> None:
+    """Screening and final rows of one study are two summaries, screening first; each names its
+    device and shape when its rows share one, and its families in the order first measured."""
+    pipelined = {"family": "pipelined", "config_name": "p"}
+    for trial, extra in enumerate(({}, pipelined, {})):
+        record_measurement(
+            session, H100, SQUARE, measurement(study="s", trial_number=trial, **extra)
+        )
+    record_measurement(session, H100, SQUARE, measurement(ms=0.9, study="s", phase="final"))
+    record_measurement(session, A100, SQUARE, measurement(study="mixed"))
+    record_measurement(session, H100, SQUARE, measurement(study="mixed"))
+    session.commit()
+    cube = StudyShape(4096, 4096, 4096, "float32", "NN")
+    assert [
+        (s.name, s.phase, s.trials, s.best_ms, s.device, s.shape, s.families)
+        for s in study_summaries(session)
+    ] == [
+        ("mixed", Phase.SCREENING, 2, 1.0, None, cube, ("warptile",)),
+        ("s", Phase.SCREENING, 3, 1.0, H100.name, cube, ("warptile", "pipelined")),
+        ("s", Phase.FINAL, 1, 0.9, H100.name, cube, ("warptile",)),
+    ]
+    assert [r.phase for r in measurements_for_study(session, "s", phase=Phase.FINAL)] == ["final"]
 
 
 def test_ping_names_the_backend(session: Session, db_url: str) -> None:

@@ -204,7 +204,7 @@ def test_bulk_load_stores_what_one_at_a_time_stores(new_database: NewDatabase) -
         (A100, small, measurement(ms=3.0, config_name="d")),
         (A100, small, measurement(ms=3.0, config_name="tie_after_d")),
         (H100, thin, measurement(ms=0.5, config_name="screened")),
-        (H100, thin, measurement(ms=0.8, config_name="final", provenance={"phase": "final"})),
+        (H100, thin, measurement(ms=0.8, config_name="final", phase="final")),
     ]
     outcomes = []
     for bulk in (False, True):

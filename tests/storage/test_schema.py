@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Engine, func, inspect, select, text
 
 import storage.schema
 from storage import (
@@ -203,9 +206,12 @@ def test_downgrade_below_0006_refuses_other_layouts(engine: Engine) -> None:
         downgrade(engine, "0005")
 
 
-def _progress_plan(engine: Engine) -> str:
-    """How the database would run a study page's progress query (its plan, as text)."""
-    query = storage.progress_query("some study")
+def _progress_plan(engine: Engine, *, at_head: bool = True) -> str:
+    """How the database would run a study page's progress query (its plan, as text); below
+    head, a count of the study's rows (the query's phase column came later)."""
+    query: Any = storage.progress_query("some study")
+    if not at_head:
+        query = select(func.count()).where(storage.Measurement.study == "some study")
     with engine.connect() as connection:
         compiled = query.compile(connection, compile_kwargs={"literal_binds": True})
         if connection.dialect.name == "sqlite":
@@ -221,7 +227,7 @@ def test_upgrade_from_0006_indexes_the_study_of_a_measurement(engine: Engine) ->
     measurement; rows written before it keep their study; downgrading drops the index only."""
     downgrade(engine, "0006")
     assert "ix_measurement_study_id" not in _index_names(engine)
-    assert "ix_measurement_study_id" not in _progress_plan(engine)
+    assert "ix_measurement_study_id" not in _progress_plan(engine, at_head=False)
     _write_measurement(engine, study="s")  # as that revision's code wrote it
     upgrade(engine)
     check_schema(engine)
@@ -302,3 +308,103 @@ def test_downgrade_below_0008_refuses_other_accuracy_classes(engine: Engine, is_
         downgrade(engine, "0007")
     assert current_revision(engine) == head_revision()  # nothing of the downgrade happened
     assert _accuracies(engine)[-1] == ("measurement", "bf16x3")
+
+
+def _write_0008_rows(engine: Engine, rows: list[tuple[str, str | None, str]]) -> None:
+    """Measurements (config name, study, provenance as JSON text) of one device and shape, in
+    the columns revision 0008 has."""
+    _write_device(engine)
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO shape (m, n, k) VALUES (64, 64, 64)"))
+        for i, (name, study, provenance) in enumerate(rows):
+            connection.execute(
+                text(
+                    "INSERT INTO measurement (device_id, shape_id, family, config_name, params, "
+                    "status, ms, study, provenance) VALUES (1, 1, 'warptile', :name, "
+                    "'{\"BM\": 64}', 'ok', :ms, :study, :provenance)"
+                ),
+                {"name": name, "ms": 1.0 + i, "study": study, "provenance": provenance},
+            )
+
+
+def _policy(engine: Engine) -> dict[str, tuple[str | None, str, bool, dict[str, object]]]:
+    """Config name -> (study, phase, trusted, provenance) of every measurement."""
+    with storage.make_session_factory(engine)() as session:
+        rows = session.scalars(select(storage.Measurement))
+        return {r.config_name: (r.study, r.phase, r.trusted, r.provenance) for r in rows}
+
+
+def test_upgrade_from_0008_fills_phase_and_trust_from_study_names_and_provenance(
+    engine: Engine,
+) -> None:
+    """A finalist is ``final`` in its own study after the upgrade, whether its study name or its
+    provenance said so; ``"trusted": false`` makes a row untrusted; the keys read leave the
+    provenance, the rest of it stays. Downgrading writes the conventions back."""
+    downgrade(engine, "0008")
+    _write_0008_rows(
+        engine,
+        [
+            ("screened", "s", "{}"),
+            ("finalist", "s|finalists", '{"phase": "final", "rounds": 5}'),
+            ("final_by_provenance", "t", '{"phase": "final"}'),
+            ("final_by_name", "u|finalists", "{}"),
+            ("untrusted", None, '{"trusted": false, "worker": "w"}'),
+            ("trusted_upload", None, '{"trusted": true}'),
+            ("other_phase", "v", '{"phase": "warm-up"}'),
+        ],
+    )
+    upgrade(engine)
+    check_schema(engine)
+    assert _policy(engine) == {
+        "screened": ("s", "screening", True, {}),
+        "finalist": ("s", "final", True, {"rounds": 5}),
+        "final_by_provenance": ("t", "final", True, {}),
+        "final_by_name": ("u", "final", True, {}),
+        "untrusted": (None, "screening", False, {"worker": "w"}),
+        "trusted_upload": (None, "screening", True, {}),
+        "other_phase": ("v", "screening", True, {"phase": "warm-up"}),
+    }
+    with storage.make_session_factory(engine)() as session:
+        assert [r.config_name for r in storage.measurements_for_study(session, "s")] == ["screened"]
+    downgrade(engine, "0008")
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT config_name, study, provenance FROM measurement ORDER BY id")
+        ).all()
+    # PostgreSQL's driver decodes a json column; SQLite's returns its text.
+    decoded = [(n, s, json.loads(p) if isinstance(p, str) else p) for n, s, p in rows]
+    assert decoded == [
+        ("screened", "s", {}),
+        ("finalist", "s|finalists", {"phase": "final", "rounds": 5}),
+        ("final_by_provenance", "t|finalists", {"phase": "final"}),
+        ("final_by_name", "u|finalists", {"phase": "final"}),
+        ("untrusted", None, {"worker": "w", "trusted": False}),
+        ("trusted_upload", None, {}),
+        ("other_phase", "v", {"phase": "warm-up"}),
+    ]
+
+
+def test_the_best_config_rule_reads_the_migrated_columns(engine: Engine) -> None:
+    """A finalist stored under 0008 stays the best after the upgrade against a faster screening
+    time, and an untrusted one never becomes it."""
+    downgrade(engine, "0008")
+    _write_0008_rows(engine, [("finalist", "s|finalists", '{"phase": "final"}')])
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO best_config (device_id, shape_id, measurement_id) VALUES (1, 1, 1)")
+        )
+    upgrade(engine)
+    device, shape = DeviceIn("H100", "sm_90", 132), storage.ShapeIn(64, 64, 64)
+    with storage.make_session_factory(engine).begin() as session:
+        for name, trusted in (("screened", True), ("untrusted_screened", False)):
+            faster = storage.MeasurementIn(
+                "warptile", name, {"BM": 64}, ms=0.1, trusted=trusted, phase="screening"
+            )
+            storage.record_measurement(session, device, shape, faster)
+        untrusted = storage.MeasurementIn(
+            "warptile", "untrusted", {"BM": 64}, ms=0.1, phase="final", trusted=False
+        )
+        storage.record_measurement(session, device, shape, untrusted)
+    with storage.make_session_factory(engine)() as session:
+        (best,) = storage.best_configs(session)
+        assert best.measurement.config_name == "finalist"

@@ -26,15 +26,15 @@ NEW_GPU = storage.DeviceIn("NVIDIA L4", "sm_89", 58)
 
 def records() -> list[Record]:
     """Eleven records over three devices and two shapes: ties, finals, failures, untrusted."""
-    final = {"phase": "final"}
+    final: dict[str, Any] = {"phase": "final"}
     return [
         (H100, SQUARE, measurement(ms=3.0, config_name="a")),
         (H100, SQUARE, measurement(ms=1.0, config_name="b")),
         (H100, SQUARE, measurement(ms=1.0, config_name="c")),
-        (H100, SQUARE, measurement(ms=2.0, config_name="d", provenance=final)),
+        (H100, SQUARE, measurement(ms=2.0, config_name="d", **final)),
         (H100, SQUARE, measurement(ms=None, status="timeout", config_name="e")),
         (A100, SMALL, measurement(ms=0.2, config_name="f")),
-        (A100, SMALL, measurement(ms=0.1, config_name="g", provenance={"trusted": False})),
+        (A100, SMALL, measurement(ms=0.1, config_name="g", trusted=False)),
         (A100, SMALL, measurement(ms=0.05, status="wrong_result", config_name="h")),
         (NEW_GPU, SMALL, measurement(ms=0.9, config_name="i")),
         (NEW_GPU, SMALL, measurement(ms=0.7, config_name="j")),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,52 @@ def test_half_shapes_of_every_layout_round_trip_and_old_exports_read_as_nn(
             keys = {(b.shape.dtype, b.shape.layout) for b in best_configs(other)}
             assert keys == {("float32", "NN")} | {("bfloat16", x) for x in ("NN", "NT", "TN", "TT")}
         assert import_json(factory, data) == 0  # the NN row is the row-major one
+    finally:
+        target.dispose()
+
+
+def _policy(session: Session) -> list[tuple[str, str | None, str, bool, dict[str, Any]]]:
+    rows = session.scalars(select(Measurement).order_by(Measurement.config_name))
+    return [(r.config_name, r.study, r.phase, r.trusted, r.provenance) for r in rows]
+
+
+def test_phase_and_trust_round_trip_and_old_exports_are_translated(
+    session: Session, new_database: Callable[[], str]
+) -> None:
+    """An export carries ``phase`` and ``trusted`` as fields; one written before they were
+    (finalists under ``<study>|finalists`` with ``"phase": "final"`` in their provenance, an
+    untrusted upload with ``"trusted": false``) imports to the same rows and the same best
+    config, and the two files are the same measurements to a later import."""
+    screened = measurement(ms=0.5, config_name="screened", study="s", trial_number=0)
+    final = measurement(ms=0.8, config_name="final", study="s", phase="final")
+    untrusted = measurement(ms=0.1, config_name="untrusted", provenance={"worker": "w"})
+    for m in (screened, final, replace(untrusted, trusted=False)):
+        record_measurement(session, H100, SQUARE, m)
+    session.commit()
+    data = json.loads(json.dumps(export_json(session)))
+    assert [(m["phase"], m["trusted"]) for m in data["measurements"]] == [
+        ("screening", True),
+        ("final", True),
+        ("screening", False),
+    ]
+    old = json.loads(json.dumps(data))
+    for item in old["measurements"]:
+        if item.pop("phase") == "final":
+            item["study"] += "|finalists"
+            item["provenance"]["phase"] = "final"
+        if not item.pop("trusted"):
+            item["provenance"]["trusted"] = False
+    target = make_engine(new_database())
+    try:
+        upgrade(target)
+        factory = make_session_factory(target)
+        assert import_json(factory, old) == 3
+        with factory() as other:
+            assert _policy(other) == _policy(session)
+            assert _summary(other) == _summary(session)
+            (best,) = best_configs(other)
+            assert best.measurement.config_name == "final"
+        assert import_json(factory, data) == 0  # the translated rows are these rows
     finally:
         target.dispose()
 

@@ -1,2 +1,2 @@
-"""The vocabulary every wing shares: shapes, configs, accuracy classes, statuses, errors. Standard
-library only."""
+"""The vocabulary every wing shares: shapes, configs, accuracy classes, statuses, measurement
+phases, claims, errors. Standard library only (storage imports it too)."""

@@ -20,8 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
-from storage.inputs import EXACT as UNLABELLED
 from tuner.core.errors import InputError
+
+# The class of a measurement nobody labelled: strict FP32. Storage keeps a class as an opaque short
+# label and this one as every row's default; best_config keeps the fastest of each class apart,
+# so a caller asking for strict results never gets a config that is merely close.
+UNLABELLED = "exact"
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,6 @@ class AccuracyClass:
     doc: str
 
 
-# Named as storage labels a measurement nobody labelled (``storage.inputs.EXACT``).
 EXACT = AccuracyClass(UNLABELLED, 24, "inputs multiplied as stored, FP32 sums")
 BF16X3 = AccuracyClass(
     "bf16x3",

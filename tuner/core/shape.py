@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from storage.inputs import LEGACY_LAYOUTS
 from tuner.core.dims import Dims, tflops
 from tuner.core.errors import InputError
 
 SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
 SUPPORTED_LAYOUTS = ("NN", "NT", "TN", "TT")
+# Layout names older databases and exports used, and the layout each means today: ``row-major``
+# (the one layout before there were four) is A and B both as used, ``NN``. Schema revision 0006
+# renamed stored rows; imports and callers may still send the old name.
+LEGACY_LAYOUTS: dict[str, str] = {"row-major": "NN"}
 # Every name a layout may be given by: the four, and the older names they replace.
 ACCEPTED_LAYOUTS = (*SUPPORTED_LAYOUTS, *LEGACY_LAYOUTS)
 HALF_DTYPES = ("float16", "bfloat16")

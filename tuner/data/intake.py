@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from storage import TRUSTED_KEY, DeviceIn, MeasurementIn, ShapeIn
+from storage import DeviceIn, MeasurementIn, ShapeIn
 from tuner.answers.device_kind import ARCH_FORMAT
 from tuner.core.config import Config
 from tuner.core.dims import tflops as gemm_tflops
@@ -140,9 +140,9 @@ def check_upload(device: DeviceIn, shape: ShapeIn, measurements: Sequence[Measur
 
 
 def with_trust(m: MeasurementIn, trusted: bool) -> MeasurementIn:
-    """``m`` marked as trusted or not in its provenance (see :func:`storage.is_trusted`),
+    """``m`` marked as trusted or not (an untrusted measurement never becomes the best config),
     whatever its sender wrote there."""
-    return replace(m, provenance={**m.provenance, TRUSTED_KEY: trusted})
+    return replace(m, trusted=trusted)
 
 
 def check_record(device: DeviceIn, shape: ShapeIn, m: MeasurementIn) -> None:

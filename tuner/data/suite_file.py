@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage import STATUSES
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
+from tuner.core.statuses import STATUSES
 from tuner.data.measured_on import MeasuredOn, measured_on
 from tuner.data.validation import (
     BadField,

@@ -22,10 +22,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from storage import STATUSES
 from tuner.core.config import Config
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape, parse_shape
+from tuner.core.statuses import STATUSES
 from tuner.data.measured_on import MeasuredOn, measured_on
 from tuner.data.validation import (
     BadField,

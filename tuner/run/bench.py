@@ -32,7 +32,6 @@ from tuner.kernels.families import get_family, parse_config
 from tuner.model.roofline import Ceilings, roofline
 from tuner.run.runner import DEFAULT_TRIALS, WARM_START, ProgressReport, loosest_of, run_study
 from tuner.search.evaluator import Comparison, Evaluator
-from tuner.search.finalists import screened_study
 from tuner.search.samplers import DEFAULT_SAMPLER
 from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.study import study_name
@@ -112,7 +111,7 @@ def _stored_choice(
         if found is None:
             return None
         row = found[1]
-        name, study = row.config_name, screened_study(row.study) if row.study else None
+        name, study = row.config_name, row.study
         evaluated = len(storage.measurements_for_study(session, study)) if study else None
         ms, ratio = row.ms, row.ratio
     try:

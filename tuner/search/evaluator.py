@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from storage import STATUSES  # why a candidate did not produce a time (storage owns the list)
 from tuner.core.config import Config
 from tuner.core.shape import Shape
+from tuner.core.statuses import STATUSES
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates
 

@@ -1,5 +1,6 @@
 """A study's finalists: its fastest candidates (and the answer it started from) re-measured
-side by side with cuBLAS at the end, stored apart from its screening trials.
+side by side with cuBLAS at the end, stored in the study as its ``final`` phase
+(:mod:`tuner.core.phases`), apart from its screening trials.
 
 The stored ratio is then the one a side-by-side re-measurement gives, and the best is never
 slower than the answer the study started from.
@@ -10,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 
-from storage.records import FINAL_PHASE
 from tuner.core.shape import Shape
 from tuner.search.evaluator import Comparison, Result
 
@@ -21,19 +21,6 @@ FINAL_ROUNDS = 5
 # Kernel time per timed block of the re-measurement: None, the evaluator's own, which is what
 # ``gemmtune bench`` re-measures with, so the stored ratio is the one the bench gives.
 FINAL_BUDGET_MS: float | None = None
-
-FINALISTS_SUFFIX = "|finalists"
-
-
-def finalists_name(study: str) -> str:
-    """Where a study's final re-measurements are stored: apart from its screening trials, so
-    that a study's rows stay one per evaluated candidate."""
-    return study + FINALISTS_SUFFIX
-
-
-def screened_study(name: str) -> str:
-    """The study whose candidates a stored measurement belongs to (its finalists' included)."""
-    return name.removesuffix(FINALISTS_SUFFIX)
 
 
 def choose_finalists(done: Mapping[str, Result], first: str | None, count: int) -> list[str]:
@@ -84,7 +71,6 @@ def final_result(screened: Result, comparison: Comparison, shape: Shape) -> Resu
         return None
     provenance = {
         **screened.provenance,
-        "phase": FINAL_PHASE,
         "rounds": len(comparison.ms_rounds),
         "ms_rounds": list(comparison.ms_rounds),
         "cublas_ms_rounds": list(comparison.cublas_ms_rounds),

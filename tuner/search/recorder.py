@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from storage.claims import Claimed
+from tuner.core.claims import Claimed
+from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates
@@ -26,8 +27,11 @@ class Recorder(Protocol):
         shape: Shape,
         study: str,
         trial_number: int | None,
+        phase: Phase = Phase.SCREENING,
     ) -> None:
-        """Store one evaluated candidate (any status), durably, before the study moves on."""
+        """Store one evaluated candidate (any status), durably, before the study moves on: a
+        screening trial of ``study``, or one of its finalists' re-measurements (``phase`` final,
+        never read back by :meth:`evaluated` or :meth:`recent`)."""
         ...
 
     def number(self, study: str, config_name: str, trial_number: int) -> None:
@@ -36,7 +40,7 @@ class Recorder(Protocol):
         ...
 
     def evaluated(self, study: str) -> dict[str, Result]:
-        """Config name -> result, for every candidate this study has already evaluated."""
+        """Config name -> result, for every candidate this study has already screened."""
         ...
 
     def recent(self, study: str) -> dict[str, Result]:
@@ -78,10 +82,13 @@ class Recorder(Protocol):
 
 class MemoryRecorder:
     """Keeps results in memory: for tests and sampler research (one process). ``history``
-    seeds what the device "measured before" (a replay of other shapes, for transfer)."""
+    seeds what the device "measured before" (a replay of other shapes, for transfer).
+    ``results`` holds each study's screening trials, ``finals`` its finalists'
+    re-measurements."""
 
     def __init__(self, history: list[Observation] | None = None) -> None:
         self.results: dict[str, dict[str, Result]] = {}
+        self.finals: dict[str, dict[str, Result]] = {}
         self.claims: set[tuple[str, str]] = set()
         self.observations: list[Observation] = list(history or [])
         self.probed: dict[str, DeviceRates] = {}
@@ -93,8 +100,10 @@ class MemoryRecorder:
         shape: Shape,
         study: str,
         trial_number: int | None,
+        phase: Phase = Phase.SCREENING,
     ) -> None:
-        self.results.setdefault(study, {})[result.config_name] = result
+        kept = self.finals if phase == Phase.FINAL else self.results
+        kept.setdefault(study, {})[result.config_name] = result
         if result.status == "ok" and result.ms is not None:
             self.observations.append(Observation(shape, result.config_name, result.ms))
 

@@ -19,7 +19,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from tuner.core.dims import shape_distance
+from tuner.core.claims import Claimed
 from tuner.core.errors import InputError
+from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.kernels.families import accuracy_of, parse_config
 from tuner.kernels.resources import DeviceLimits
@@ -41,15 +43,20 @@ RESULT_FIELDS = tuple(f.name for f in fields(Result))
 
 
 def measurement_in(
-    result: Result, study: str | None = None, trial_number: int | None = None
+    result: Result,
+    study: str | None = None,
+    trial_number: int | None = None,
+    phase: Phase = Phase.SCREENING,
 ) -> storage.MeasurementIn:
-    """The record storage keeps of ``result`` (trial ``trial_number`` of ``study``), labelled
-    with its family's accuracy class (each class keeps a best config of its own)."""
+    """The record storage keeps of ``result`` (trial ``trial_number`` of ``study``, in
+    ``phase``), labelled with its family's accuracy class (each class keeps a best config of
+    its own)."""
     return storage.MeasurementIn(
         **asdict(result),
         accuracy=accuracy_of(result.family),
         study=study,
         trial_number=trial_number,
+        phase=phase.value,
     )
 
 
@@ -91,11 +98,13 @@ class SqlRecorder:
         shape: Shape,
         study: str,
         trial_number: int | None,
+        phase: Phase = Phase.SCREENING,
     ) -> None:
-        measurement = measurement_in(result, study, trial_number)
+        measurement = measurement_in(result, study, trial_number, phase)
         with self.sessions.begin() as session:
             storage.record_measurement(session, device_in(device), shape_in(shape), measurement)
-            storage.settle_claim(session, study, result.config_name)
+            if phase == Phase.SCREENING:  # a finalist was claimed when it was screened
+                storage.settle_claim(session, study, result.config_name)
 
     def number(self, study: str, config_name: str, trial_number: int) -> None:
         with self.sessions.begin() as session:
@@ -114,7 +123,7 @@ class SqlRecorder:
                 self._seen[study] = max(self._seen.get(study, 0), *(row.id for row in rows))
             return {row.config_name: result_of(row) for row in rows}
 
-    def claim(self, study: str, config_name: str, budget: int | None = None) -> storage.Claimed:
+    def claim(self, study: str, config_name: str, budget: int | None = None) -> Claimed:
         with self.sessions.begin() as session:
             outcome = storage.claim_candidate(
                 session, study, config_name, self.worker, self.lease_s, budget

@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import TrialState
 
-from storage.claims import Claimed
+from tuner.core.claims import Claimed
 from tuner.core.config import Config
+from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.kernels.families import get_family
 from tuner.kernels.space import Space
@@ -52,7 +53,6 @@ from tuner.search.finalists import (
     FINALISTS,
     choose_finalists,
     final_result,
-    finalists_name,
     padding_candidates,
 )
 from tuner.search.recorder import Recorder
@@ -445,7 +445,7 @@ class Study:
                     f"{comparison.status} ({comparison.reason})"
                 )
                 continue
-            self.recorder.record(final, self.device, self.shape, finalists_name(self.name), None)
+            self.recorder.record(final, self.device, self.shape, self.name, None, phase=Phase.FINAL)
             progress.finalists.append(final)
         if progress.finalists:
             progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))

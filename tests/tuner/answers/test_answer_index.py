@@ -57,7 +57,7 @@ def test_this_process_writes_are_answered_at_once(sessions: sessionmaker[Session
 def test_an_untrusted_write_changes_nothing(sessions: sessionmaker[Session]) -> None:
     index = BestIndex(sessions, ttl_s=3600)
     before = index.snapshot()
-    untrusted = measurement(ms=0.1, provenance={storage.TRUSTED_KEY: False})
+    untrusted = measurement(ms=0.1, trusted=False)
     index.apply_written(write(sessions, (H100, SQUARE, untrusted)))
     assert index.snapshot() is before and best_ms(index) == 2.0
 

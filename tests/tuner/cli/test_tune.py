@@ -27,10 +27,10 @@ from sqlalchemy.exc import DBAPIError
 import storage
 from tests.conftest import NewDatabase
 from tests.tuner.cli.running import cli, one_error_line
+from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.data import results_dir
 from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, default_families
-from tuner.search.finalists import FINALISTS_SUFFIX, finalists_name
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.study import study_name
 
@@ -78,7 +78,7 @@ def counts(url: str) -> tuple[int, int]:
             measurements = connection.scalar(
                 select(func.count())
                 .select_from(storage.Measurement)
-                .where(storage.Measurement.study.not_like("%" + FINALISTS_SUFFIX))
+                .where(storage.Measurement.phase == Phase.SCREENING.value)
             )
             claims = connection.scalar(select(func.count()).select_from(storage.Claim))
         return measurements or 0, claims or 0
@@ -137,7 +137,7 @@ def test_replayed_study_end_to_end(
     # The best is the final re-measurement of the fastest screened config (the replay
     # answers the finalists with the table's times).
     assert best is not None and best[1].config_name == fastest.config_name
-    assert best[1].study == finalists_name(name) and best[1].ms == fastest.ms
+    assert (best[1].study, best[1].phase) == (name, Phase.FINAL) and best[1].ms == fastest.ms
 
     code, out, _ = cli(capsys, "best", "--shape", "4096x4096x4096", "--db", url)
     assert code == 0 and out.splitlines()[0] == fastest.config_name

@@ -138,11 +138,10 @@ def test_records_are_labelled_by_row() -> None:
 
 
 def test_trust_is_the_servers_word_not_the_senders() -> None:
-    claimed = good(provenance={"trusted": True, "worker": "w"})
-    assert dict(with_trust(claimed, False).provenance) == {"trusted": False, "worker": "w"}
-    assert not storage.is_trusted(with_trust(claimed, False).provenance)
-    assert storage.is_trusted(with_trust(claimed, True).provenance)
-    assert storage.is_trusted({})  # rows stored before trust existed, and the tuner's own
+    claimed = good(trusted=True)
+    assert not with_trust(claimed, False).trusted
+    assert with_trust(good(trusted=False), True).trusted
+    assert good().trusted  # the tuner's own results are trusted unless marked otherwise
 
 
 def test_half_inputs_are_held_to_the_tensor_core_peak_for_hmma_and_cublas() -> None:

@@ -42,7 +42,7 @@ from tuner.run.bench import (
 )
 from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, run_study
 from tuner.search.evaluator import Comparison
-from tuner.search.finalists import FINAL_ROUNDS, screened_study
+from tuner.search.finalists import FINAL_ROUNDS
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.study import Progress as StudyProgress
 
@@ -401,8 +401,8 @@ def test_stored_shapes_are_reused_and_missing_ones_tuned(
     assert replay.evaluations == before  # nothing evaluated
     best = stored_best(tuned_db, BIG)
     assert reused.config is not None and reused.config.name == best.config_name
-    assert best.study is not None and best.study.endswith("|finalists")
-    assert (reused.tuned, reused.evaluated, reused.study) == (False, 4, screened_study(best.study))
+    assert best.study is not None and best.phase == "final"
+    assert (reused.tuned, reused.evaluated, reused.study) == (False, 4, best.study)
     assert reused.stored_ms == best.ms
 
     fresh = choose_config(MID, replay, sessions, tuned_db, QUICK)

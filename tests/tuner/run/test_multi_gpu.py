@@ -24,6 +24,7 @@ from tests.tuner.fake_gpu import FakeCompiler
 from tests.tuner.fakes import Forwarding, rule_ms
 from tests.tuner.gpu.test_gpu_selection import fake_cupy
 from tuner.core.config import Config
+from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.gpu.requests import Compare, Measure
 from tuner.gpu.selection import choose_gpus
@@ -32,7 +33,6 @@ from tuner.kernels.compile_pool import CompilePools
 from tuner.kernels.resources import table_device
 from tuner.run.multi_gpu import TuneSettings, Worker, Workers, start_workers, tune_shapes
 from tuner.search.evaluator import Result
-from tuner.search.finalists import finalists_name
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.study import Progress
 
@@ -94,11 +94,11 @@ def settings_for(url: str, trials: int, sampler: str = "random") -> TuneSettings
                         None, 7, 0)  # fmt: skip
 
 
-def stored(url: str, study: str) -> list[storage.Measurement]:
+def stored(url: str, study: str, phase: Phase = Phase.SCREENING) -> list[storage.Measurement]:
     engine = storage.make_engine(url)
     try:
         with storage.make_session_factory(engine)() as session:
-            return list(storage.measurements_for_study(session, study))
+            return list(storage.measurements_for_study(session, study, phase=phase))
     finally:
         engine.dispose()
 
@@ -141,7 +141,7 @@ def check_study(url: str, outcome: Progress, trials: int, runs: int = 1) -> set[
     assert sorted(optuna_trials(url, outcome.study)) == sorted(names)  # each a trial, once
     assert outcome.evaluated == trials
     assert sorted(r.config_name for r in outcome.history) == sorted(names)
-    finals = [row.config_name for row in stored(url, finalists_name(outcome.study))]
+    finals = [row.config_name for row in stored(url, outcome.study, Phase.FINAL)]
     ours = [r.config_name for r in outcome.finalists]
     assert ours and len(ours) == len(set(ours)) and set(ours) <= set(finals)
     if runs == 1:
@@ -190,7 +190,8 @@ def test_a_batch_is_spread_over_the_workers(
     with storage.make_session_factory(engine)() as session:
         for outcome, shape in zip(outcomes, shapes, strict=True):
             best = storage.best_for(session, device, shape.m, shape.n, shape.k)
-            assert best is not None and best[1].study == finalists_name(outcome.study)
+            assert best is not None and best[1].study == outcome.study
+            assert best[1].phase == Phase.FINAL
     engine.dispose()
 
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from storage import STATUSES
 from tests.tuner.fake_gpu import ANSWER, CONFIG, OTHER
 from tests.tuner.fakes import RuleEvaluator
 from tuner.core.config import Config
 from tuner.core.shape import Shape
+from tuner.core.statuses import STATUSES
 from tuner.gpu.worker import GpuEvaluator
 from tuner.kernels.families import parse_config
 from tuner.kernels.resources import DeviceLimits, table_device

@@ -10,6 +10,7 @@ import pytest
 import storage
 from storage import open_database
 from tests.conftest import NewDatabase
+from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.kernels.families import parse_config
 from tuner.model.rates import DeviceRates
@@ -54,6 +55,19 @@ def test_records_every_status_and_reads_it_back(recorder: Recorder) -> None:
     assert (got[B.name].status, got[B.name].reason) == ("launch_failed", "illegal address")
     assert got[B.name].provenance == {"device": "x"}
     assert recorder.evaluated("nothing") == {}
+
+
+def test_a_finalists_re_measurement_is_kept_apart_from_the_studys_screening(
+    recorder: Recorder,
+) -> None:
+    """Recorded in its study with phase final, a re-measurement of a screened candidate leaves
+    what the study reads back as screened (and its claim) as they were."""
+    shape = Shape(256, 256, 256)
+    assert recorder.claim("s1", A.name)
+    recorder.record(ok(A.name, 0.5), DEVICE, shape, "s1", 0)
+    recorder.record(ok(A.name, 0.6), DEVICE, shape, "s1", None, phase=Phase.FINAL)
+    assert {name: r.ms for name, r in recorder.evaluated("s1").items()} == {A.name: 0.5}
+    assert not recorder.claim("s1", A.name)
 
 
 def test_a_claim_is_taken_once_per_study(recorder: Recorder) -> None:

@@ -11,15 +11,14 @@ import pytest
 
 import storage
 from storage import open_database
-from storage.records import is_final
 from tests.tuner.fakes import Forwarding
 from tuner.core.config import Config
 from tuner.core.errors import InputError
+from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.data import RESULTS_ENV_VAR
 from tuner.run.runner import untuned_answer, warm_starts
 from tuner.search.evaluator import Result
-from tuner.search.finalists import finalists_name
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.samplers import make_sampler
@@ -65,9 +64,9 @@ def test_failing_candidates_are_stored_with_reasons_and_never_best(
     assert progress.evaluated == 30
     with sessions() as session:
         screened = storage.measurements_for_study(session, study.name)
-        finals = storage.measurements_for_study(session, finalists_name(study.name))
+        finals = storage.measurements_for_study(session, study.name, phase=Phase.FINAL)
         best = storage.best_for(session, replay.device.name, *(4096, 4096, 4096))
-    assert all(is_final(r.provenance) for r in finals)
+    assert finals and all(r.phase == Phase.FINAL and r.study == study.name for r in finals)
     statuses = {r.status for r in screened}
     assert len(screened) == 30 and set(FAILURES) <= statuses and "ok" in statuses
     for row in screened:
@@ -80,7 +79,7 @@ def test_failing_candidates_are_stored_with_reasons_and_never_best(
     ok_times = sorted((r.ms or 0.0, r.config_name) for r in screened if r.status == "ok")
     assert sorted(r.config_name for r in finals) == sorted(name for _, name in ok_times[:3])
     assert all(r.status == "ok" and r.provenance["rounds"] == 5 for r in finals)
-    assert best is not None and is_final(best[1].provenance)
+    assert best is not None and best[1].phase == Phase.FINAL
     assert best[1].config_name == fastest_ok.config_name
     assert progress.best is not None and progress.best.config_name == fastest_ok.config_name
 

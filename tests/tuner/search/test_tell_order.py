@@ -9,8 +9,8 @@ from typing import Any
 import optuna
 import pytest
 
-from storage.claims import Claimed
 from tests.tuner.fakes import Forwarding, RuleEvaluator
+from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.kernels.resources import table_device
