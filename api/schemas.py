@@ -21,9 +21,6 @@ from tuner.answers.answer import Answer, DeviceInfo, answer_types, held_type
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec
 from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
 from tuner.core.dims import Dims
-from tuner.answers.answer import FAR_DISTANCE
-from tuner.answers.device_kind import ARCH_FORMAT
-from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
 from tuner.core.phases import PHASES
 from tuner.core.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
 from tuner.core.statuses import STATUSES

@@ -17,8 +17,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 import storage
-from tuner.core.dims import tflops as gemm_tflops
 from api.study_names import study_title
+from tuner.core.dims import tflops as gemm_tflops
 from tuner.core.phases import Phase
 
 # A study whose last trial is younger than this is shown as running (and refreshed live).

@@ -48,9 +48,9 @@ from search_report import (
     render,
 )
 
+from tuner.core.result import Result
 from tuner.core.shape import parse_shape
 from tuner.data import read_sweep_table
-from tuner.search.evaluator import Result
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.replay import ReplayEvaluator, default_table
 from tuner.search.samplers import SAMPLERS

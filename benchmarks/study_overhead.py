@@ -34,12 +34,13 @@ import optuna
 
 from storage import open_database
 from tuner.core.config import Config
+from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.kernels.compile_pool import one_blas_thread
 from tuner.kernels.resources import DeviceLimits, table_device
 from tuner.model.rates import DeviceRates
 from tuner.run.runner import DEFAULT_FAMILIES, run_study
-from tuner.search.evaluator import Comparison, EvaluatesAtOnce, Result
+from tuner.search.evaluator import EvaluatesAtOnce
 from tuner.search.study import Progress
 
 SHAPES = (Shape(4096, 4096, 4096), Shape(1024, 1024, 512))

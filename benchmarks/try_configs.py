@@ -21,10 +21,10 @@ import json
 from pathlib import Path
 
 from tuner.core.config import Config
+from tuner.core.result import Comparison
 from tuner.core.shape import Shape, parse_shape
 from tuner.gpu.worker import GpuEvaluator
 from tuner.kernels.families import get_family, parse_config
-from tuner.search.evaluator import Comparison
 
 
 def _compare(

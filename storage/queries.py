@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session, contains_eager
 from storage.inputs import DeviceIn, ShapeIn
 from storage.models import BestConfig, Device, DeviceRates, Measurement, Shape
 from tuner.core.phases import Phase
-from tuner.core.shape import LEGACY_LAYOUTS
 
 MAX_PAGE = 1000
 

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from tuner.core.config import Config
+from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates
-from tuner.search.evaluator import Comparison, EvaluatesAtOnce, Evaluator, Result
+from tuner.search.evaluator import EvaluatesAtOnce, Evaluator
 
 
 class Forwarding(EvaluatesAtOnce):

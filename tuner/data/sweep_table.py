@@ -24,6 +24,7 @@ from typing import Any
 
 from tuner.core.config import Config
 from tuner.core.errors import InputError
+from tuner.core.result import Result
 from tuner.core.shape import Shape, parse_shape
 from tuner.core.statuses import STATUSES
 from tuner.data.measured_on import MeasuredOn, measured_on
@@ -37,7 +38,6 @@ from tuner.data.validation import (
     optional_text,
     text,
 )
-from tuner.search.evaluator import Result
 
 _HEADER_KEYS = ("kind", "device", "arch", "date", "provenance")
 

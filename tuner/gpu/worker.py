@@ -29,6 +29,7 @@ from typing import Any
 
 from tuner import __version__
 from tuner.core.config import Config
+from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.gpu.nvrtc import NvrtcCompiler
 from tuner.gpu.requests import Compare, Measure, Probe, WorkerState, handle, warm_up
@@ -36,7 +37,7 @@ from tuner.kernels.compile import CompiledKernel, CompileError
 from tuner.kernels.compile_pool import CompilePools, Outcome
 from tuner.kernels.resources import DeviceLimits, static_check
 from tuner.model.rates import DeviceRates
-from tuner.search.evaluator import Comparison, Result, Ticket
+from tuner.search.evaluator import Ticket
 
 READY_TIMEOUT_S = 120.0
 # Deadline allowance per timed block of a Compare request, on top of ``run_timeout_s``.

@@ -24,6 +24,7 @@ import storage
 from tuner.core.accuracy import DEFAULT_ACCURACY, accepted
 from tuner.core.config import Config
 from tuner.core.errors import InputError
+from tuner.core.result import Comparison
 from tuner.core.shape import Shape
 from tuner.data import suite_document
 from tuner.data.location import DEFAULT_SUITE_NAME
@@ -31,7 +32,7 @@ from tuner.data.shape_lists import SuiteEntry
 from tuner.kernels.families import get_family, parse_config
 from tuner.model.roofline import Ceilings, roofline
 from tuner.run.runner import DEFAULT_TRIALS, WARM_START, ProgressReport, loosest_of, run_study
-from tuner.search.evaluator import Comparison, Evaluator
+from tuner.search.evaluator import Evaluator
 from tuner.search.samplers import DEFAULT_SAMPLER
 from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.study import study_name

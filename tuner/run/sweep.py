@@ -22,12 +22,13 @@ from pathlib import Path
 
 from tuner.core.config import Config
 from tuner.core.errors import InputError
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.data import SweepHeader, SweepRow, SweepTableWriter, read_sweep_table
 from tuner.kernels.families import FAMILIES
 from tuner.kernels.resources import DeviceLimits
 from tuner.kernels.space import Space
-from tuner.search.evaluator import Evaluator, Result
+from tuner.search.evaluator import Evaluator
 
 Where = Mapping[str, frozenset[int]]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 
+from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
-from tuner.search.evaluator import Comparison, Result
 
 # How many of the fastest candidates are re-measured beside cuBLAS at the end, and in how many
 # alternating rounds.

@@ -10,10 +10,10 @@ from typing import Protocol
 
 from tuner.core.claims import Claimed
 from tuner.core.phases import Phase
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates
-from tuner.search.evaluator import Result
 from tuner.search.samplers import Observation
 
 

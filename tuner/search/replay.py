@@ -15,12 +15,13 @@ from typing import Any
 
 from tuner.core.config import Config
 from tuner.core.errors import InputError
+from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.data import SweepRow, data_location, read_sweep_table
 from tuner.kernels.families import FAMILIES, parse_config
 from tuner.kernels.resources import DeviceLimits, table_device
 from tuner.model.rates import DeviceRates
-from tuner.search.evaluator import Comparison, EvaluatesAtOnce, Result
+from tuner.search.evaluator import EvaluatesAtOnce
 
 DEFAULT_TABLE_NAME = "h100-sweep.jsonl"
 

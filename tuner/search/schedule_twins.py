@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tuner.core.config import Config
+from tuner.core.result import Result
 from tuner.kernels.families import get_family
 from tuner.kernels.resources import DeviceLimits, occupancy, static_check
-from tuner.search.evaluator import Result
 
 # Data-parallel family -> its stream-K twin (same template and tile parameters).
 STREAMK_TWINS = {"dmma_pipelined": "dmma_streamk"}

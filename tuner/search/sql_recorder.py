@@ -18,15 +18,15 @@ from dataclasses import asdict, fields
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
-from tuner.core.dims import shape_distance
 from tuner.core.claims import Claimed
+from tuner.core.dims import shape_distance
 from tuner.core.errors import InputError
 from tuner.core.phases import Phase
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.kernels.families import accuracy_of, parse_config
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates
-from tuner.search.evaluator import Result
 from tuner.search.samplers import Observation
 
 

@@ -42,11 +42,12 @@ from optuna.trial import TrialState
 from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.phases import Phase
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.kernels.families import get_family
 from tuner.kernels.space import Space
 from tuner.model.rates import DeviceRates
-from tuner.search.evaluator import Evaluator, Result, Ticket
+from tuner.search.evaluator import Evaluator, Ticket
 from tuner.search.finalists import (
     FINAL_BUDGET_MS,
     FINAL_ROUNDS,

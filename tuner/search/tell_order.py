@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import optuna
 
 from tuner.core.config import Config
-from tuner.search.evaluator import Result
+from tuner.core.result import Result
 
 
 class ProposalOrder:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import optuna
 
-from tuner.search.evaluator import Result
+from tuner.core.result import Result
 from tuner.search.trials import finished_trial
 
 

@@ -12,8 +12,8 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, IntD
 from optuna.trial import TrialState
 
 from tuner.core.config import Config
+from tuner.core.result import Result
 from tuner.kernels.families import get_family
-from tuner.search.evaluator import Result
 
 
 def suggest_config(trial: optuna.trial.BaseTrial, families: tuple[str, ...]) -> Config:

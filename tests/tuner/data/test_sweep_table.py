@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tuner.core.errors import InputError
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.data import (
     ResultsFileError,
@@ -18,7 +19,6 @@ from tuner.data import (
     read_sweep_table,
 )
 from tuner.kernels.families import parse_config
-from tuner.search.evaluator import Result
 
 GPU = "NVIDIA H100 80GB HBM3"
 PROVENANCE = {"device": GPU, "sm_count": 132, "compute_capability": "9.0", "cupy": "14.2.0"}

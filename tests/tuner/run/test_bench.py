@@ -21,6 +21,7 @@ from tests.tuner.cli.test_tune import cli, one_error_line
 from tests.tuner.fakes import Forwarding
 from tuner.cli import bench as bench_cli
 from tuner.core.config import Config
+from tuner.core.result import Comparison
 from tuner.core.shape import Shape
 from tuner.data import default_suite
 from tuner.data.shape_lists import SuiteEntry, read_suite
@@ -41,7 +42,6 @@ from tuner.run.bench import (
     summarize,
 )
 from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, run_study
-from tuner.search.evaluator import Comparison
 from tuner.search.finalists import FINAL_ROUNDS
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.study import Progress as StudyProgress

@@ -25,6 +25,7 @@ from tests.tuner.fakes import Forwarding, rule_ms
 from tests.tuner.gpu.test_gpu_selection import fake_cupy
 from tuner.core.config import Config
 from tuner.core.phases import Phase
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.gpu.requests import Compare, Measure
 from tuner.gpu.selection import choose_gpus
@@ -32,7 +33,6 @@ from tuner.gpu.worker import GpuEvaluator
 from tuner.kernels.compile_pool import CompilePools
 from tuner.kernels.resources import table_device
 from tuner.run.multi_gpu import TuneSettings, Worker, Workers, start_workers, tune_shapes
-from tuner.search.evaluator import Result
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.study import Progress
 

@@ -60,7 +60,7 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
 
 
 def _check_result_is_consistent(subject: Subject, config: Config, result: object) -> None:
-    from tuner.search.evaluator import Result
+    from tuner.core.result import Result
 
     assert isinstance(result, Result)
     assert result.config_name == config.name and result.family == config.family

@@ -3,7 +3,7 @@ operands (``tuner.search.finalists``)."""
 
 from __future__ import annotations
 
-from tuner.search.evaluator import Result
+from tuner.core.result import Result
 from tuner.search.finalists import choose_finalists, padding_candidates
 
 

@@ -11,10 +11,10 @@ import storage
 from storage import open_database
 from tests.conftest import NewDatabase
 from tuner.core.phases import Phase
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.kernels.families import parse_config
 from tuner.model.rates import DeviceRates
-from tuner.search.evaluator import Result
 from tuner.search.recorder import MemoryRecorder, Recorder
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.sql_recorder import SqlRecorder

@@ -9,9 +9,9 @@ import pytest
 
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape, parse_shape
+from tuner.core.statuses import STATUSES
 from tuner.data import RESULTS_ENV_VAR
 from tuner.kernels.families import parse_config
-from tuner.search.evaluator import STATUSES
 from tuner.search.replay import ReplayEvaluator, default_table
 
 SHAPES = (Shape(4096, 4096, 4096), Shape(1000, 1000, 1000), Shape(128, 4096, 4096))

@@ -8,11 +8,11 @@ from dataclasses import replace
 
 from tests.tuner.fakes import Forwarding, RuleEvaluator, rule_ms
 from tuner.core.config import Config
+from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import render
 from tuner.kernels.resources import table_device
-from tuner.search.evaluator import Comparison, Result
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.schedule_twins import grid_twin, resident_blocks_of, streamk_twin
 from tuner.search.study import Study

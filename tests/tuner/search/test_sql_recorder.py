@@ -5,9 +5,9 @@ from __future__ import annotations
 import storage
 from storage import open_database
 from tests.conftest import NewDatabase
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.kernels.families import parse_config
-from tuner.search.evaluator import Result
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.sql_recorder import RESULT_FIELDS, SqlRecorder, measurement_in
 

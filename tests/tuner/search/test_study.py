@@ -15,10 +15,10 @@ from tests.tuner.fakes import Forwarding
 from tuner.core.config import Config
 from tuner.core.errors import InputError
 from tuner.core.phases import Phase
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.data import RESULTS_ENV_VAR
 from tuner.run.runner import untuned_answer, warm_starts
-from tuner.search.evaluator import Result
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.samplers import make_sampler

@@ -23,8 +23,8 @@ from tests.tuner.fakes import Forwarding
 from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.phases import Phase
+from tuner.core.result import Result
 from tuner.core.shape import Shape
-from tuner.search.evaluator import Result
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.study import Study

@@ -12,9 +12,9 @@ import pytest
 from tests.tuner.fakes import Forwarding, RuleEvaluator
 from tuner.core.claims import Claimed
 from tuner.core.config import Config
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.kernels.resources import table_device
-from tuner.search.evaluator import Result
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.study import Study
 from tuner.search.tell_order import ProposalOrder
