@@ -174,6 +174,7 @@ def test_a_candidate_claimed_but_never_recorded_is_skipped(replay: ReplayEvaluat
     wait for it forever (the exhaustive walk, and other samplers' stale fallback, spun on it)."""
     recorder = MemoryRecorder()
     study = Study(Shape(64, 64, 64), WARPTILE, replay, recorder, "exhaustive")  # 12 candidates
+    study.prepare()
     orphans = sorted(study.candidates)[:3]
     for name in orphans:
         assert recorder.claim(study.name, name)
@@ -233,6 +234,8 @@ def test_the_starts_compile_while_the_space_is_enumerated(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(tuner.search.study, "search_space", search_space)
     study = Study(BIG, WARPTILE, evaluator, MemoryRecorder(), "ranked", starts=starts)
+    assert evaluator.prepared == []  # building a study starts nothing
+    study.prepare()
     assert prepared_before_space == [c.name for c in starts]
     progress = study.run(trials=4)
     assert [r.config_name for r in progress.history[:2]] == [c.name for c in starts]

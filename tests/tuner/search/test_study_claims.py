@@ -57,6 +57,7 @@ def test_a_killed_workers_claims_lapse_and_the_study_finishes(
     replay: ReplayEvaluator, sessions: sessionmaker[Session]
 ) -> None:
     study = Study(SMALL, WARPTILE, replay, SqlRecorder(sessions), "exhaustive", finalists=0)
+    study.prepare()
     orphans = sorted(study.candidates)[:2]
     with sessions.begin() as session:  # what a worker killed mid-measurement leaves behind
         for name in orphans:
@@ -71,6 +72,7 @@ def test_a_live_claim_is_waited_for_then_reported(
     replay: ReplayEvaluator, sessions: sessionmaker[Session]
 ) -> None:
     study = Study(SMALL, WARPTILE, replay, SqlRecorder(sessions), "exhaustive", finalists=0)
+    study.prepare()
     busy = sorted(study.candidates)[-1]
     with sessions.begin() as session:  # a slow worker, alive
         assert storage.claim_candidate(session, study.name, busy, "slow:1", lease_s=600.0)
@@ -186,6 +188,7 @@ def test_a_kill_between_measurement_and_trial_leaves_one_trial_each(
     url = str(sessions.kw["bind"].url.render_as_string(hide_password=False))
     recorder = SqlRecorder(sessions)
     study = Study(BIG, WARPTILE, replay, recorder, "random", seed=4, optuna_storage=url)
+    study.prepare()
     writes = {"record": 0, "trial": 0}
 
     def die_after_the_third_candidates_first_write(kind: str) -> None:
@@ -242,6 +245,7 @@ def test_a_failed_trial_write_stops_the_study_and_the_next_run_adds_the_rest(
     study = Study(
         BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=7, optuna_storage=url
     )
+    study.prepare()
     real_trial = study.stored.create_new_trial  # type: ignore[union-attr]
     written: list[int] = []
 
