@@ -11,8 +11,8 @@ from tuner.cli._common import DtypeOpt, LayoutOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
 from tuner.core.shape import parse_shape
-from tuner.kernels.candidates import compile_candidates
 from tuner.kernels.compile import COMPILERS, CompiledKernel, CompileError, choose_compiler
+from tuner.kernels.compiled_candidates import compile_candidates
 from tuner.kernels.families import FAMILIES, checked_config, get_family
 from tuner.kernels.render import KernelSource, render
 from tuner.kernels.resources import resolve_device, static_check

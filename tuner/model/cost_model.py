@@ -1,15 +1,15 @@
 """An analytic cost model of every family, to rank candidates before measuring them.
 
-The model knows a config's parameters, the shape, the device's limits and its rates
+The model knows a candidate (``tuner.kernels.candidate``: a config with the resource check its
+space made and, padded, the plan of its copies), the shape, the device's limits and its rates
 (:class:`tuner.model.rates.DeviceRates`: probed on the device, or an architecture's table). It
 estimates a kernel's time in SM clock cycles:
 
 * the grid is ``ceil(M/BM) * ceil(N/BN)`` output tiles (padding at the matrix edges is paid in
   full) times SPLITK blocks per tile, each over ``1/SPLITK`` of the k tiles;
-* ``r`` blocks share an SM (the occupancy estimate of ``tuner.kernels.resources.static_check``, or
-  fewer
-  when the grid is small); the grid runs in full waves of ``SMs * r`` blocks and a last, partial
-  wave whose blocks share their SMs with fewer others (wave quantization);
+* ``r`` blocks share an SM (the occupancy of the candidate's resource check, or fewer when the
+  grid is small); the grid runs in full waves of ``SMs * r`` blocks and a last, partial wave
+  whose blocks share their SMs with fewer others (wave quantization);
 * one k tile of one SM costs the largest of the pipes it keeps busy, and of the global-load
   latency divided by the k tiles loaded ahead (``CostTraits.loads_ahead``); the four kinds of
   math below are four sets of figures (:class:`TileWork`) for one skeleton (``_tile_cycles``):
@@ -41,12 +41,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from tuner.core.config import Config
 from tuner.core.shape import ELEMENT_BYTES, Shape
+from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import SPLITK_MAX_TILES, Family, get_family, persistent_blocks
-from tuner.kernels.operand_padding import plan_padding
-from tuner.kernels.resources import DeviceLimits, ResourceCheck, occupancy, static_check
+from tuner.kernels.operand_padding import PaddingPlan, padded_product, plan_padding
+from tuner.kernels.resources import DeviceLimits, ResourceCheck, occupancy
 from tuner.model.rates import DeviceRates, table_rates
 
 
@@ -212,9 +214,9 @@ def resident_blocks(config: Config, device: DeviceLimits, check: ResourceCheck) 
     return max(per_sm, 1)
 
 
-def _grid(config: Config, shape: Shape, device: DeviceLimits) -> _Grid:
+def _grid(candidate: Candidate, shape: Shape, device: DeviceLimits) -> _Grid:
+    config, check = candidate.config, candidate.check
     params = config.as_dict()
-    check = static_check(config, device)
     tiles = -(-shape.m // params["BM"]) * -(-shape.n // params["BN"])
     # The kernel splits only when every tile has its ticket counters (see templates/splitk).
     split = params.get("SPLITK", 1) if tiles <= SPLITK_MAX_TILES else 1
@@ -446,17 +448,24 @@ def _with_latency(busy: float, resident: int, ahead: int, latency: int) -> float
 
 
 def estimate(
-    config: Config, shape: Shape, device: DeviceLimits, rates: DeviceRates | None = None
+    subject: Candidate | Config,
+    shape: Shape,
+    device: DeviceLimits,
+    rates: DeviceRates | None = None,
 ) -> Estimate:
-    """Estimated time of ``config`` on ``shape`` (lower is better): its kernel on the product
-    the family's kernel computes (``Family.kernel_shape``), and for a family that rewrites the
-    operands first (FP32 split into BF16 parts), that pass too."""
-    family = get_family(config.family)
+    """Estimated time of a candidate (or of a config, built into one here) on ``shape`` (lower
+    is better): its kernel on the product the family's kernel computes (``Family.run_shape``),
+    with the copies of padded operands, and for a family that rewrites the operands first
+    (FP32 split into BF16 parts), that pass too."""
+    candidate = subject
+    if not isinstance(candidate, Candidate):
+        candidate = build_candidate(candidate, shape, device)
+    family = get_family(candidate.family)
     unit = throughput(device, rates)
-    if config.pad:
-        return _with_padded_operands(config, shape, device, unit)
+    if candidate.padding is not None:
+        return _with_padded_operands(candidate, candidate.padding, shape, device, unit)
     run = family.run_shape(shape)
-    kernel = _kernel_estimate(config, run, device, unit)
+    kernel = _kernel_estimate(candidate, run, device, unit)
     if not family.rewrites_operands:
         return kernel
     return _with_operand_rewrite(kernel, shape, run, unit)
@@ -465,31 +474,36 @@ def estimate(
 def padding_copies_ms(
     shape: Shape, leading_dims: bool, device: DeviceLimits, rates: DeviceRates | None = None
 ) -> float:
-    """Estimated time of a padded launch's copies (``tuner.kernels.operand_padding.plan_padding``,
-    bases on 16 bytes, beta = 0): their bytes read and written at the DRAM's bandwidth, one launch
-    each. On the H100 this was within 3 µs of the measured cost of the copies on six of eleven odd
-    shapes (benchmarks/speed.md, 2026-11-25, about 02:00 UTC, has the other five)."""
-    return _copies_ms(shape, leading_dims, throughput(device, rates))
+    """Estimated time of a padded launch's copies of ``shape`` (bases on 16 bytes, beta = 0):
+    :func:`copies_ms` of its plan."""
+    return copies_ms(plan_padding(shape, leading_dims=leading_dims), device, rates)
 
 
-def _copies_ms(shape: Shape, leading_dims: bool, unit: Throughput) -> float:
-    plan = plan_padding(shape, leading_dims=leading_dims)
+def copies_ms(plan: PaddingPlan, device: DeviceLimits, rates: DeviceRates | None = None) -> float:
+    """Estimated time of the copies of ``plan`` (``tuner.kernels.operand_padding.plan_padding``):
+    their bytes read and written at the DRAM's bandwidth, one launch each. On the H100 this was
+    within 3 µs of the measured cost of the copies on six of eleven odd shapes
+    (benchmarks/speed.md, 2026-11-25, about 02:00 UTC, has the other five)."""
+    return _copies_ms(plan, throughput(device, rates))
+
+
+def _copies_ms(plan: PaddingPlan, unit: Throughput) -> float:
     launches = sum((plan.copy_a, plan.copy_b, plan.copy_c))
     cycles = plan.bytes_moved / unit.dram_bytes_per_clk
     return cycles / (unit.clock_ghz * 1e6) + launches * unit.launch_us / 1e3
 
 
 def _with_padded_operands(
-    config: Config, shape: Shape, device: DeviceLimits, unit: Throughput
+    candidate: Candidate, plan: PaddingPlan, shape: Shape, device: DeviceLimits, unit: Throughput
 ) -> Estimate:
-    """A padded config (``_pad4``, ``_pad8``): its kernel on rows of whole 16-byte vectors (the
-    padded product, ``PaddingPlan.run_shape``; a family with leading dimensions runs the caller's
+    """A padded candidate (``_pad4``, ``_pad8``): its kernel on rows of whole 16-byte vectors
+    (the padded product, ``padded_product``; a family with leading dimensions runs the caller's
     dimensions on wider rows, which the padded product stands for within a vector per row), then
-    the copies."""
-    family = get_family(config.family)
-    run = plan_padding(shape).run_shape
-    kernel = _kernel_estimate(config.direct, family.run_shape(run), device, unit)
-    copies = _copies_ms(shape, family.leading_dims, unit)
+    the copies of its ``plan``."""
+    family = get_family(candidate.family)
+    run = padded_product(shape)
+    kernel = _kernel_estimate(candidate.direct(), family.run_shape(run), device, unit)
+    copies = _copies_ms(plan, unit)
     cycles = copies * unit.clock_ghz * 1e6
     return replace(kernel, cycles=kernel.cycles + cycles, ms=kernel.ms + copies)
 
@@ -505,15 +519,16 @@ def _with_operand_rewrite(kernel: Estimate, shape: Shape, run: Shape, unit: Thro
 
 
 def _kernel_estimate(
-    config: Config, shape: Shape, device: DeviceLimits, unit: Throughput
+    candidate: Candidate, shape: Shape, device: DeviceLimits, unit: Throughput
 ) -> Estimate:
-    """Estimated time of ``config``'s kernel on ``shape``."""
+    """Estimated time of ``candidate``'s kernel on ``shape``."""
+    config = candidate.config
     family = get_family(config.family)
     if family.cost.schedule == "stream":
-        return _stream_estimate(config, shape, device, unit)
+        return _stream_estimate(candidate, shape, device, unit)
     params = config.as_dict()
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
-    g = _grid(config, shape, device)
+    g = _grid(candidate, shape, device)
     tile_work = TILE_MODELS.get(family.cost.math, _ffma_work)
     work = tile_work(family, params, g.check.threads, unit, device.warp_size, shape)
     tile_cycles = _tile_cycles(work, unit)
@@ -559,7 +574,7 @@ def _persistent_estimate(
 
 
 def _stream_estimate(
-    config: Config, shape: Shape, device: DeviceLimits, rates: Throughput
+    candidate: Candidate, shape: Shape, device: DeviceLimits, rates: Throughput
 ) -> Estimate:
     """``skinny``: no shared-memory tiles; B streams from memory once per block row.
 
@@ -569,9 +584,9 @@ def _stream_estimate(
     loads of the padded product; and each lane's chain of chunks (``chain`` below). Split-K
     adds the atomic adds of the later slices into C (one 16-byte reduction per four values) and
     one hand-off latency."""
-    p = config.as_dict()
+    p = candidate.config.as_dict()
     bm, bn = p["BM"], p["BN"]
-    g = _grid(config, shape, device)
+    g = _grid(candidate, shape, device)
     row_blocks, col_blocks = -(-shape.m // bm), -(-shape.n // bn)
     dram = 4 * (shape.k * shape.n + shape.m * shape.k + shape.m * shape.n)
     l2 = 4 * shape.k * shape.n * (row_blocks - 1)
@@ -608,8 +623,12 @@ def _stream_estimate(
     return Estimate.of(cycles, g.blocks, g.r_full, (bm, bn), shape, device, rates)
 
 
+Ranked = TypeVar("Ranked", Candidate, Config)
+
+
 def rank(
-    configs: list[Config], shape: Shape, device: DeviceLimits, rates: DeviceRates | None = None
-) -> list[Config]:
-    """``configs`` from the fastest estimate to the slowest (ties by name, so deterministic)."""
-    return sorted(configs, key=lambda c: (estimate(c, shape, device, rates).cycles, c.name))
+    subjects: list[Ranked], shape: Shape, device: DeviceLimits, rates: DeviceRates | None = None
+) -> list[Ranked]:
+    """Candidates (or configs) from the fastest estimate to the slowest (ties by name, so
+    deterministic)."""
+    return sorted(subjects, key=lambda c: (estimate(c, shape, device, rates).cycles, c.name))

@@ -18,7 +18,7 @@ from tuner.core.accuracy import DEFAULT_ACCURACY, accepted, check_accuracy
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import FAMILIES
-from tuner.search.samplers import DEFAULT_SAMPLER, SAMPLERS
+from tuner.search.samplers import DEFAULT_SAMPLER, check_sampler
 
 WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
 # Evaluated candidates of a study by default: the cold search reaches 5 % of the best known
@@ -44,12 +44,6 @@ def check_families(
                 f"{FAMILIES[name].accuracy} to search it"
             )
     return chosen
-
-
-def check_sampler(sampler: str) -> str:
-    if sampler not in SAMPLERS:
-        raise InputError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-    return sampler
 
 
 def check_evaluator(name: str) -> str:

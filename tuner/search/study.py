@@ -42,6 +42,7 @@ from optuna.trial import TrialState
 from storage.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.shape import Shape
+from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import get_family
 from tuner.kernels.space import Space
 from tuner.model.rates import DeviceRates
@@ -56,7 +57,13 @@ from tuner.search.finalists import (
     padding_candidates,
 )
 from tuner.search.recorder import Recorder
-from tuner.search.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
+from tuner.search.samplers import (
+    DEFAULT_SAMPLER,
+    CandidateSampler,
+    SearchContext,
+    check_sampler,
+    make_sampler,
+)
 from tuner.search.schedule_twins import grid_twin, streamk_twin, twin_screening
 from tuner.search.screening_mode import may_screen_padded, other_mode, padded_families, screened_as
 from tuner.search.tell_order import ProposalOrder
@@ -102,10 +109,11 @@ class Progress:
 
 def search_space(
     shape: Shape, families: tuple[str, ...], evaluator: Evaluator
-) -> dict[str, Config]:
+) -> dict[str, Candidate]:
     """The candidates a study of ``shape`` searches, by name: every valid config of ``families``
     (``tuner.kernels.space``), or, on a replay that holds the shape, those of them it measured."""
-    space = {c.name: c for f in families for c in Space(f, shape, evaluator.device).candidates()}
+    device = evaluator.device
+    space = {c.name: c for f in families for c in Space(f, shape, device).built_candidates()}
     measured = evaluator.measured_configs(shape)
     if measured:  # a replay of this shape answers only for the configs its tables hold
         return {name: c for name, c in space.items() if name in measured}
@@ -135,6 +143,7 @@ class Study:
     ) -> None:
         for family in families:
             get_family(family)  # unknown names fail here, before anything runs
+        check_sampler(sampler)
         self.shape, self.families = shape, tuple(families)
         self.evaluator, self.recorder = evaluator, recorder
         self.device = evaluator.device
@@ -179,15 +188,17 @@ class Study:
         space = search_space(shape, self.families, evaluator)
         padded = padded_families(list(space.values()), shape, self.device, rates)
 
-        def screened(config: Config) -> Config:
-            return screened_as(config, padded, shape, lambda c: held is None or c.name in held)
+        def screened(candidate: Candidate) -> Candidate:
+            return screened_as(candidate, padded, shape, lambda c: held is None or c.name in held)
 
-        self.candidates = {c.name: c for c in map(screened, space.values())}
-        self.starts = [screened(c) for c in starts]
-        for config in self.starts:
-            evaluator.prepare(config)
-            if held is None or config.name in held:
-                self.candidates.setdefault(config.name, config)
+        built = {c.name: c for c in map(screened, space.values())}
+        first = [screened(build_candidate(c, shape, self.device)) for c in starts]
+        for candidate in first:
+            evaluator.prepare(candidate.config)
+            if held is None or candidate.name in held:
+                built.setdefault(candidate.name, candidate)
+        self.candidates = {name: candidate.config for name, candidate in built.items()}
+        self.starts = [candidate.config for candidate in first]
         # Trial parameters name a config's kernel, not its operand mode: the candidate they mean.
         self._screened = {c.direct.name: c for c in self.candidates.values()}
         self.sampler = make_sampler(self._sampler_name, self._seed)
@@ -196,7 +207,7 @@ class Study:
                 SearchContext(
                     shape,
                     self.device,
-                    list(self.candidates.values()),
+                    list(built.values()),
                     self.families,
                     rates,
                     self.recorder.history(self.device, shape.dtype, shape.layout),

@@ -1,5 +1,7 @@
 """Every figure of the cost model pinned: a spread of shapes, families, devices and rates whose
-estimates must not move when the model's code is reorganised.
+estimates must not move when the model's code is reorganised. The figures are those of the
+candidates a space builds (``Space.built_candidates``, padded twins by ``Candidate.padded``), as
+a study estimates them.
 
 ``estimates_pinned.json`` holds what :func:`figures` returned when the file was written; this
 test computes them again and compares each one. A change that is meant to move an estimate
@@ -18,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from tuner.core.shape import Shape
+from tuner.kernels.candidate import Candidate
 from tuner.kernels.families import FAMILIES, get_family, parse_config
-from tuner.kernels.operand_padding import pad_multiple, padding_refusal
+from tuner.kernels.operand_padding import padding_refusal
 from tuner.kernels.resources import DeviceLimits, table_device
 from tuner.kernels.space import Space
 from tuner.model.cost_model import estimate, padding_copies_ms
@@ -57,7 +60,7 @@ SETTINGS: tuple[tuple[str, DeviceLimits, DeviceRates | None, tuple[Shape, ...]],
 )
 
 
-def _spread(items: list, count: int) -> list:  # type: ignore[type-arg]
+def _spread(items: list[Candidate], count: int) -> list[Candidate]:
     """``count`` items from first to last, evenly apart (all of them when there are fewer)."""
     if len(items) <= count:
         return items
@@ -69,18 +72,18 @@ def figures() -> Iterator[tuple[str, list[float] | list[str]]]:
     for label, device, rates, shapes in SETTINGS:
         for shape in shapes:
             where = f"{label}|{shape.label()}"
-            everyone = []
+            everyone: list[Candidate] = []
             for name, family in FAMILIES.items():
                 if family.unsupported(shape) is not None:
                     continue
-                candidates = Space(name, shape, device).candidates()
+                candidates = Space(name, shape, device).built_candidates()
                 everyone += candidates
-                for config in _spread(candidates, PER_FAMILY):
-                    configs = [config]
+                for candidate in _spread(candidates, PER_FAMILY):
+                    ones = [candidate]
                     ragged = padding_refusal(shape) is None
                     if ragged and family.leading_dims and not family.rewrites_operands:
-                        configs.append(config.padded(pad_multiple(shape.dtype)))
-                    for one in configs:
+                        ones.append(candidate.padded(shape))
+                    for one in ones:
                         found = estimate(one, shape, device, rates)
                         yield f"{where}|{one.name}", [float(x) for x in astuple(found)]
             if padding_refusal(shape) is None:

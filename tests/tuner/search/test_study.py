@@ -156,6 +156,7 @@ def test_warm_start_evaluates_the_nearest_shapes_best_first(
     assert answer.name == neighbour_best
     starts = warm_starts(recorder, replay.device, THIN, answer, 3)
     study = Study(THIN, WARPTILE, replay, recorder, "tpe", seed=0, starts=starts)
+    study.prepare()
     assert neighbour_best in study.candidates  # else warm start has nothing to enqueue
     progress = study.run(trials=2)
     assert progress.history[0].config_name == neighbour_best

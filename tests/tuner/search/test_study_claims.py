@@ -115,7 +115,9 @@ def test_a_heartbeat_keeps_a_slow_measurement_claimed(
     monkeypatch.setattr(storage.claims, "utcnow", clock.now)
     slow = SqlRecorder(sessions, lease_s=lease_s, sleep=clock.sleep)
     other = SqlRecorder(sessions)
-    config, lapsing = sorted(Study(SMALL, WARPTILE, replay, slow, "exhaustive").candidates)[:2]
+    study = Study(SMALL, WARPTILE, replay, slow, "exhaustive")
+    study.prepare()
+    config, lapsing = sorted(study.candidates)[:2]
     with sessions.begin() as session:  # taken alike by a worker that never renews it
         assert storage.claim_candidate(session, "s", lapsing, "killed:1", lease_s=lease_s)
     assert slow.claim("s", config) is Claimed.TAKEN
@@ -275,6 +277,8 @@ def test_trials_queued_in_another_workers_writer_are_not_added_twice(
     second = Study(
         BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=9, optuna_storage=url
     )
+    first.prepare()
+    second.prepare()
     held = threading.Event()
     real_trial = first.stored.create_new_trial  # type: ignore[union-attr]
 

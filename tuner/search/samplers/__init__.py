@@ -26,6 +26,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.core.config import Config
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
+from tuner.kernels.candidate import Candidate
 from tuner.kernels.families import get_family
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates
@@ -52,7 +53,7 @@ class SearchContext:
 
     shape: Shape
     device: DeviceLimits
-    candidates: Sequence[Config]
+    candidates: Sequence[Candidate]  # each built once, with its resource check and padding plan
     families: tuple[str, ...]
     rates: DeviceRates | None = None  # the device's probed rates; None: the model's table
     history: Sequence[Observation] = ()  # this device's measurements of other shapes
@@ -80,7 +81,7 @@ class CandidateSampler(optuna.samplers.BaseSampler):
         self._index = {c.name: i for i, c in enumerate(context.candidates)}
         # A trial's parameters name the kernel; a candidate screened padded is that kernel too.
         for i, c in enumerate(context.candidates):
-            self._index.setdefault(c.direct.name, i)
+            self._index.setdefault(c.config.direct.name, i)
 
     @property
     def context(self) -> SearchContext:
@@ -112,7 +113,7 @@ class CandidateSampler(optuna.samplers.BaseSampler):
         tried, measured = self._state(study)
         choice = self.choose(tried, measured)
         if choice is not None:
-            self._chosen[trial.number] = self.context.candidates[choice]
+            self._chosen[trial.number] = self.context.candidates[choice].config
 
     def sample_independent(
         self,
@@ -188,6 +189,13 @@ class ExhaustiveSampler(CandidateSampler):
         return self.context.candidates[index].name
 
 
+def check_sampler(name: str) -> str:
+    """``name`` if it names a sampler, else an :class:`InputError` naming it and the choices."""
+    if name not in SAMPLERS:
+        raise InputError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
+    return name
+
+
 def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSampler:
     """An Optuna sampler for ``name``.
 
@@ -220,4 +228,5 @@ def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSamp
         if importlib.util.find_spec("torch") is None:  # Optuna's GP sampler runs on PyTorch
             raise InputError("sampler 'gp' needs PyTorch: pip install 'gemmtune[gp]'")
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=8)
-    raise InputError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
+    check_sampler(name)
+    raise ValueError(f"sampler {name!r} is in SAMPLERS but nothing makes it")
