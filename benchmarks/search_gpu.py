@@ -47,7 +47,10 @@ from tuner.core.shape import Shape, parse_shape
 from tuner.data.shape_lists import read_suite
 from tuner.gpu.worker import GpuEvaluator
 from tuner.kernels.families import checked_config
-from tuner.run.runner import DEFAULT_FAMILIES, WARM_START, run_study
+from tuner.run.multi_gpu import Worker, Workers
+from tuner.run.request import WARM_START, TuneRequest
+from tuner.run.runner import DEFAULT_FAMILIES
+from tuner.run.tune import tune
 from tuner.search.study import Progress
 
 HERE = Path(__file__).resolve().parent
@@ -85,8 +88,12 @@ def one_study(
     sessions = open_database(url, optuna_tables=True)
     clock = Clock()
     begun = time.perf_counter()
-    progress = run_study(
-        shape, DEFAULT_FAMILIES, gpu, sessions, url, sampler, trials, None, 0, warm_start, clock
+    request = TuneRequest(
+        (shape,), DEFAULT_FAMILIES, sampler=sampler, seed=0, trials=trials,
+        warm_start=warm_start, database_url=url,
+    )  # fmt: skip
+    [progress] = tune(
+        request, workers=Workers([Worker(0, gpu)]), sessions=sessions, new_report=lambda: clock
     )
     total = time.perf_counter() - begun
     screened = [

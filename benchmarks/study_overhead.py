@@ -1,4 +1,4 @@
-"""What a study costs on the CPU besides compiling and measuring: the same ``run_study`` as the
+"""What a study costs on the CPU besides compiling and measuring: the same ``tune`` as the
 GPU throughput benchmark (``benchmarks/search_gpu.py``: ``ranked``, no warm start, a fresh
 SQLite database with Optuna's tables, the default families), with an evaluator that answers at
 once, so every second measured is the study's own bookkeeping. The BLAS runs on one thread, as
@@ -39,7 +39,10 @@ from tuner.core.shape import Shape
 from tuner.kernels.compile_pool import one_blas_thread
 from tuner.kernels.resources import DeviceLimits, table_device
 from tuner.model.rates import DeviceRates
-from tuner.run.runner import DEFAULT_FAMILIES, run_study
+from tuner.run.multi_gpu import Worker, Workers
+from tuner.run.request import TuneRequest
+from tuner.run.runner import DEFAULT_FAMILIES
+from tuner.run.tune import tune
 from tuner.search.evaluator import EvaluatesAtOnce
 from tuner.search.study import Progress
 
@@ -123,19 +126,12 @@ def one_study(shape: Shape, trials: int, folder: Path) -> dict[str, Any]:
     sessions = open_database(url, optuna_tables=True)
     watch = Stopwatch()
     begun = time.perf_counter()
-    progress = run_study(
-        shape,
-        DEFAULT_FAMILIES,
-        InstantEvaluator(table_device("sm_90")),
-        sessions,
-        url,
-        "ranked",
-        trials,
-        None,
-        0,
-        0,
-        watch,
-    )
+    request = TuneRequest(
+        (shape,), DEFAULT_FAMILIES, sampler="ranked", seed=0, trials=trials, warm_start=0,
+        database_url=url,
+    )  # fmt: skip
+    workers = Workers([Worker(0, InstantEvaluator(table_device("sm_90")))])
+    [progress] = tune(request, workers=workers, sessions=sessions, new_report=lambda: watch)
     total = time.perf_counter() - begun
     loop = watch.walls[-1]
     return {
@@ -183,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     document = {
-        "what": "the study's own CPU cost: run_study with an evaluator that answers at once",
+        "what": "the study's own CPU cost: tune with an evaluator that answers at once",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "commit": args.commit or commit(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared), no GPU used",

@@ -25,22 +25,15 @@ from tuner.cli._common import (
     err,
 )
 from tuner.cli._progress import SuiteBar
-from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
+from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.data import default_suite, output_dir, write_suite_file
 from tuner.data.location import DEFAULT_SUITE_NAME
 from tuner.data.shape_lists import read_suite
 from tuner.model.roofline import ceilings_for
 from tuner.report.bench_tables import chart_title, markdown, ratio_chart
 from tuner.run import bench as logic
-from tuner.run.runner import (
-    DEFAULT_TRIALS,
-    WARM_START,
-    check_families,
-    check_families_compute,
-    check_sampler,
-    families_for,
-    start_gpu,
-)
+from tuner.run.request import DEFAULT_TRIALS, WARM_START, TuneRequest
+from tuner.run.runner import start_gpu
 from tuner.search.samplers import DEFAULT_SAMPLER
 
 
@@ -118,12 +111,22 @@ def bench(
     """Tune or reuse every suite shape, re-measure it side by side with cuBLAS, write JSON,
     a Markdown table (also printed) and an SVG chart."""
     entries = read_suite(suite if suite is not None else default_suite(), dtype, layout)
-    floor = check_accuracy(accuracy)
-    families = check_families(family, floor) or families_for(entries[0].shape, floor)
-    check_families_compute(entries[0].shape, families)
-    check_sampler(sampler)
-    options = logic.Options(families, sampler, trials, retune, seed, rounds, warm_start)
-    gpu = start_gpu("gemmtune bench", budget_ms)
+    request = logic.BenchRequest(
+        TuneRequest(
+            shapes=tuple(entry.shape for entry in entries),
+            families=tuple(family or ()),
+            accuracy=accuracy,
+            sampler=sampler,
+            seed=seed,
+            trials=trials,
+            warm_start=warm_start,
+            database_url=db,
+        ),
+        retune=retune,
+        rounds=rounds,
+        budget_ms=budget_ms,
+    )
+    gpu = start_gpu("gemmtune bench", request.budget_ms)
     try:
         sessions = open_database(db, optuna_tables=True)
         ceilings = ceilings_for(gpu.device.name)
@@ -132,22 +135,21 @@ def bench(
         elif bandwidth is not None:
             ceilings = ceilings.with_bandwidth(bandwidth, "measured, given with --bandwidth")
         slug = logic.device_slug(gpu.device.name)
-        json_path = out_json or output_dir() / logic.suite_file_name(slug, entries[0].shape, floor)
+        name = logic.suite_file_name(slug, entries[0].shape, request.tune.accuracy)
+        json_path = out_json or output_dir() / name
 
         with SuiteBar(len(entries)) as bar:
 
             def save(rows: list[dict[str, Any]]) -> None:
-                doc = logic.document(rows, gpu, options, ceilings, _suite_label(suite), budget_ms)
+                doc = logic.document(rows, gpu, request, ceilings, _suite_label(suite))
                 write_suite_file(json_path, doc)
                 err.print(_progress_line(rows[-1]), markup=False, soft_wrap=True)
                 bar.shape_done()
 
-            rows = logic.run_bench(
-                entries, gpu, sessions, db, options, ceilings, on_row=save, report=bar
-            )
+            rows = logic.run_bench(entries, gpu, sessions, request, ceilings, save, bar)
     finally:
         gpu.close()
-    doc = logic.document(rows, gpu, options, ceilings, _suite_label(suite), budget_ms)
+    doc = logic.document(rows, gpu, request, ceilings, _suite_label(suite))
     write_suite_file(json_path, doc)
     text = markdown(doc)
     md_path = markdown_file or json_path.with_suffix(".md")

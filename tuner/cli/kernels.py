@@ -13,8 +13,8 @@ from tuner.cli._tables import Column, table_lines
 from tuner.core.shape import parse_shape
 from tuner.gpu.device import resolve_device
 from tuner.gpu.nvrtc import COMPILERS, choose_compiler
-from tuner.kernels.candidates import compile_candidates
 from tuner.kernels.compile import CompiledKernel, CompileError
+from tuner.kernels.compiled_candidates import compile_candidates
 from tuner.kernels.families import FAMILIES, checked_config, get_family
 from tuner.kernels.render import KernelSource, render
 from tuner.kernels.resources import static_check

@@ -1,4 +1,4 @@
-"""``gemmtune tune`` and ``tune-batch``: one study per shape (logic in ``tuner.run.runner``)."""
+"""``gemmtune tune`` and ``tune-batch``: one study per shape (logic in ``tuner.run.tune``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from storage import make_session_factory, open_engine
 from tuner.cli._common import (
     AccuracyOpt,
     DbOpt,
@@ -22,19 +21,11 @@ from tuner.cli._common import (
     out,
 )
 from tuner.cli._progress import StudyBar
-from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
-from tuner.core.shape import Shape, parse_shape
+from tuner.core.accuracy import DEFAULT_ACCURACY
+from tuner.core.shape import parse_shape
 from tuner.data.shape_lists import read_shapes
-from tuner.gpu.selection import choose_gpus
-from tuner.run.multi_gpu import TuneSettings, start_workers, tune_shapes
-from tuner.run.runner import (
-    DEFAULT_TRIALS,
-    WARM_START,
-    check_answerable,
-    check_evaluator,
-    check_families,
-    check_sampler,
-)
+from tuner.run.request import DEFAULT_TRIALS, WARM_START, TuneRequest
+from tuner.run.tune import tune as tune_all
 from tuner.search.samplers import DEFAULT_SAMPLER
 from tuner.search.study import Progress
 
@@ -62,20 +53,21 @@ def tune(
     gpus: GpusOpt = None,
 ) -> None:
     """Tune one shape; re-running the same command resumes the study."""
-    _tune_shapes(
-        [parse_shape(shape, dtype, layout)],
-        accuracy,
-        family,
-        trials,
-        timeout,
-        sampler,
-        evaluator,
-        replay_table,
-        seed,
-        warm_start,
-        db,
-        gpus,
+    request = TuneRequest(
+        shapes=(parse_shape(shape, dtype, layout),),
+        families=tuple(family or ()),
+        accuracy=accuracy,
+        sampler=sampler,
+        seed=seed,
+        trials=trials,
+        timeout=timeout,
+        warm_start=warm_start,
+        evaluator=evaluator,
+        replay_tables=tuple(replay_table or ()),
+        database_url=db,
+        gpus=gpus,
     )
+    _run(request)
 
 
 def tune_batch(
@@ -102,53 +94,26 @@ def tune_batch(
 ) -> None:
     """Tune every shape of a CSV file, one study each, spread over the GPUs (resumable like
     ``tune``)."""
-    _tune_shapes(
-        read_shapes(file, dtype, layout),
-        accuracy,
-        family,
-        trials,
-        timeout,
-        sampler,
-        evaluator,
-        replay_table,
-        seed,
-        warm_start,
-        db,
-        gpus,
+    request = TuneRequest(
+        shapes=tuple(read_shapes(file, dtype, layout)),
+        families=tuple(family or ()),
+        accuracy=accuracy,
+        sampler=sampler,
+        seed=seed,
+        trials=trials,
+        timeout=timeout,
+        warm_start=warm_start,
+        evaluator=evaluator,
+        replay_tables=tuple(replay_table or ()),
+        database_url=db,
+        gpus=gpus,
     )
+    _run(request)
 
 
-def _tune_shapes(
-    shapes: list[Shape],
-    accuracy: str,
-    family: list[str] | None,
-    trials: int | None,
-    timeout: float | None,
-    sampler: str,
-    evaluator: str,
-    replay_table: list[Path] | None,
-    seed: int | None,
-    warm_start: int,
-    db: str | None,
-    gpus: str | None,
-) -> None:
-    families = check_families(family, check_accuracy(accuracy))
-    check_sampler(sampler)
-    devices = choose_gpus(gpus, check_evaluator(evaluator))
-    workers = start_workers(evaluator, devices, replay_table)
-    first = workers.workers[0].evaluator
-    try:
-        check_answerable(first, shapes, families, accuracy)  # before the database is touched
-        engine = open_engine(db, optuna_tables=True)
-        sessions = make_session_factory(engine)
-        settings = TuneSettings(
-            families, sessions, db, sampler, trials, timeout, seed, warm_start, accuracy
-        )
-        with StudyBar() as bar:
-            tune_shapes(shapes, workers, settings, new_report=bar.line, on_done=print_outcome)
-        engine.dispose()  # the database file as the command leaves it, now
-    finally:
-        workers.close()
+def _run(request: TuneRequest) -> None:
+    with StudyBar() as bar:
+        tune_all(request, new_report=bar.line, on_done=print_outcome)
 
 
 def print_outcome(p: Progress) -> None:

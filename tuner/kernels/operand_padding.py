@@ -68,6 +68,13 @@ def _padded_dims(shape: Shape) -> tuple[int, int, int]:
     return mp, np_, kp
 
 
+def padded_product(shape: Shape) -> Shape:
+    """Mp x Np x Kp: ``shape`` with each dimension that is a stored operand's row length
+    rounded up to whole 16-byte vectors (the product a padded kernel without leading
+    dimensions computes, ``PaddingPlan.run_shape``)."""
+    return Shape(*_padded_dims(shape), shape.dtype, shape.layout)
+
+
 def padding_refusal(shape: Shape) -> str | None:
     """Why padded operands are not offered for ``shape`` (None when they are): only where a
     stored operand's row length is not a whole number of 16-byte vectors."""

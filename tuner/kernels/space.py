@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from tuner.core.config import Config
 from tuner.core.shape import Shape
+from tuner.kernels.candidate import Candidate
 from tuner.kernels.families import SPLITK_MAX_TILES, Family, get_family
 from tuner.kernels.resources import DeviceLimits, ResourceCheck, static_check
 from tuner.kernels.rule_verdicts import Pinned, parameter_choices, rule_verdicts
@@ -308,6 +309,11 @@ class Space:
     def candidates(self) -> list[Config]:
         """The configs worth compiling for this shape and device, in deterministic order."""
         return [check.config for check in self.evaluate()[0]]
+
+    def built_candidates(self) -> list[Candidate]:
+        """The same configs as :meth:`candidates`, each built with the resource check the space
+        made of it (``tuner.kernels.candidate``)."""
+        return [Candidate(check.config, check) for check in self.evaluate()[0]]
 
 
 def _problem_kind(problem: str) -> str:

@@ -1,17 +1,18 @@
 """An analytic cost model of every family, to rank candidates before measuring them.
 
-The model knows a config's parameters, the shape, the device's limits and its rates
+The model knows a candidate (``tuner.kernels.candidate``: a config with the resource check its
+space made and, padded, the plan of its copies), the shape, the device's limits and its rates
 (:class:`tuner.model.rates.DeviceRates`: probed on the device, or an architecture's table). It
 estimates a kernel's time in SM clock cycles:
 
 * the grid is ``ceil(M/BM) * ceil(N/BN)`` output tiles (padding at the matrix edges is paid in
   full) times SPLITK blocks per tile, each over ``1/SPLITK`` of the k tiles;
-* ``r`` blocks share an SM (the occupancy estimate of ``tuner.kernels.resources.static_check``, or
-  fewer
-  when the grid is small); the grid runs in full waves of ``SMs * r`` blocks and a last, partial
-  wave whose blocks share their SMs with fewer others (wave quantization);
+* ``r`` blocks share an SM (the occupancy of the candidate's resource check, or fewer when the
+  grid is small); the grid runs in full waves of ``SMs * r`` blocks and a last, partial wave
+  whose blocks share their SMs with fewer others (wave quantization);
 * one k tile of one SM costs the largest of the pipes it keeps busy, and of the global-load
-  latency divided by the k tiles loaded ahead (``CostTraits.loads_ahead``):
+  latency divided by the k tiles loaded ahead (``CostTraits.loads_ahead``); the four kinds of
+  math below are four sets of figures (:class:`TileWork`) for one skeleton (``_tile_cycles``):
   - FFMA families: instruction issue (FMAs, float4 shared loads of the fragments, the tile's
     global loads and shared stores; ``fma_lanes / 32`` warp instructions a clock, scaled by the
     share of issue slots the resident warps fill, ``issue_efficiency``), shared-memory bandwidth
@@ -40,12 +41,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from tuner.core.config import Config
 from tuner.core.shape import ELEMENT_BYTES, Shape
+from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import SPLITK_MAX_TILES, Family, get_family, persistent_blocks
-from tuner.kernels.operand_padding import plan_padding
-from tuner.kernels.resources import DeviceLimits, ResourceCheck, occupancy, static_check
+from tuner.kernels.operand_padding import PaddingPlan, padded_product, plan_padding
+from tuner.kernels.resources import DeviceLimits, ResourceCheck, occupancy
 from tuner.model.rates import DeviceRates, table_rates
 
 
@@ -211,9 +214,9 @@ def resident_blocks(config: Config, device: DeviceLimits, check: ResourceCheck) 
     return max(per_sm, 1)
 
 
-def _grid(config: Config, shape: Shape, device: DeviceLimits) -> _Grid:
+def _grid(candidate: Candidate, shape: Shape, device: DeviceLimits) -> _Grid:
+    config, check = candidate.config, candidate.check
     params = config.as_dict()
-    check = static_check(config, device)
     tiles = -(-shape.m // params["BM"]) * -(-shape.n // params["BN"])
     # The kernel splits only when every tile has its ticket counters (see templates/splitk).
     split = params.get("SPLITK", 1) if tiles <= SPLITK_MAX_TILES else 1
@@ -223,6 +226,47 @@ def _grid(config: Config, shape: Shape, device: DeviceLimits) -> _Grid:
 
 
 TileCycles = Callable[[int], float]
+
+
+@dataclass(frozen=True)
+class TileWork:
+    """What one block does for one k tile, pipe by pipe: the four tile models (one per
+    ``CostTraits.math``) differ only in these figures, and :func:`_tile_cycles` turns any of
+    them into the clocks of ``resident`` such blocks on one SM."""
+
+    warps: int
+    issue: float  # warp instructions the block issues, at ``issue_rate`` a clock when every
+    issue_rate: float  # issue slot is filled (``issue_efficiency`` says how many are)
+    smem_bytes: int  # shared-memory traffic
+    l2_bytes: int  # the block tiles of A and B, read from L2
+    loads_ahead: int  # k tiles whose loads are in flight ahead of the one computed
+    latency: int  # clocks from a global load (or a burst of copies) to its data
+    macs: int = 0  # multiply-adds on the tensor cores, at ``math_rate`` a clock (FFMA: issue)
+    math_rate: float = 1.0
+    # Work in flight that one block gives the math pipe (accumulator chains x mma depth): the
+    # pipe runs at ``resident * depth / SCHEDULERS / DMMA_DEPTH`` of its rate while that is
+    # below 1 (``DMMA_DEPTH``); None for a pipe that any resident block keeps busy.
+    depth: int | None = None
+    conversions: int = 0  # floats widened to double, at ``XU_PER_CLK`` a clock
+
+
+def _tile_cycles(work: TileWork, rates: Throughput) -> TileCycles:
+    """Clocks of one k tile of ``resident`` blocks on one SM: the busiest pipe, or the wait for
+    the loads where it is longer (:func:`_with_latency`)."""
+
+    def cycles(resident: int) -> float:
+        math = resident * work.macs / work.math_rate
+        if work.depth is not None:
+            math /= min(1.0, resident * work.depth / SCHEDULERS / DMMA_DEPTH)
+        widen = resident * work.conversions / XU_PER_CLK
+        issue = resident * work.issue / work.issue_rate
+        issue /= issue_efficiency(resident * work.warps)
+        smem = resident * work.smem_bytes / rates.smem_bytes_per_clk
+        l2 = resident * work.l2_bytes / rates.l2_bytes_per_clk
+        busy = max(math, widen, issue, smem, l2)
+        return _with_latency(busy, resident, work.loads_ahead, work.latency)
+
+    return cycles
 
 
 def float4_rows(shape: Shape) -> tuple[bool, bool]:
@@ -241,123 +285,114 @@ def tile_loads(bm: int, bn: int, bk: int, threads: int, shape: Shape) -> float:
     return max((bm * bk / a_width + bn * bk / b_width) / threads, 1.0)
 
 
-def _ffma_tile(
+def _ffma_work(
     family: Family,
     params: dict[str, int],
     threads: int,
     rates: Throughput,
     warp_size: int,
     shape: Shape,
-) -> TileCycles:
-    """Clocks of one k tile of ``resident`` blocks on one SM, for an FP32 FMA family."""
+) -> TileWork:
+    """An FP32 FMA family: every thread issues its FMAs, the float4 shared loads of its
+    fragments, and its share of the tile's global loads and shared stores; ``fma_lanes / 32``
+    warp instructions a clock."""
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     fp = family.footprint(params)
     wm, wn = family.cost.warp_tile_of(params)
     warps = -(-threads // warp_size)
     loads = tile_loads(bm, bn, bk, threads, shape)
-    ahead = family.cost.loads_ahead(params)
+    per_thread = bk * (fp.accumulators + fp.fragments / 4) + 2 * loads + 2
+    return TileWork(
+        warps=warps,
+        issue=warps * per_thread,
+        issue_rate=rates.fma_lanes / 32,
+        smem_bytes=(warps * bk * (wm + wn) + (bm + bn) * bk) * 4,
+        l2_bytes=(bm + bn) * bk * 4,
+        loads_ahead=family.cost.loads_ahead(params),
+        latency=rates.global_latency,
+    )
 
-    def cycles(resident: int) -> float:
-        per_thread = bk * (fp.accumulators + fp.fragments / 4) + 2 * loads + 2
-        issue = resident * warps * per_thread / (rates.fma_lanes / 32)
-        issue /= issue_efficiency(resident * warps)
-        smem = resident * (warps * bk * (wm + wn) + (bm + bn) * bk) * 4 / rates.smem_bytes_per_clk
-        l2 = resident * (bm + bn) * bk * 4 / rates.l2_bytes_per_clk
-        return _with_latency(max(issue, smem, l2), resident, ahead, rates)
 
-    return cycles
-
-
-def _fp64_tensor_tile(
+def _fp64_tensor_work(
     family: Family,
     params: dict[str, int],
     threads: int,
     rates: Throughput,
     warp_size: int,
     shape: Shape,
-) -> TileCycles:
-    """Clocks of one k tile of ``resident`` blocks on one SM, for a family that multiplies on
-    the FP64 tensor cores: each warp reads its WMxBK slice of A and BKxWN slice of B as floats
-    and widens every value (or, with WIDEN = 0, the block widens its tiles once as it stores
-    them, and warps read doubles)."""
+) -> TileWork:
+    """A family that multiplies on the FP64 tensor cores: each warp reads its WMxBK slice of A
+    and BKxWN slice of B as floats and widens every value (or, with WIDEN = 0, the block widens
+    its tiles once as it stores them, and warps read doubles); the DMMA pipe needs work in
+    flight (``DMMA_DEPTH``)."""
     bm, bn, bk, mk = params["BM"], params["BN"], params["BK"], params["MK"]
     wm, wn = family.cost.warp_tile_of(params)
     warps = -(-threads // warp_size)
     widened_on_store = params.get("WIDEN", 1) == 0
     element = 8 if widened_on_store else 4
     per_warp_reads = (wm + wn) * bk  # values one warp reads from shared memory per k tile
-    conversions = (bm + bn) * bk if widened_on_store else warps * per_warp_reads
     mmas = (wm // 16) * (wn // 8) * (bk // mk)
     per_warp = mmas + per_warp_reads * element / (16 * warp_size) + per_warp_reads / warp_size
     copies = tile_loads(bm, bn, bk, threads, shape)
-    ahead = family.cost.loads_ahead(params)
-
-    depth = warps * (wm // 16) * (wn // 8) * mk  # accumulator chains of one block x mma depth
-
-    def cycles(resident: int) -> float:
-        fill = min(1.0, resident * depth / SCHEDULERS / DMMA_DEPTH)
-        math = resident * bm * bn * bk / rates.dmma_per_clk / fill
-        widen = resident * conversions / XU_PER_CLK
-        issue = resident * (warps * per_warp + threads * copies / warp_size) / SCHEDULERS
-        issue /= issue_efficiency(resident * warps)
-        smem_bytes = warps * per_warp_reads * element + (bm + bn) * bk * element
-        smem = resident * smem_bytes / rates.smem_bytes_per_clk
-        l2 = resident * (bm + bn) * bk * 4 / rates.l2_bytes_per_clk
-        return _with_latency(max(math, widen, issue, smem, l2), resident, ahead, rates)
-
-    return cycles
+    return TileWork(
+        warps=warps,
+        issue=warps * per_warp + threads * copies / warp_size,
+        issue_rate=SCHEDULERS,
+        smem_bytes=warps * per_warp_reads * element + (bm + bn) * bk * element,
+        l2_bytes=(bm + bn) * bk * 4,
+        loads_ahead=family.cost.loads_ahead(params),
+        latency=rates.global_latency,
+        macs=bm * bn * bk,
+        math_rate=rates.dmma_per_clk,
+        depth=warps * (wm // 16) * (wn // 8) * mk,
+        conversions=(bm + bn) * bk if widened_on_store else warps * per_warp_reads,
+    )
 
 
-def _half_tensor_tile(
+def _half_tensor_work(
     family: Family,
     params: dict[str, int],
     threads: int,
     rates: Throughput,
     warp_size: int,
     shape: Shape,
-) -> TileCycles:
-    """Clocks of one k tile of ``resident`` blocks on one SM, for a family that multiplies FP16
-    or BF16 on the tensor cores: each warp reads its WMxBK slice of A and BKxWN slice of B with
-    ldmatrix (four 8x8 matrices a read) and issues (WM/16)(WN/8)(BK/16) mma.sync; the block
-    copies its tiles in 16-byte chunks, or in smaller pieces where rows are not 16-byte aligned."""
+) -> TileWork:
+    """A family that multiplies FP16 or BF16 on the tensor cores by warp: each warp reads its
+    WMxBK slice of A and BKxWN slice of B with ldmatrix (four 8x8 matrices a read) and issues
+    (WM/16)(WN/8)(BK/16) mma.sync; the block copies its tiles in 16-byte chunks, or in smaller
+    pieces where rows are not 16-byte aligned."""
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     wm, wn = family.cost.warp_tile_of(params)
     warps = -(-threads // warp_size)
     mmas = (wm // 16) * (wn // 8) * (bk // 16)
     reads = (wm // 16 + wn // 16) * (bk // 16)
     pieces = _half_copies(bm, bn, bk, threads, shape)
-    ahead = family.cost.loads_ahead(params)
+    return TileWork(
+        warps=warps,
+        issue=warps * (mmas + reads + pieces),
+        issue_rate=SCHEDULERS,
+        smem_bytes=(warps * (wm + wn) * bk + (bm + bn) * bk) * 2,
+        l2_bytes=(bm + bn) * bk * 2,
+        loads_ahead=family.cost.loads_ahead(params),
+        latency=rates.global_latency,
+        macs=bm * bn * bk,
+        math_rate=rates.hmma_per_clk,
+    )
 
-    def cycles(resident: int) -> float:
-        math = resident * bm * bn * bk / rates.hmma_per_clk
-        issue = resident * warps * (mmas + reads + pieces) / SCHEDULERS
-        issue /= issue_efficiency(resident * warps)
-        smem_bytes = (warps * (wm + wn) * bk + (bm + bn) * bk) * 2
-        smem = resident * smem_bytes / rates.smem_bytes_per_clk
-        l2 = resident * (bm + bn) * bk * 2 / rates.l2_bytes_per_clk
-        return _with_latency(max(math, issue, smem, l2), resident, ahead, rates)
 
-    return cycles
-
-
-def _wgmma_tile(
+def _wgmma_work(
     family: Family,
     params: dict[str, int],
     threads: int,
     rates: Throughput,
     warp_size: int,
     shape: Shape,
-) -> TileCycles:
-    """Clocks of one k tile of ``resident`` blocks on one SM, for a family that multiplies FP16
-    or BF16 by warpgroup (``wgmma``): the tensor cores read each warpgroup's BM/WG_M rows of A
-    and all of B's tile from shared memory themselves, so the warps issue only the tile's copies
-    (as ``hmma``'s) and a few wgmma a k tile."""
+) -> TileWork:
+    """A family that multiplies FP16 or BF16 by warpgroup (``wgmma``): the tensor cores read
+    each warpgroup's BM/WG_M rows of A and all of B's tile from shared memory themselves, so
+    the warps issue only the tile's copies (as ``hmma``'s) and a few wgmma a k tile."""
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
-    groups = params["WG_M"]
     warps = -(-threads // warp_size)
-    pieces = _half_copies(bm, bn, bk, threads, shape)
-    ahead = family.cost.loads_ahead(params)
-    per_clk = rates.wgmma_per_clk or rates.hmma_per_clk
     # Every thread copies its share of a whole stage ((BM + BN) x 64 halves) in one burst after
     # the k tile's barrier, behind the bursts of the tiles before it: the model's load latency
     # is too short for it. Calibrated on one public-suite shape, BF16 4096^3 on the H100
@@ -365,18 +400,17 @@ def _wgmma_tile(
     # copied ahead (STAGES 3) and 528 with two (STAGES 4), 1.19 times the time; with the model's
     # 1536 clocks a k tile (L2-bound), three times the load latency (1800 clocks over one tile
     # ahead) gives 1.17.
-    latency_rates = replace(rates, global_latency=BURST_LATENCY_FACTOR * rates.global_latency)
-
-    def cycles(resident: int) -> float:
-        math = resident * bm * bn * bk / per_clk
-        issue = resident * warps * pieces / SCHEDULERS
-        issue /= issue_efficiency(resident * warps)
-        smem_bytes = ((bm + groups * bn) * bk + (bm + bn) * bk) * 2
-        smem = resident * smem_bytes / rates.smem_bytes_per_clk
-        l2 = resident * (bm + bn) * bk * 2 / rates.l2_bytes_per_clk
-        return _with_latency(max(math, issue, smem, l2), resident, ahead, latency_rates)
-
-    return cycles
+    return TileWork(
+        warps=warps,
+        issue=warps * _half_copies(bm, bn, bk, threads, shape),
+        issue_rate=SCHEDULERS,
+        smem_bytes=((bm + params["WG_M"] * bn) * bk + (bm + bn) * bk) * 2,
+        l2_bytes=(bm + bn) * bk * 2,
+        loads_ahead=family.cost.loads_ahead(params),
+        latency=BURST_LATENCY_FACTOR * rates.global_latency,
+        macs=bm * bn * bk,
+        math_rate=rates.wgmma_per_clk or rates.hmma_per_clk,
+    )
 
 
 def _half_copies(bm: int, bn: int, bk: int, threads: int, shape: Shape) -> float:
@@ -395,33 +429,43 @@ def _pieces_per_chunk(ld: int) -> int:
     return 16
 
 
-TILE_MODELS = {
-    "fp64_tensor": _fp64_tensor_tile,
-    "half_tensor": _half_tensor_tile,
-    "half_wgmma": _wgmma_tile,
+# The tile model of each kind of math (``CostTraits.math``); FFMA for any other.
+TILE_MODELS: dict[str, Callable[..., TileWork]] = {
+    "ffma": _ffma_work,
+    "fp64_tensor": _fp64_tensor_work,
+    "half_tensor": _half_tensor_work,
+    "half_wgmma": _wgmma_work,
 }
 
 
-def _with_latency(busy: float, resident: int, ahead: int, rates: Throughput) -> float:
-    """A k tile's clocks once the wait for its global loads is counted: hidden behind the
-    tiles loaded ahead, or, without any, filled only by the other resident blocks' work."""
+def _with_latency(busy: float, resident: int, ahead: int, latency: int) -> float:
+    """A k tile's clocks once the wait for its global loads (``latency`` clocks) is counted:
+    hidden behind the tiles loaded ahead, or, without any, filled only by the other resident
+    blocks' work."""
     if ahead == 0:
-        return max(busy, rates.global_latency + busy / resident)
-    return max(busy, rates.global_latency / ahead)
+        return max(busy, latency + busy / resident)
+    return max(busy, latency / ahead)
 
 
 def estimate(
-    config: Config, shape: Shape, device: DeviceLimits, rates: DeviceRates | None = None
+    subject: Candidate | Config,
+    shape: Shape,
+    device: DeviceLimits,
+    rates: DeviceRates | None = None,
 ) -> Estimate:
-    """Estimated time of ``config`` on ``shape`` (lower is better): its kernel on the product
-    the family's kernel computes (``Family.kernel_shape``), and for a family that rewrites the
-    operands first (FP32 split into BF16 parts), that pass too."""
-    family = get_family(config.family)
+    """Estimated time of a candidate (or of a config, built into one here) on ``shape`` (lower
+    is better): its kernel on the product the family's kernel computes (``Family.run_shape``),
+    with the copies of padded operands, and for a family that rewrites the operands first
+    (FP32 split into BF16 parts), that pass too."""
+    candidate = subject
+    if not isinstance(candidate, Candidate):
+        candidate = build_candidate(candidate, shape, device)
+    family = get_family(candidate.family)
     unit = throughput(device, rates)
-    if config.pad:
-        return _with_padded_operands(config, shape, device, unit)
+    if candidate.padding is not None:
+        return _with_padded_operands(candidate, candidate.padding, shape, device, unit)
     run = family.run_shape(shape)
-    kernel = _kernel_estimate(config, run, device, unit)
+    kernel = _kernel_estimate(candidate, run, device, unit)
     if not family.rewrites_operands:
         return kernel
     return _with_operand_rewrite(kernel, shape, run, unit)
@@ -430,31 +474,36 @@ def estimate(
 def padding_copies_ms(
     shape: Shape, leading_dims: bool, device: DeviceLimits, rates: DeviceRates | None = None
 ) -> float:
-    """Estimated time of a padded launch's copies (``tuner.kernels.operand_padding.plan_padding``,
-    bases on 16 bytes, beta = 0): their bytes read and written at the DRAM's bandwidth, one launch
-    each. On the H100 this was within 3 µs of the measured cost of the copies on six of eleven odd
-    shapes, and further off on the other five."""
-    return _copies_ms(shape, leading_dims, throughput(device, rates))
+    """Estimated time of a padded launch's copies of ``shape`` (bases on 16 bytes, beta = 0):
+    :func:`copies_ms` of its plan."""
+    return copies_ms(plan_padding(shape, leading_dims=leading_dims), device, rates)
 
 
-def _copies_ms(shape: Shape, leading_dims: bool, unit: Throughput) -> float:
-    plan = plan_padding(shape, leading_dims=leading_dims)
+def copies_ms(plan: PaddingPlan, device: DeviceLimits, rates: DeviceRates | None = None) -> float:
+    """Estimated time of the copies of ``plan`` (``tuner.kernels.operand_padding.plan_padding``):
+    their bytes read and written at the DRAM's bandwidth, one launch each. On the H100 this was
+    within 3 µs of the measured cost of the copies on six of eleven odd shapes, and further off
+    on the other five."""
+    return _copies_ms(plan, throughput(device, rates))
+
+
+def _copies_ms(plan: PaddingPlan, unit: Throughput) -> float:
     launches = sum((plan.copy_a, plan.copy_b, plan.copy_c))
     cycles = plan.bytes_moved / unit.dram_bytes_per_clk
     return cycles / (unit.clock_ghz * 1e6) + launches * unit.launch_us / 1e3
 
 
 def _with_padded_operands(
-    config: Config, shape: Shape, device: DeviceLimits, unit: Throughput
+    candidate: Candidate, plan: PaddingPlan, shape: Shape, device: DeviceLimits, unit: Throughput
 ) -> Estimate:
-    """A padded config (``_pad4``, ``_pad8``): its kernel on rows of whole 16-byte vectors (the
-    padded product, ``PaddingPlan.run_shape``; a family with leading dimensions runs the caller's
+    """A padded candidate (``_pad4``, ``_pad8``): its kernel on rows of whole 16-byte vectors
+    (the padded product, ``padded_product``; a family with leading dimensions runs the caller's
     dimensions on wider rows, which the padded product stands for within a vector per row), then
-    the copies."""
-    family = get_family(config.family)
-    run = plan_padding(shape).run_shape
-    kernel = _kernel_estimate(config.direct, family.run_shape(run), device, unit)
-    copies = _copies_ms(shape, family.leading_dims, unit)
+    the copies of its ``plan``."""
+    family = get_family(candidate.family)
+    run = padded_product(shape)
+    kernel = _kernel_estimate(candidate.direct(), family.run_shape(run), device, unit)
+    copies = _copies_ms(plan, unit)
     cycles = copies * unit.clock_ghz * 1e6
     return replace(kernel, cycles=kernel.cycles + cycles, ms=kernel.ms + copies)
 
@@ -470,17 +519,19 @@ def _with_operand_rewrite(kernel: Estimate, shape: Shape, run: Shape, unit: Thro
 
 
 def _kernel_estimate(
-    config: Config, shape: Shape, device: DeviceLimits, unit: Throughput
+    candidate: Candidate, shape: Shape, device: DeviceLimits, unit: Throughput
 ) -> Estimate:
-    """Estimated time of ``config``'s kernel on ``shape``."""
+    """Estimated time of ``candidate``'s kernel on ``shape``."""
+    config = candidate.config
     family = get_family(config.family)
     if family.cost.schedule == "stream":
-        return _stream_estimate(config, shape, device, unit)
+        return _stream_estimate(candidate, shape, device, unit)
     params = config.as_dict()
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
-    g = _grid(config, shape, device)
-    tile_model = TILE_MODELS.get(family.cost.math, _ffma_tile)
-    tile_cycles = tile_model(family, params, g.check.threads, unit, device.warp_size, shape)
+    g = _grid(candidate, shape, device)
+    tile_work = TILE_MODELS.get(family.cost.math, _ffma_work)
+    work = tile_work(family, params, g.check.threads, unit, device.warp_size, shape)
+    tile_cycles = _tile_cycles(work, unit)
     all_k_tiles = -(-shape.k // bk)
     if family.cost.schedule == "persistent":
         return _persistent_estimate(config, shape, device, unit, g.tiles, all_k_tiles, tile_cycles)
@@ -523,7 +574,7 @@ def _persistent_estimate(
 
 
 def _stream_estimate(
-    config: Config, shape: Shape, device: DeviceLimits, rates: Throughput
+    candidate: Candidate, shape: Shape, device: DeviceLimits, rates: Throughput
 ) -> Estimate:
     """``skinny``: no shared-memory tiles; B streams from memory once per block row.
 
@@ -533,9 +584,9 @@ def _stream_estimate(
     loads of the padded product; and each lane's chain of chunks (``chain`` below). Split-K
     adds the atomic adds of the later slices into C (one 16-byte reduction per four values) and
     one hand-off latency."""
-    p = config.as_dict()
+    p = candidate.config.as_dict()
     bm, bn = p["BM"], p["BN"]
-    g = _grid(config, shape, device)
+    g = _grid(candidate, shape, device)
     row_blocks, col_blocks = -(-shape.m // bm), -(-shape.n // bn)
     dram = 4 * (shape.k * shape.n + shape.m * shape.k + shape.m * shape.n)
     l2 = 4 * shape.k * shape.n * (row_blocks - 1)
@@ -572,8 +623,12 @@ def _stream_estimate(
     return Estimate.of(cycles, g.blocks, g.r_full, (bm, bn), shape, device, rates)
 
 
+Ranked = TypeVar("Ranked", Candidate, Config)
+
+
 def rank(
-    configs: list[Config], shape: Shape, device: DeviceLimits, rates: DeviceRates | None = None
-) -> list[Config]:
-    """``configs`` from the fastest estimate to the slowest (ties by name, so deterministic)."""
-    return sorted(configs, key=lambda c: (estimate(c, shape, device, rates).cycles, c.name))
+    subjects: list[Ranked], shape: Shape, device: DeviceLimits, rates: DeviceRates | None = None
+) -> list[Ranked]:
+    """Candidates (or configs) from the fastest estimate to the slowest (ties by name, so
+    deterministic)."""
+    return sorted(subjects, key=lambda c: (estimate(c, shape, device, rates).cycles, c.name))

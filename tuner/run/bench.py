@@ -3,7 +3,8 @@ side by side with cuBLAS, placed on the roofline, and checked against the speed 
 dtype (:data:`TARGETS` for float32, :data:`HALF_TARGETS` for float16 and bfloat16).
 
 For each shape: the best config stored for it on this device is used; the shape is tuned first
-only when nothing is stored (or with ``retune``). That config is then verified and timed against
+(``tuner.run.tune``, as ``gemmtune tune`` would) only when nothing is stored (or with
+``retune``). That config is then verified and timed against
 cuBLAS in alternating rounds in the same worker process (:meth:`GpuEvaluator.compare`); the
 round medians give the reported times. Everything here but the comparison itself runs without a
 GPU (tests use the replay evaluator and a fake comparison).
@@ -14,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any
 
@@ -31,9 +32,11 @@ from tuner.data.location import DEFAULT_SUITE_NAME
 from tuner.data.shape_lists import SuiteEntry
 from tuner.kernels.families import get_family, parse_config
 from tuner.model.roofline import Ceilings, roofline
-from tuner.run.runner import DEFAULT_TRIALS, WARM_START, ProgressReport, loosest_of, run_study
+from tuner.run.multi_gpu import Worker, Workers
+from tuner.run.request import TuneRequest
+from tuner.run.runner import ProgressReport, check_families_compute, families_for, loosest_of
+from tuner.run.tune import tune
 from tuner.search.evaluator import Evaluator
-from tuner.search.samplers import DEFAULT_SAMPLER
 from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.study import study_name
 
@@ -47,14 +50,30 @@ TIMING = (
 
 
 @dataclass(frozen=True)
-class Options:
-    families: tuple[str, ...]
-    sampler: str = DEFAULT_SAMPLER
-    trials: int = DEFAULT_TRIALS
-    retune: bool = False
-    seed: int | None = None
-    rounds: int = 5
-    warm_start: int = WARM_START
+class BenchRequest:
+    """A bench: the tune of the suite's shapes (``tune.shapes``; with ``tune.trials`` per shape
+    tuned, no time limit) and how each answer is re-measured. Without named families, the
+    default families of the suite's first shape, checked to compute it (a suite has one dtype
+    and layout)."""
+
+    tune: TuneRequest
+    retune: bool = False  # tune ``tune.trials`` more candidates even where a best is stored
+    rounds: int = 5  # alternating rounds of ours and cuBLAS per shape
+    budget_ms: float = 100.0  # kernel time per timed block
+
+    def __post_init__(self) -> None:
+        first = self.tune.shapes[0]
+        families = self.tune.families or families_for(first, self.tune.accuracy)
+        check_families_compute(first, families)
+        object.__setattr__(self, "tune", replace(self.tune, families=families))
+        if self.rounds < 1:
+            raise InputError(f"`rounds` must be at least 1, got {self.rounds}")
+        if self.budget_ms < 1.0:
+            raise InputError(f"`budget_ms` must be at least 1.0, got {self.budget_ms}")
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return self.tune.families
 
 
 @dataclass(frozen=True)
@@ -130,43 +149,35 @@ def choose_config(
     shape: Shape,
     evaluator: Evaluator,
     sessions: sessionmaker[Session],
-    url: str | None,
-    options: Options,
+    request: BenchRequest,
     report: ProgressReport | None = None,
 ) -> Choice:
     """Reuse the stored best config of ``shape`` on this device, or tune when none is stored
     (``report`` follows the study, candidate by candidate).
 
-    With ``options.retune`` the shape's study (same families) runs ``options.trials`` more
+    With ``request.retune`` the shape's study (same families) runs ``request.tune.trials`` more
     evaluated candidates even when a best config is stored.
     """
     device = evaluator.device.name
     # The floor the families search at: a shape is reused only once its own class has a best
     # (an exact best alone does not say what the emulated families reach), and then the
     # fastest of every class the floor accepts answers.
-    floor = loosest_of(options.families)
+    floor = loosest_of(request.families)
     classes = accepted(floor)
     own = _stored_choice(sessions, device, shape, False, frozenset({floor}))
-    if own is not None and not options.retune:
+    if own is not None and not request.retune:
         if classes == {floor}:  # exact: nothing more exact to compare with
             return own
         return _stored_choice(sessions, device, shape, False, classes) or own
-    target = options.trials
-    if options.retune:
-        name = study_name(device, shape, options.families)
-        target += len(SqlRecorder(sessions).evaluated(name))
-    progress = run_study(
-        shape,
-        options.families,
-        evaluator,
-        sessions,
-        url,
-        options.sampler,
-        target,
-        None,
-        options.seed,
-        options.warm_start,
-        report,
+    trials = request.tune.trials
+    if request.retune and trials is not None:
+        name = study_name(device, shape, request.families)
+        trials += len(SqlRecorder(sessions).evaluated(name))
+    [progress] = tune(
+        replace(request.tune, shapes=(shape,), trials=trials, timeout=None),
+        workers=Workers([Worker(0, evaluator)]),
+        sessions=sessions,
+        new_report=None if report is None else lambda: report,
     )
     tuned = _stored_choice(sessions, device, shape, True, classes)
     if tuned is not None:
@@ -228,8 +239,7 @@ def run_bench(
     suite: Sequence[SuiteEntry],
     bench: Evaluator,
     sessions: sessionmaker[Session],
-    url: str | None,
-    options: Options,
+    request: BenchRequest,
     ceilings: Ceilings | None,
     on_row: Callable[[list[dict[str, Any]]], None] | None = None,
     report: ProgressReport | None = None,
@@ -238,10 +248,10 @@ def run_bench(
     rows so far after each shape (to write partial results), ``report`` each shape's study."""
     rows: list[dict[str, Any]] = []
     for entry in suite:
-        choice = choose_config(entry.shape, bench, sessions, url, options, report)
+        choice = choose_config(entry.shape, bench, sessions, request, report)
         reply = None
         if choice.config is not None:
-            reply = bench.compare([choice.config], entry.shape, options.rounds)[0]
+            reply = bench.compare([choice.config], entry.shape, request.rounds)[0]
         rows.append(shape_row(entry, choice, reply, ceilings))
         if on_row is not None:
             on_row(rows)
@@ -354,10 +364,9 @@ def summarize(rows: Sequence[dict[str, Any]], suite: str | None = None) -> dict[
 def document(
     rows: list[dict[str, Any]],
     bench: Evaluator,
-    options: Options,
+    request: BenchRequest,
     ceilings: Ceilings | None,
     suite: str,
-    budget_ms: float,
 ) -> dict[str, Any]:
     """The suite file ``gemmtune bench`` writes: method, provenance, roofs, summary and rows
     (``suite``: the shape CSV, as the user named it)."""
@@ -367,17 +376,17 @@ def document(
         provenance=bench.provenance,
         suite=suite,
         method={
-            "families": list(options.families),
-            "accuracy": loosest_of(options.families),
-            "sampler": options.sampler,
-            "seed": options.seed,
-            "trials_per_tuned_shape": options.trials,
-            "retune": options.retune,
+            "families": list(request.families),
+            "accuracy": loosest_of(request.families),
+            "sampler": request.tune.sampler,
+            "seed": request.tune.seed,
+            "trials_per_tuned_shape": request.tune.trials,
+            "retune": request.retune,
             "dtype": dtype,
             "layout": layout,
-            "warm_start": options.warm_start,
-            "rounds": options.rounds,
-            "timing_budget_ms": budget_ms,
+            "warm_start": request.tune.warm_start,
+            "rounds": request.rounds,
+            "timing_budget_ms": request.budget_ms,
             "timing": TIMING,
         },
         roofline=ceilings.as_dict() if ceilings is not None else None,

@@ -30,17 +30,11 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.shape import Shape
 from tuner.gpu.nvrtc import NvrtcCompiler
 from tuner.kernels.compile_pool import CompilePools, default_workers
-from tuner.run.runner import (
-    ProgressReport,
-    build_study,
-    check_evaluator,
-    default_families,
-    start_gpu,
-)
+from tuner.run.request import TuneRequest, check_evaluator
+from tuner.run.runner import ProgressReport, build_study, start_gpu
 from tuner.search.evaluator import Evaluator
 from tuner.search.study import Progress
 
@@ -108,21 +102,6 @@ def start_workers(
         pools.close()
         raise errors[0]
     return Workers([Worker(i, e) for i, e in zip(devices, evaluators, strict=True)], pools)
-
-
-@dataclass(frozen=True)
-class TuneSettings:
-    """What every study of a tune shares (``tuner.run.runner.run_study``'s arguments)."""
-
-    families: tuple[str, ...]  # empty: the default families of each shape
-    sessions: sessionmaker[Session]
-    url: str | None
-    sampler: str
-    trials: int | None
-    timeout: float | None
-    seed: int | None
-    warm_start: int
-    accuracy: str = DEFAULT_ACCURACY  # the floor of the default families (``tuner.core.accuracy``)
 
 
 @dataclass(eq=False)
@@ -215,24 +194,17 @@ class _Board:
             self.errors.append(error)
 
 
-def _search(worker: Worker, job: _Job, board: _Board, settings: TuneSettings) -> None:
+def _search(
+    worker: Worker, job: _Job, board: _Board, request: TuneRequest, sessions: sessionmaker[Session]
+) -> None:
     """``worker``'s part of ``job``: search it; the last one out re-measures the finalists."""
-    order = len(job.devices) - 1  # workers with a seed each propose their own sequence
-    study, notes = build_study(
-        job.shape,
-        settings.families or default_families(worker.evaluator, job.shape, settings.accuracy),
-        worker.evaluator,
-        settings.sessions,
-        settings.url,
-        settings.sampler,
-        None if settings.seed is None else settings.seed + order,
-        settings.warm_start,
-        worker.label,
-    )
+    joined = len(job.devices) - 1
+    study, notes = build_study(request, job.shape, worker.evaluator, sessions, worker.label, joined)
     try:
-        left = board.admit(job, study.target(settings.trials), settings.timeout)
+        study.prepare()
+        left = board.admit(job, study.target(request.trials), request.timeout)
         update = None if job.report is None else job.report.update
-        progress = study.search(settings.trials, left, update)
+        progress = study.search(request.trials, left, update)
         if board.leave(job):
             progress.notes[:0] = notes
             if len(job.devices) > 1:
@@ -243,46 +215,51 @@ def _search(worker: Worker, job: _Job, board: _Board, settings: TuneSettings) ->
         study.close()
 
 
-def _work(worker: Worker, board: _Board, settings: TuneSettings) -> None:
+def _work(
+    worker: Worker, board: _Board, request: TuneRequest, sessions: sessionmaker[Session]
+) -> None:
     while (job := board.next_for(worker)) is not None:
-        _search(worker, job, board, settings)
+        _search(worker, job, board, request, sessions)
 
 
-def _work_in_thread(worker: Worker, board: _Board, settings: TuneSettings) -> None:
+def _work_in_thread(
+    worker: Worker, board: _Board, request: TuneRequest, sessions: sessionmaker[Session]
+) -> None:
     try:
-        _work(worker, board, settings)
+        _work(worker, board, request, sessions)
     except BaseException as exc:  # reported by the main thread, which re-raises it
         board.fail(exc)
 
 
 def tune_shapes(
-    shapes: Sequence[Shape],
+    request: TuneRequest,
     workers: Workers,
-    settings: TuneSettings,
+    sessions: sessionmaker[Session],
     new_report: Callable[[], ProgressReport] | None = None,
     on_done: Callable[[Progress], None] | None = None,
 ) -> list[Progress]:
-    """Tune every shape on ``workers``: a study per shape and device model, spread over the
-    workers (one worker: one study after another, as before). ``new_report`` gives each study
-    a progress report; ``on_done`` is told each study's outcome as it ends (one at a time).
-    The outcomes come back in the order of ``shapes``."""
+    """Tune every shape of ``request`` on ``workers``, recording into the database behind
+    ``sessions``: a study per shape and device model, spread over the workers (one worker: one
+    study after another). ``new_report`` gives each study a progress report; ``on_done`` is told
+    each study's outcome as it ends (one at a time). The outcomes come back in the order of the
+    request's shapes."""
     models = list(dict.fromkeys(w.evaluator.device.name for w in workers.workers))
     jobs = [
         _Job(shape, model, None if new_report is None else _JobReport(new_report()))
-        for shape in shapes
+        for shape in request.shapes
         for model in models
     ]
     board = _Board(jobs, on_done)
     threads = [
         threading.Thread(
-            target=_work_in_thread, args=(w, board, settings), name=w.label, daemon=True
+            target=_work_in_thread, args=(w, board, request, sessions), name=w.label, daemon=True
         )
         for w in workers.workers[1:]
     ]
     for thread in threads:
         thread.start()
     try:
-        _work(workers.workers[0], board, settings)
+        _work(workers.workers[0], board, request, sessions)
     except BaseException as exc:
         board.fail(exc)
         raise

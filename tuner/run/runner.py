@@ -1,7 +1,9 @@
-"""What a ``tune`` does: the default families, the warm-start policy, the evaluator, one study.
+"""One shape's study as a tune starts it: the default families, the warm-start policy, the
+device's rates for the cost model, and the study itself, built from the tune's request.
 
-The commands (``tuner.cli``) and ``gemmtune bench`` call :func:`run_study`; it builds the study
-on the database's sessions and reports progress to whoever asks (a progress bar, a log).
+``tuner.run.tune`` runs a request; each of its workers (``tuner.run.multi_gpu``) builds the study
+of the shape it takes with :func:`build_study` and reports progress to whoever asks (a progress
+bar, a log).
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from tuner.gpu.selection import cuda_device_count
 from tuner.kernels.families import FAMILIES, checked_config
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates, table_rates
+from tuner.run.request import TuneRequest
 from tuner.search.evaluator import Evaluator
 from tuner.search.priors import committed_starts
 from tuner.search.recorder import Recorder
-from tuner.search.samplers import SAMPLERS
 from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.study import Progress, Study
 
@@ -52,11 +54,6 @@ DEFAULT_EMULATED_FAMILIES = (
     "wgmma_bf16x3",
     "wgmma_splitk_bf16x3",
 )
-WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
-# Evaluated candidates of a study by default: with nothing to start from, this many reached 5 % of
-# the best known config on 7 of 12 held-out shapes (docs/tuning.md, "What the search achieves").
-DEFAULT_TRIALS = 40
-EVALUATORS = ("gpu", "replay")
 
 
 class ProgressReport(Protocol):
@@ -66,37 +63,6 @@ class ProgressReport(Protocol):
     def start(self, label: str, total: int) -> None: ...
 
     def update(self, progress: Progress) -> None: ...
-
-
-def check_families(
-    families: Sequence[str] | None, accuracy: str = DEFAULT_ACCURACY
-) -> tuple[str, ...]:
-    """The family names given, checked (empty when none was given): each known, and of an
-    accuracy class the floor ``accuracy`` accepts."""
-    chosen = tuple(families or ())
-    allowed = accepted(accuracy)
-    for name in chosen:
-        if name not in FAMILIES:
-            raise InputError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}")
-        if FAMILIES[name].accuracy not in allowed:
-            raise InputError(
-                f"family {name} computes in accuracy class {FAMILIES[name].accuracy}, less "
-                f"exact than the asked `accuracy` {accuracy}; ask for accuracy "
-                f"{FAMILIES[name].accuracy} to search it"
-            )
-    return chosen
-
-
-def check_sampler(sampler: str) -> str:
-    if sampler not in SAMPLERS:
-        raise InputError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-    return sampler
-
-
-def check_evaluator(name: str) -> str:
-    if name not in EVALUATORS:
-        raise InputError(f"unknown evaluator {name!r}; choose one of {', '.join(EVALUATORS)}")
-    return name
 
 
 def check_answerable(
@@ -261,19 +227,18 @@ def device_rates(recorder: Recorder, evaluator: Evaluator, notes: list[str]) -> 
 
 
 def build_study(
+    request: TuneRequest,
     shape: Shape,
-    families: tuple[str, ...],
     evaluator: Evaluator,
     sessions: sessionmaker[Session],
-    url: str | None,
-    sampler: str,
-    seed: int | None,
-    warm_start: int = WARM_START,
     worker: str | None = None,
+    joined: int = 0,
 ) -> tuple[Study, list[str]]:
-    """The study of ``shape`` over ``families`` on ``evaluator``, recording into the database
-    behind ``sessions`` (Optuna's tables in the same database) as ``worker`` (a label that
-    tells apart the workers of one process), and what the user should know about it."""
+    """The study of ``shape`` as ``request`` asks for it, on ``evaluator``, recording into the
+    database behind ``sessions`` (Optuna's tables in the same database) as ``worker`` (a label
+    that tells apart the workers of one process; the ``joined``-th to join this study), and what
+    the user should know about it. The study is built, not prepared (:meth:`Study.prepare`)."""
+    families = request.families or default_families(evaluator, shape, request.accuracy)
     check_families_compute(shape, families)
     recorder = SqlRecorder(sessions, worker=worker)
     notes: list[str] = []
@@ -284,38 +249,10 @@ def build_study(
         families,
         evaluator,
         recorder,
-        sampler=sampler,
-        seed=seed,
-        optuna_storage=storage.database_url(url),
-        starts=warm_starts(recorder, evaluator.device, shape, first, warm_start, families),
+        sampler=request.sampler,
+        seed=request.seed_for(joined),
+        optuna_storage=storage.database_url(request.database_url),
+        starts=warm_starts(recorder, evaluator.device, shape, first, request.warm_start, families),
         rates=rates,
     )
     return study, notes
-
-
-def run_study(
-    shape: Shape,
-    families: tuple[str, ...],
-    evaluator: Evaluator,
-    sessions: sessionmaker[Session],
-    url: str | None,
-    sampler: str,
-    trials: int | None,
-    timeout: float | None,
-    seed: int | None,
-    warm_start: int = WARM_START,
-    report: ProgressReport | None = None,
-) -> Progress:
-    """Run (or resume) the study of ``shape`` over ``families`` on ``evaluator``, storing every
-    candidate in the database behind ``sessions`` (Optuna's tables in the same database)."""
-    study, notes = build_study(shape, families, evaluator, sessions, url, sampler, seed, warm_start)
-    if report is not None:
-        report.start(str(shape), study.target(trials))
-    try:
-        progress = study.run(
-            trials=trials, timeout_s=timeout, on_progress=None if report is None else report.update
-        )
-    finally:
-        study.close()
-    progress.notes[:0] = notes
-    return progress

@@ -8,7 +8,7 @@ their narrow copies let them, which is not how they rank padded: on the H100 the
 of 2053x3001x1999 kept a padded config at 45.2 TFLOP/s, where another reached 50.7 padded.
 
 So where the copies are expected to cost less than the narrow copies they replace, the family
-is screened padded: when their estimate (``tuner.model.cost_model.padding_copies_ms``) is at most
+is screened padded: when their estimate (``tuner.model.cost_model.copies_ms``) is at most
 :data:`NARROW_COPY_COST` of the family's fastest estimated kernel on this shape for each ragged
 operand. On the H100, ``dmma_pipelined`` on the caller's ragged rows took longer than on rows of
 whole vectors by 9.5 to 33 % (median 20 %) on seven shapes with both operands ragged, and by 2.5,
@@ -23,10 +23,11 @@ from collections.abc import Callable, Collection, Sequence
 
 from tuner.core.config import Config
 from tuner.core.shape import Shape
+from tuner.kernels.candidate import Candidate
 from tuner.kernels.families import get_family
 from tuner.kernels.operand_padding import pad_multiple, padding_refusal, plan_padding
 from tuner.kernels.resources import DeviceLimits
-from tuner.model.cost_model import estimate, padding_copies_ms
+from tuner.model.cost_model import copies_ms, estimate
 from tuner.model.rates import DeviceRates
 
 # The expected cost of one ragged operand's narrow copies, as a share of the kernel's time.
@@ -41,7 +42,7 @@ def may_screen_padded(family: str, shape: Shape) -> bool:
 
 
 def padded_families(
-    candidates: Sequence[Config],
+    candidates: Sequence[Candidate],
     shape: Shape,
     device: DeviceLimits,
     rates: DeviceRates | None = None,
@@ -53,33 +54,33 @@ def padded_families(
     eligible = {f for f in {c.family for c in candidates} if may_screen_padded(f, shape)}
     if not eligible:  # an aligned shape, or no family that could run it padded
         return set()
-    plan = plan_padding(shape, leading_dims=True)
+    plan = plan_padding(shape, leading_dims=True)  # the copies of every eligible family
     share = NARROW_COPY_COST * (plan.copy_a + plan.copy_b)
     fastest: dict[str, float] = {}
-    for config in candidates:
-        if config.pad or config.family not in eligible:
+    for candidate in candidates:
+        if candidate.config.pad or candidate.family not in eligible:
             continue
-        ms = estimate(config, shape, device, rates).ms
-        fastest[config.family] = min(ms, fastest.get(config.family, ms))
+        ms = estimate(candidate, shape, device, rates).ms
+        fastest[candidate.family] = min(ms, fastest.get(candidate.family, ms))
     if not fastest:
         return set()
-    copies = padding_copies_ms(shape, True, device, rates)
+    copies = copies_ms(plan, device, rates)
     return {f for f, ms in fastest.items() if copies <= share * ms}
 
 
 def screened_as(
-    config: Config,
+    candidate: Candidate,
     padded: Collection[str],
     shape: Shape,
     measurable: Callable[[Config], bool] = lambda config: True,
-) -> Config:
-    """``config`` as the study screens it: padded when its family is in ``padded``
+) -> Candidate:
+    """``candidate`` as the study screens it: padded when its family is in ``padded``
     (:func:`padded_families`) and ``measurable`` says the evaluator can measure the padded
     config (a replay answers only for the names its tables hold), else as it is."""
-    if config.pad or config.family not in padded:
-        return config
-    twin = config.padded(pad_multiple(shape.dtype))
-    return twin if measurable(twin) else config
+    if candidate.config.pad or candidate.family not in padded:
+        return candidate
+    twin = candidate.padded(shape)
+    return twin if measurable(twin.config) else candidate
 
 
 def other_mode(config: Config, shape: Shape) -> Config | None:

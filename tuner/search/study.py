@@ -44,6 +44,7 @@ from tuner.core.config import Config
 from tuner.core.phases import Phase
 from tuner.core.result import Result
 from tuner.core.shape import Shape
+from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import get_family
 from tuner.kernels.space import Space
 from tuner.model.rates import DeviceRates
@@ -57,7 +58,13 @@ from tuner.search.finalists import (
     padding_candidates,
 )
 from tuner.search.recorder import Recorder
-from tuner.search.samplers import DEFAULT_SAMPLER, CandidateSampler, SearchContext, make_sampler
+from tuner.search.samplers import (
+    DEFAULT_SAMPLER,
+    CandidateSampler,
+    SearchContext,
+    check_sampler,
+    make_sampler,
+)
 from tuner.search.schedule_twins import grid_twin, streamk_twin, twin_screening
 from tuner.search.screening_mode import may_screen_padded, other_mode, padded_families, screened_as
 from tuner.search.tell_order import ProposalOrder
@@ -103,10 +110,11 @@ class Progress:
 
 def search_space(
     shape: Shape, families: tuple[str, ...], evaluator: Evaluator
-) -> dict[str, Config]:
+) -> dict[str, Candidate]:
     """The candidates a study of ``shape`` searches, by name: every valid config of ``families``
     (``tuner.kernels.space``), or, on a replay that holds the shape, those of them it measured."""
-    space = {c.name: c for f in families for c in Space(f, shape, evaluator.device).candidates()}
+    device = evaluator.device
+    space = {c.name: c for f in families for c in Space(f, shape, device).built_candidates()}
     measured = evaluator.measured_configs(shape)
     if measured:  # a replay of this shape answers only for the configs its tables hold
         return {name: c for name, c in space.items() if name in measured}
@@ -114,7 +122,12 @@ def search_space(
 
 
 class Study:
-    """Tune one shape over some families with one evaluator and one recorder."""
+    """Tune one shape over some families with one evaluator and one recorder.
+
+    Building a study stores what it is given; :meth:`prepare` (the first step of :meth:`run`
+    and :meth:`search`) enumerates its candidates, starts compiling its first ones and opens
+    its Optuna storage.
+    """
 
     def __init__(
         self,
@@ -131,10 +144,34 @@ class Study:
     ) -> None:
         for family in families:
             get_family(family)  # unknown names fail here, before anything runs
+        check_sampler(sampler)
         self.shape, self.families = shape, tuple(families)
         self.evaluator, self.recorder = evaluator, recorder
         self.device = evaluator.device
         self.name = study_name(self.device.name, shape, self.families)
+        self.rates = rates
+        self._sampler_name, self._seed = sampler, seed
+        self._optuna_storage = optuna_storage
+        self._given_starts = tuple(starts)
+        self._finalists = finalists
+        self._prepared = False
+        # Where evaluated candidates are kept for Optuna's tools, once prepared with a storage.
+        self.stored: optuna.storages.BaseStorage | None = None
+        self._stored_id = -1
+        self._own_storage: optuna.storages.RDBStorage | None = None
+        self._trials: TrialMirror | None = None  # writes evaluated candidates to ``stored``
+        self._known: set[str] = set()  # candidates the in-memory study has a finished trial of
+        self._proposals = ProposalOrder()  # this worker's open proposals (:meth:`_screen`)
+        self.invalid_proposals = 0
+        self._done: dict[str, Result] = {}  # every evaluated candidate this worker knows of
+
+    def prepare(self) -> None:
+        """Enumerate the candidates, start the first ones compiling, bind the sampler and open
+        the Optuna storage: the study's set-up, done once (:meth:`search` and :meth:`target`
+        do it when it has not been done)."""
+        if self._prepared:
+            return
+        shape, evaluator, rates = self.shape, self.evaluator, self.rates
         # Starting points outside the space (a tile the space calls wasteful for this shape)
         # are still valid configs of the study's families: they join the candidates. They are
         # the first candidates, known before the space: they compile while it is enumerated.
@@ -144,7 +181,7 @@ class Study:
         # the finalists (:meth:`_finish`). A stored stream-K answer that the study does not
         # search starts it from its data-parallel twin (``tuner.search.schedule_twins``), whose own
         # twin the finalists measure again.
-        starts = list(dict.fromkeys(filter(None, (self._searchable(c) for c in starts))))
+        starts = list(dict.fromkeys(filter(None, map(self._searchable, self._given_starts))))
         for config in starts:
             if not may_screen_padded(config.family, shape):
                 evaluator.prepare(config)
@@ -152,35 +189,34 @@ class Study:
         space = search_space(shape, self.families, evaluator)
         padded = padded_families(list(space.values()), shape, self.device, rates)
 
-        def screened(config: Config) -> Config:
-            return screened_as(config, padded, shape, lambda c: held is None or c.name in held)
+        def screened(candidate: Candidate) -> Candidate:
+            return screened_as(candidate, padded, shape, lambda c: held is None or c.name in held)
 
-        self.candidates = {c.name: c for c in map(screened, space.values())}
-        self.starts = [screened(c) for c in starts]
-        for config in self.starts:
-            evaluator.prepare(config)
-            if held is None or config.name in held:
-                self.candidates.setdefault(config.name, config)
+        built = {c.name: c for c in map(screened, space.values())}
+        first = [screened(build_candidate(c, shape, self.device)) for c in starts]
+        for candidate in first:
+            evaluator.prepare(candidate.config)
+            if held is None or candidate.name in held:
+                built.setdefault(candidate.name, candidate)
+        self.candidates = {name: candidate.config for name, candidate in built.items()}
+        self.starts = [candidate.config for candidate in first]
         # Trial parameters name a config's kernel, not its operand mode: the candidate they mean.
         self._screened = {c.direct.name: c for c in self.candidates.values()}
-        self.sampler = make_sampler(sampler, seed)
+        self.sampler = make_sampler(self._sampler_name, self._seed)
         if isinstance(self.sampler, CandidateSampler):
             self.sampler.bind(
                 SearchContext(
                     shape,
                     self.device,
-                    list(self.candidates.values()),
+                    list(built.values()),
                     self.families,
                     rates,
-                    recorder.history(self.device, shape.dtype, shape.layout),
+                    self.recorder.history(self.device, shape.dtype, shape.layout),
                 )
             )
         # Where the sampler proposes (invalid points included): memory only.
         self.optuna = optuna.create_study(sampler=self.sampler, direction="minimize")
-        # Where evaluated candidates are kept for Optuna's tools, when a storage is given.
-        self.stored: optuna.storages.BaseStorage | None = None
-        self._stored_id = -1
-        self._own_storage: optuna.storages.RDBStorage | None = None
+        optuna_storage = self._optuna_storage
         if isinstance(optuna_storage, str):  # a URL: the study opens it, and closes it
             optuna_storage = self._own_storage = optuna.storages.RDBStorage(optuna_storage)
         if optuna_storage is not None:
@@ -189,13 +225,8 @@ class Study:
                 study_name=self.name, storage=self.stored, direction="minimize", load_if_exists=True
             )
             self._stored_id = self.stored.get_study_id_from_name(self.name)
-        self._trials: TrialMirror | None = None  # writes evaluated candidates to ``stored``
-        self._known: set[str] = set()  # candidates the in-memory study has a finished trial of
-        self._proposals = ProposalOrder()  # this worker's open proposals (:meth:`_screen`)
         self._order = sorted(self.candidates)  # for stale fallbacks
-        self._finalists = finalists
-        self.invalid_proposals = 0
-        self._done: dict[str, Result] = {}  # every evaluated candidate this worker knows of
+        self._prepared = True
 
     def close(self) -> None:
         """Close the connections of the Optuna storage the study opened (a URL given): the
@@ -214,6 +245,7 @@ class Study:
 
     def target(self, trials: int | None) -> int:
         """Candidates the study evaluates for ``trials`` (None: all of them)."""
+        self.prepare()
         return min(trials or len(self.candidates), len(self.candidates))
 
     def run(
@@ -235,6 +267,7 @@ class Study:
         """The screening part of :meth:`run`. Several workers (threads of one process, or
         processes anywhere) may search one study at once: the budget is kept by their claims
         in the database, so together they evaluate exactly ``trials``."""
+        self.prepare()
         target = self.target(trials)
         progress = Progress(self.name, target)
         done = self._done = self.recorder.evaluated(self.name)

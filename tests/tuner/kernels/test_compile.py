@@ -9,13 +9,13 @@ import pytest
 
 from tests.tuner.kernel_usage import ARCH, SNAPSHOT, usage_record
 from tuner.core.shape import Shape
-from tuner.kernels.candidates import compile_candidates
 from tuner.kernels.compile import (
     CompileError,
     NvccCompiler,
     compile_many,
     parse_ptxas_report,
 )
+from tuner.kernels.compiled_candidates import compile_candidates
 from tuner.kernels.families import get_family, parse_config
 from tuner.kernels.render import KernelSource, render
 from tuner.kernels.representative import ALL_REPRESENTATIVE, REPRESENTATIVE

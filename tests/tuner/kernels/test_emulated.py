@@ -28,12 +28,8 @@ from tuner.kernels.families.emulated import PARTS, split_depth, split_shape
 from tuner.kernels.resources import table_device
 from tuner.kernels.space import Space
 from tuner.model.cost_model import estimate
-from tuner.run.runner import (
-    DEFAULT_EMULATED_FAMILIES,
-    check_families,
-    check_families_compute,
-    families_for,
-)
+from tuner.run.request import check_families
+from tuner.run.runner import DEFAULT_EMULATED_FAMILIES, check_families_compute, families_for
 
 H100 = table_device("sm_90")
 EMULATED = [name for name, family in FAMILIES.items() if family.accuracy == BF16X3.name]

@@ -94,3 +94,39 @@ def test_skinny_estimate_grows_with_many_block_rows_of_serial_chunks() -> None:
     wide, thin = Shape(128, 4096, 4096), Shape(16, 4096, 4096)
     assert best(wide, "skinny") > best(wide, "streamk")
     assert best(thin, "skinny") < min(best(thin, "streamk"), best(thin, "warptile"))
+
+
+def test_a_config_is_estimated_as_the_candidate_its_space_builds() -> None:
+    """``estimate`` of a bare config checks it itself; a space's candidate carries the check
+    the space made, and a padded twin its plan: the figures are the same."""
+    shape = Shape(2053, 3001, 1999)
+    for family in ("warptile", "streamk", "skinny", "dmma_pipelined"):
+        for candidate in Space(family, shape, H100).built_candidates()[:5]:
+            assert estimate(candidate, shape, H100) == estimate(candidate.config, shape, H100)
+            if family == "dmma_pipelined":
+                twin = candidate.padded(shape)
+                assert estimate(twin, shape, H100) == estimate(twin.config, shape, H100)
+
+
+def test_a_built_candidate_is_estimated_without_checking_or_planning_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The space checked each candidate and a padded twin planned its copies when built: the
+    model reads both (no resource check per estimate, no padding plan per padded estimate)."""
+    import tuner.kernels.candidate
+    import tuner.model.cost_model
+
+    shape = Shape(2053, 3001, 1999)
+    built = Space("dmma_pipelined", shape, H100).built_candidates()[:5]
+    twins = [candidate.padded(shape) for candidate in built]
+
+    def again(*args: object, **kwargs: object) -> None:
+        raise AssertionError("worked out again")
+
+    monkeypatch.setattr(tuner.kernels.candidate, "static_check", again)
+    monkeypatch.setattr(tuner.kernels.candidate, "plan_padding", again)
+    monkeypatch.setattr(tuner.model.cost_model, "plan_padding", again)
+    for candidate in [*built, *twins]:
+        assert estimate(candidate, shape, H100).ms > 0
+    with pytest.raises(AssertionError, match="worked out again"):
+        estimate(built[0].config, shape, H100)  # a bare config is checked here

@@ -30,8 +30,8 @@ from tuner.kernels.resources import DeviceLimits
 from tuner.model.roofline import H100_SXM, ceilings_for, min_bytes, roofline
 from tuner.report.bench_tables import markdown, ratio_chart
 from tuner.run.bench import (
+    BenchRequest,
     Choice,
-    Options,
     Target,
     choose_config,
     device_slug,
@@ -41,7 +41,10 @@ from tuner.run.bench import (
     shape_row,
     summarize,
 )
-from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, run_study
+from tuner.run.multi_gpu import Worker, Workers
+from tuner.run.request import TuneRequest
+from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES
+from tuner.run.tune import tune
 from tuner.search.finalists import FINAL_ROUNDS
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.study import Progress as StudyProgress
@@ -217,8 +220,8 @@ class Stand:
 
 def hand_made_doc() -> dict[str, Any]:
     rows = [*suite_rows(), row("odd", 3000, 5000, 700, None)]
-    options = Options(("warptile",), rounds=5)
-    return document(rows, Stand(), options, H100_SXM, "shapes.csv", 100.0)  # type: ignore[arg-type]
+    request = bench_request(("warptile",), rounds=5)
+    return document(rows, Stand(), request, H100_SXM, "shapes.csv")  # type: ignore[arg-type]
 
 
 def test_document_carries_method_roofs_and_provenance() -> None:
@@ -372,7 +375,21 @@ def replay() -> ReplayEvaluator:
     return ReplayEvaluator()
 
 
-QUICK = Options(("warptile",), sampler="exhaustive", trials=3, rounds=2)
+def bench_request(
+    families: tuple[str, ...],
+    sampler: str = "ranked",
+    trials: int = 40,
+    retune: bool = False,
+    rounds: int = 5,
+    url: str | None = None,
+) -> BenchRequest:
+    """A bench of the public suite's first shape (what decides its default families)."""
+    tune = TuneRequest((BIG,), families, sampler=sampler, trials=trials, database_url=url)
+    return BenchRequest(tune, retune=retune, rounds=rounds)
+
+
+def quick(url: str) -> BenchRequest:
+    return bench_request(("warptile",), sampler="exhaustive", trials=3, rounds=2, url=url)
 
 
 def stored_best(url: str, shape: Shape) -> storage.Measurement:
@@ -388,7 +405,9 @@ def tuned_db(tmp_path: Path, replay: ReplayEvaluator) -> str:
     """SQLite holding a 4-candidate study of 4096^3 (warptile) and nothing else."""
     url = f"sqlite:///{tmp_path / 'bench.db'}"
     sessions = open_database(url, optuna_tables=True)
-    run_study(BIG, ("warptile",), replay, sessions, url, "exhaustive", 4, None, None)
+    request = TuneRequest((BIG,), ("warptile",), sampler="exhaustive", trials=4,
+                          evaluator="replay", database_url=url)  # fmt: skip
+    tune(request, workers=Workers([Worker(0, replay)]), sessions=sessions)
     return url
 
 
@@ -397,7 +416,7 @@ def test_stored_shapes_are_reused_and_missing_ones_tuned(
 ) -> None:
     sessions = open_database(tuned_db, optuna_tables=True)
     before = replay.evaluations
-    reused = choose_config(BIG, replay, sessions, tuned_db, QUICK)
+    reused = choose_config(BIG, replay, sessions, quick(tuned_db))
     assert replay.evaluations == before  # nothing evaluated
     best = stored_best(tuned_db, BIG)
     assert reused.config is not None and reused.config.name == best.config_name
@@ -405,7 +424,7 @@ def test_stored_shapes_are_reused_and_missing_ones_tuned(
     assert (reused.tuned, reused.evaluated, reused.study) == (False, 4, best.study)
     assert reused.stored_ms == best.ms
 
-    fresh = choose_config(MID, replay, sessions, tuned_db, QUICK)
+    fresh = choose_config(MID, replay, sessions, quick(tuned_db))
     assert replay.evaluations == before + 3
     assert fresh.tuned and fresh.evaluated == 3 and fresh.config is not None
     assert fresh.config.name == stored_best(tuned_db, MID).config_name
@@ -413,8 +432,8 @@ def test_stored_shapes_are_reused_and_missing_ones_tuned(
 
 def test_retune_runs_more_trials_in_the_same_study(tuned_db: str, replay: ReplayEvaluator) -> None:
     sessions = open_database(tuned_db, optuna_tables=True)
-    retune = Options(("warptile",), "exhaustive", trials=3, retune=True)
-    again = choose_config(BIG, replay, sessions, tuned_db, retune)
+    retune = bench_request(("warptile",), "exhaustive", trials=3, retune=True, url=tuned_db)
+    again = choose_config(BIG, replay, sessions, retune)
     assert again.tuned and again.evaluated == 7
     assert again.config is not None and again.config.name == stored_best(tuned_db, BIG).config_name
 
@@ -431,7 +450,7 @@ def test_a_stored_best_of_an_older_tuner_is_named_not_used(
             storage.ShapeIn(64, 64, 64),
             storage.MeasurementIn("oldtile", "oldtile_bm64", {"BM": 64}, ms=0.01, cublas_ms=0.01),
         )
-    choice = choose_config(Shape(64, 64, 64), replay, sessions, url, QUICK)
+    choice = choose_config(Shape(64, 64, 64), replay, sessions, quick(url))
     assert choice.config is None and not choice.tuned
     assert choice.reason is not None and "oldtile_bm64" in choice.reason
     entry = SuiteEntry("tiny", Shape(64, 64, 64))
@@ -443,18 +462,17 @@ def test_run_bench_reuses_tunes_and_compares(tuned_db: str, replay: ReplayEvalua
     bench = FakeBench(replay)
     suite = [SuiteEntry("square", BIG), SuiteEntry("odd", MID), SuiteEntry("skinny", SKINNY)]
     seen: list[int] = []
-    rows = run_bench(
-        suite, bench, sessions, tuned_db, QUICK, H100_SXM, lambda r: seen.append(len(r))
-    )
+    request = quick(tuned_db)
+    rows = run_bench(suite, bench, sessions, request, H100_SXM, lambda r: seen.append(len(r)))
     assert seen == [1, 2, 3]
     assert [r["tuned"] for r in rows] == [False, True, True]
     assert [r["candidates_evaluated"] for r in rows] == [4, 3, 3]
     # Tuning a shape re-measures its finalists (FINAL_ROUNDS); the bench then compares the
     # chosen config in its own rounds.
-    assert [c for c in bench.compared if c[2] == QUICK.rounds] == [
+    assert [c for c in bench.compared if c[2] == request.rounds] == [
         (r["config"], Shape(r["m"], r["n"], r["k"]), 2) for r in rows
     ]
-    assert {c[2] for c in bench.compared} == {QUICK.rounds, FINAL_ROUNDS}
+    assert {c[2] for c in bench.compared} == {request.rounds, FINAL_ROUNDS}
     for r in rows:
         recorded = replay.rows[(Shape(r["m"], r["n"], r["k"]), r["config"])]
         assert recorded.ms is not None and recorded.cublas_ms is not None
@@ -530,7 +548,7 @@ def test_run_bench_reports_every_candidate_of_the_shapes_it_tunes(
     sessions = open_database(tuned_db, optuna_tables=True)
     report = Reported()
     suite = [SuiteEntry("square", BIG), SuiteEntry("odd", MID)]
-    run_bench(suite, FakeBench(replay), sessions, tuned_db, QUICK, None, report=report)
+    run_bench(suite, FakeBench(replay), sessions, quick(tuned_db), None, report=report)
     assert report.started == [(str(MID), 3)]  # BIG is stored: no study
     assert report.evaluated == [1, 2, 3]
 
@@ -617,8 +635,9 @@ def test_half_targets_depend_on_the_suite_file() -> None:
 
 def test_markdown_and_chart_of_a_half_bench() -> None:
     rows = [half_row("square", 4096, 4096, 4096, 0.5)]
-    options = Options(("hmma",), rounds=3)
-    doc = document(rows, Stand(), options, H100_SXM, "benchmarks/odd_shapes.csv", 100.0)  # type: ignore[arg-type]
+    half = Shape(4096, 4096, 4096, "bfloat16", "NT")
+    request = BenchRequest(TuneRequest((half,), ("hmma",)), rounds=3)
+    doc = document(rows, Stand(), request, H100_SXM, "benchmarks/odd_shapes.csv")  # type: ignore[arg-type]
     assert (doc["method"]["dtype"], doc["method"]["layout"]) == ("bfloat16", "NT")
     text = markdown(doc)
     assert "| 989.5 (compute) | 14 % | 28 % |" in text  # 137.4 and 274.9 TFLOP/s of 989.5

@@ -18,7 +18,6 @@ from sqlalchemy import select
 
 import storage
 import tuner.gpu.worker as gpu_worker
-from storage import open_database
 from tests.conftest import NewDatabase
 from tests.tuner.fake_gpu import FakeCompiler
 from tests.tuner.fakes import Forwarding, rule_ms
@@ -32,7 +31,9 @@ from tuner.gpu.selection import choose_gpus
 from tuner.gpu.worker import GpuEvaluator
 from tuner.kernels.compile_pool import CompilePools
 from tuner.kernels.resources import table_device
-from tuner.run.multi_gpu import TuneSettings, Worker, Workers, start_workers, tune_shapes
+from tuner.run.multi_gpu import Worker, Workers, start_workers
+from tuner.run.request import TuneRequest
+from tuner.run.tune import tune
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.study import Progress
 
@@ -89,9 +90,11 @@ def replays(replay: ReplayEvaluator) -> Iterator[Callable[[int], Workers]]:
         workers.close()
 
 
-def settings_for(url: str, trials: int, sampler: str = "random") -> TuneSettings:
-    return TuneSettings(FAMILIES, open_database(url, optuna_tables=True), url, sampler, trials,
-                        None, 7, 0)  # fmt: skip
+def request_for(url: str, shapes: list[Shape], trials: int, sampler: str = "random") -> TuneRequest:
+    return TuneRequest(
+        tuple(shapes), FAMILIES, sampler=sampler, seed=7, trials=trials, warm_start=0,
+        evaluator="replay", database_url=url,
+    )  # fmt: skip
 
 
 def stored(url: str, study: str, phase: Phase = Phase.SCREENING) -> list[storage.Measurement]:
@@ -154,7 +157,7 @@ def test_one_study_on_three_workers(
     new_database: NewDatabase, replays: Callable[[int], Workers], trials: int
 ) -> None:
     url = new_database()
-    [outcome] = tune_shapes([BIG], replays(3), settings_for(url, trials))
+    [outcome] = tune(request_for(url, [BIG], trials), workers=replays(3))
     labels = check_study(url, outcome, trials)
     assert labels == {"gpu0", "gpu1", "gpu2"}
     assert TimedReplay.most == 3  # their measurements ran at once
@@ -166,8 +169,8 @@ def test_rerun_resumes_on_several_workers(
 ) -> None:
     url = new_database()
     workers = replays(3)
-    tune_shapes([MID], workers, settings_for(url, 8))
-    [outcome] = tune_shapes([MID], workers, settings_for(url, 20, sampler="tpe"))
+    tune(request_for(url, [MID], 8), workers=workers)
+    [outcome] = tune(request_for(url, [MID], 20, sampler="tpe"), workers=workers)
     check_study(url, outcome, 20, runs=2)
 
 
@@ -178,8 +181,8 @@ def test_a_batch_is_spread_over_the_workers(
     shapes = [BIG, MID, THIN]
     workers = replays(2)
     told: list[str] = []
-    outcomes = tune_shapes(
-        shapes, workers, settings_for(url, 6), on_done=lambda p: told.append(p.study)
+    outcomes = tune(
+        request_for(url, shapes, 6), workers=workers, on_done=lambda p: told.append(p.study)
     )
     assert [o.study.split("|")[1] for o in outcomes] == [str(s) for s in shapes]
     assert sorted(told) == sorted(o.study for o in outcomes)  # each outcome told once
@@ -239,7 +242,7 @@ def test_gpu_workers_start_together_and_share_their_compile_pool(
         assert first.pool is second.pool is pools.for_arch("sm_90")
         assert first.parallelism == second.parallelism == 4 // 2 + 1
         url = f"sqlite:///{tmp_path / 'two-gpus.db'}"
-        [outcome] = tune_shapes([MID], workers, settings_for(url, 10))
+        [outcome] = tune(request_for(url, [MID], 10), workers=workers)
         rows = stored(url, outcome.study)
         assert len(rows) == 10 == len({r.config_name for r in rows}) == outcome.evaluated
         assert {r.provenance["device_index"] for r in rows} <= {0, 1}

@@ -171,6 +171,7 @@ def test_a_study_on_a_replay_searches_only_what_the_tables_hold() -> None:
     )
     shape, families = Shape(128, 4096, 4096), ("streamk", "skinny")
     study = Study(shape, families, replay, MemoryRecorder(), "exhaustive")
+    study.prepare()
     held = replay.measured_configs(shape)
     space = {c.name for f in families for c in Space(f, shape, replay.device).candidates()}
     assert set(study.candidates) == held & space and len(space) > len(study.candidates) > 400
@@ -179,6 +180,7 @@ def test_a_study_on_a_replay_searches_only_what_the_tables_hold() -> None:
     assert not [r for r in progress.history if r.reason and "not measured" in r.reason]
     # A shape the tables do not hold keeps the whole space; each candidate is "not measured".
     other = Study(Shape(64, 64, 64), ("streamk",), replay, MemoryRecorder())
+    other.prepare()
     assert set(other.candidates) == {
         c.name for c in Space("streamk", Shape(64, 64, 64), replay.device).candidates()
     }

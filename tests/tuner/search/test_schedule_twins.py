@@ -129,6 +129,7 @@ def test_a_stored_streamk_answer_starts_a_study_of_the_grid_family_from_its_grid
         study = Study(
             Shape(1000, 1000, 1000), families, evaluator, MemoryRecorder(), starts=[start]
         )
+        study.prepare()
         return [c.name for c in study.starts]
 
     assert starts_of(("dmma_pipelined",)) == [f"dmma_pipelined_{TILE}_sk1_mb2"]

@@ -7,8 +7,8 @@ import pytest
 
 import tuner.search.screening_mode as screening_mode
 from tests.tuner.fakes import RuleEvaluator
-from tuner.core.config import Config
 from tuner.core.shape import Shape
+from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import parse_config
 from tuner.kernels.operand_padding import plan_padding
 from tuner.kernels.resources import table_device
@@ -25,8 +25,8 @@ EMULATED = "hmma_bf16x3_bm128_bn128_bk32_wpm2_wpn2_s3_sw4_dt1_ly0"
 BIG_RAGGED = Shape(2053, 3001, 1999)  # both operands ragged, copies small beside the product
 
 
-def _candidates(shape: Shape, families: tuple[str, ...]) -> list[Config]:
-    return [c for f in families for c in Space(f, shape, H100).candidates()]
+def _candidates(shape: Shape, families: tuple[str, ...]) -> list[Candidate]:
+    return [c for f in families for c in Space(f, shape, H100).built_candidates()]
 
 
 def test_aligned_shapes_screen_every_family_on_the_callers_arrays() -> None:
@@ -74,8 +74,13 @@ def test_copies_cost_more_the_more_is_copied() -> None:
 
 
 def test_screened_as_pads_only_the_chosen_families_and_what_can_be_measured() -> None:
-    kernel, ffma = parse_config(KERNEL), parse_config(FFMA)
-    assert screened_as(kernel, {"dmma_pipelined"}, BIG_RAGGED).name == KERNEL + "_pad4"
+    kernel = build_candidate(parse_config(KERNEL), BIG_RAGGED, H100)
+    ffma = build_candidate(parse_config(FFMA), BIG_RAGGED, H100)
+    padded = screened_as(kernel, {"dmma_pipelined"}, BIG_RAGGED)
+    assert padded.name == KERNEL + "_pad4"
+    # The padded twin keeps its kernel's check and plans the copies of its operands once.
+    assert padded.check is kernel.check
+    assert padded.padding == plan_padding(BIG_RAGGED, leading_dims=True)
     assert screened_as(ffma, {"dmma_pipelined"}, BIG_RAGGED) == ffma
     assert screened_as(kernel, {"dmma_pipelined"}, BIG_RAGGED, lambda c: not c.pad) == kernel
 
@@ -128,6 +133,7 @@ def test_a_start_is_prepared_and_searched_in_its_familys_screening_mode() -> Non
     study = Study(
         BIG_RAGGED, ("dmma_pipelined",), evaluator, MemoryRecorder(), "ranked", starts=[start]
     )
+    study.prepare()
     assert evaluator.prepared[0] == KERNEL + "_pad4"  # not the caller's-array kernel first
     assert KERNEL not in evaluator.prepared
     progress = study.run(trials=2)

@@ -155,6 +155,7 @@ def test_warm_start_evaluates_the_nearest_shapes_best_first(
     assert answer.name == neighbour_best
     starts = warm_starts(recorder, replay.device, THIN, answer, 3)
     study = Study(THIN, WARPTILE, replay, recorder, "tpe", seed=0, starts=starts)
+    study.prepare()
     assert neighbour_best in study.candidates  # else warm start has nothing to enqueue
     progress = study.run(trials=2)
     assert progress.history[0].config_name == neighbour_best
@@ -173,6 +174,7 @@ def test_a_candidate_claimed_but_never_recorded_is_skipped(replay: ReplayEvaluat
     wait for it forever (the exhaustive walk, and other samplers' stale fallback, spun on it)."""
     recorder = MemoryRecorder()
     study = Study(Shape(64, 64, 64), WARPTILE, replay, recorder, "exhaustive")  # 12 candidates
+    study.prepare()
     orphans = sorted(study.candidates)[:3]
     for name in orphans:
         assert recorder.claim(study.name, name)
@@ -232,6 +234,8 @@ def test_the_starts_compile_while_the_space_is_enumerated(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(tuner.search.study, "search_space", search_space)
     study = Study(BIG, WARPTILE, evaluator, MemoryRecorder(), "ranked", starts=starts)
+    assert evaluator.prepared == []  # building a study starts nothing
+    study.prepare()
     assert prepared_before_space == [c.name for c in starts]
     progress = study.run(trials=4)
     assert [r.config_name for r in progress.history[:2]] == [c.name for c in starts]

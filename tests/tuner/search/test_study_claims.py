@@ -59,6 +59,7 @@ def test_a_killed_workers_claims_lapse_and_the_study_finishes(
     replay: ReplayEvaluator, sessions: sessionmaker[Session]
 ) -> None:
     study = Study(SMALL, WARPTILE, replay, SqlRecorder(sessions), "exhaustive", finalists=0)
+    study.prepare()
     orphans = sorted(study.candidates)[:2]
     with sessions.begin() as session:  # what a worker killed mid-measurement leaves behind
         for name in orphans:
@@ -90,6 +91,7 @@ def test_a_live_claim_is_waited_for_then_reported(
     clock = StudyClock()
     monkeypatch.setattr(tuner.search.study, "time", clock)
     study = Study(SMALL, WARPTILE, replay, SqlRecorder(sessions), "exhaustive", finalists=0)
+    study.prepare()
     busy = sorted(study.candidates)[-1]
     with sessions.begin() as session:  # a slow worker, alive
         assert storage.claim_candidate(session, study.name, busy, "slow:1", lease_s=600.0)
@@ -135,7 +137,9 @@ def test_a_heartbeat_keeps_a_slow_measurement_claimed(
     monkeypatch.setattr(storage.claims, "utcnow", clock.now)
     slow = SqlRecorder(sessions, lease_s=lease_s, sleep=clock.sleep)
     other = SqlRecorder(sessions)
-    config, lapsing = sorted(Study(SMALL, WARPTILE, replay, slow, "exhaustive").candidates)[:2]
+    study = Study(SMALL, WARPTILE, replay, slow, "exhaustive")
+    study.prepare()
+    config, lapsing = sorted(study.candidates)[:2]
     with sessions.begin() as session:  # taken alike by a worker that never renews it
         assert storage.claim_candidate(session, "s", lapsing, "killed:1", lease_s=lease_s)
     assert slow.claim("s", config) is Claimed.TAKEN
@@ -208,6 +212,7 @@ def test_a_kill_between_measurement_and_trial_leaves_one_trial_each(
     url = str(sessions.kw["bind"].url.render_as_string(hide_password=False))
     recorder = SqlRecorder(sessions)
     study = Study(BIG, WARPTILE, replay, recorder, "random", seed=4, optuna_storage=url)
+    study.prepare()
     writes = {"record": 0, "trial": 0}
 
     def die_after_the_third_candidates_first_write(kind: str) -> None:
@@ -266,6 +271,7 @@ def test_a_failed_trial_write_stops_the_study_and_the_next_run_adds_the_rest(
     study = Study(
         BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=7, optuna_storage=url
     )
+    study.prepare()
     real_trial = study.stored.create_new_trial  # type: ignore[union-attr]
     written: list[int] = []
 
@@ -295,6 +301,8 @@ def test_trials_queued_in_another_workers_writer_are_not_added_twice(
     second = Study(
         BIG, WARPTILE, replay, SqlRecorder(sessions), "random", seed=9, optuna_storage=url
     )
+    first.prepare()
+    second.prepare()
     held = threading.Event()
     real_trial = first.stored.create_new_trial  # type: ignore[union-attr]
 

@@ -34,8 +34,16 @@ __all__ = [
     "ExhaustiveSampler",
     "Observation",
     "SearchContext",
+    "check_sampler",
     "make_sampler",
 ]
+
+
+def check_sampler(name: str) -> str:
+    """``name`` if it names a sampler, else an :class:`InputError` naming it and the choices."""
+    if name not in SAMPLERS:
+        raise InputError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
+    return name
 
 
 def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSampler:
@@ -63,4 +71,5 @@ def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSamp
         if importlib.util.find_spec("torch") is None:  # Optuna's GP sampler runs on PyTorch
             raise InputError("sampler 'gp' needs PyTorch: pip install 'gemmtune[gp]'")
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=8)
-    raise InputError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
+    check_sampler(name)
+    raise ValueError(f"sampler {name!r} is in SAMPLERS but nothing makes it")

@@ -21,6 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.core.config import Config
 from tuner.core.shape import Shape
+from tuner.kernels.candidate import Candidate
 from tuner.kernels.families import get_family
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates
@@ -41,7 +42,7 @@ class SearchContext:
 
     shape: Shape
     device: DeviceLimits
-    candidates: Sequence[Config]
+    candidates: Sequence[Candidate]  # each built once, with its resource check and padding plan
     families: tuple[str, ...]
     rates: DeviceRates | None = None  # the device's probed rates; None: the model's table
     history: Sequence[Observation] = ()  # this device's measurements of other shapes
@@ -69,7 +70,7 @@ class CandidateSampler(optuna.samplers.BaseSampler):
         self._index = {c.name: i for i, c in enumerate(context.candidates)}
         # A trial's parameters name the kernel; a candidate screened padded is that kernel too.
         for i, c in enumerate(context.candidates):
-            self._index.setdefault(c.direct.name, i)
+            self._index.setdefault(c.config.direct.name, i)
 
     @property
     def context(self) -> SearchContext:
@@ -101,7 +102,7 @@ class CandidateSampler(optuna.samplers.BaseSampler):
         tried, measured = self._state(study)
         choice = self.choose(tried, measured)
         if choice is not None:
-            self._chosen[trial.number] = self.context.candidates[choice]
+            self._chosen[trial.number] = self.context.candidates[choice].config
 
     def sample_independent(
         self,

@@ -53,11 +53,15 @@ class RankedSampler(CandidateSampler):
 
         @functools.cache
         def log_estimate(config: Config, shape: Shape) -> float:
+            """The model's log time of a config of this device's history."""
             return math.log(estimate(config, shape, device, rates).ms)
 
-        self._log_est = np.array([log_estimate(c, context.shape) for c in context.candidates])
-        prior = transfer_prior(context.candidates, context.shape, context.history, log_estimate)
-        self._correction = Correction(context.candidates, self._log_est, prior)
+        shape, candidates = context.shape, context.candidates
+        log_ms = [math.log(estimate(c, shape, device, rates).ms) for c in candidates]
+        self._log_est = np.array(log_ms)
+        configs = [c.config for c in candidates]
+        prior = transfer_prior(configs, shape, context.history, log_estimate)
+        self._correction = Correction(configs, self._log_est, prior)
 
     def scores(self, measured: dict[int, float]) -> np.ndarray:
         """Corrected log estimates of every candidate, given the measured ones."""

@@ -17,7 +17,7 @@ from tuner.kernels.space import Space, SpaceCounts
 
 
 @dataclass(frozen=True)
-class Candidate:
+class CompiledCandidate:
     """One config after compiling: ready to time (status ``ok``) or dropped with a reason."""
 
     config: Config
@@ -33,7 +33,7 @@ def compile_candidates(
     jobs: int | None = None,
     limit: int | None = None,
     on_done: Callable[[KernelSource, CompiledKernel | CompileError], None] | None = None,
-) -> tuple[list[Candidate], SpaceCounts]:
+) -> tuple[list[CompiledCandidate], SpaceCounts]:
     """Compile the space's static survivors (the first ``limit`` of them) in parallel."""
     checks, counts = space.evaluate()
     configs = [c.config for c in checks][:limit]
@@ -42,10 +42,10 @@ def compile_candidates(
     return [judge(config, r, space) for config, r in zip(configs, results, strict=True)], counts
 
 
-def judge(config: Config, result: CompiledKernel | CompileError, space: Space) -> Candidate:
+def judge(config: Config, result: CompiledKernel | CompileError, space: Space) -> CompiledCandidate:
     """Turn one compile result into a candidate with its status."""
     if isinstance(result, CompileError):
-        return Candidate(config, "compile_failed", str(result), None, None)
+        return CompiledCandidate(config, "compile_failed", str(result), None, None)
     occ = result.occupancy(space.device)
     reason = result.rejection(space.device)
-    return Candidate(config, "pruned" if reason else "ok", reason, result, occ)
+    return CompiledCandidate(config, "pruned" if reason else "ok", reason, result, occ)

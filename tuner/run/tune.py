@@ -1,0 +1,56 @@
+"""One tune: a request's shapes, each studied on the request's workers, recorded in its database.
+
+``gemmtune tune``, ``tune-batch`` and ``bench`` all run their studies through :func:`tune`. The
+commands give it the request alone, and it starts what the request names (GPU evaluators or
+replays, ``tuner.run.multi_gpu``) and opens the database; ``bench``, which keeps one GPU and one
+database for a whole suite and re-measures each answer beside cuBLAS afterwards, gives its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from storage import make_session_factory, open_engine
+from tuner.gpu.selection import choose_gpus
+from tuner.run.multi_gpu import Workers, start_workers, tune_shapes
+from tuner.run.request import TuneRequest
+from tuner.run.runner import ProgressReport, check_answerable
+from tuner.search.study import Progress
+
+
+def tune(
+    request: TuneRequest,
+    *,
+    workers: Workers | None = None,
+    sessions: sessionmaker[Session] | None = None,
+    new_report: Callable[[], ProgressReport] | None = None,
+    on_done: Callable[[Progress], None] | None = None,
+) -> list[Progress]:
+    """Run (or resume) the study of every shape of ``request``; the outcomes in its order.
+
+    Without ``workers`` the request's are started (``request.evaluator`` on ``request.gpus``)
+    and closed at the end; without ``sessions`` the request's database is opened (with Optuna's
+    tables) and its connections closed at the end. Shapes the workers cannot answer (a replay
+    without them, no family computing their dtype) are refused before the database is touched.
+    ``new_report`` gives each study a progress report; ``on_done`` is told each outcome as its
+    study ends.
+    """
+    own_workers = workers is None
+    if workers is None:
+        devices = choose_gpus(request.gpus, request.evaluator)
+        workers = start_workers(request.evaluator, devices, request.replay_tables)
+    try:
+        first = workers.workers[0].evaluator
+        check_answerable(first, request.shapes, request.families, request.accuracy)
+        if sessions is not None:
+            return tune_shapes(request, workers, sessions, new_report, on_done)
+        engine = open_engine(request.database_url, optuna_tables=True)
+        try:
+            return tune_shapes(request, workers, make_session_factory(engine), new_report, on_done)
+        finally:
+            engine.dispose()  # the database file as the tune leaves it, now
+    finally:
+        if own_workers:
+            workers.close()
