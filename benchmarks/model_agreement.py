@@ -35,7 +35,7 @@ from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.data import results_dir, sweep_tables
 from tuner.kernels.families import get_family, parse_config
-from tuner.model import cost_model
+from tuner.model import throughput, tile_work
 from tuner.model.cost_model import Estimate, estimate
 from tuner.search.replay import ReplayEvaluator
 
@@ -99,10 +99,10 @@ def capped_issue(share: float) -> Callable[[int], float]:
     def efficiency(warps: int) -> float:
         w = max(warps, 1)
         per = [
-            w // cost_model.SCHEDULERS + (i < w % cost_model.SCHEDULERS)
-            for i in range(cost_model.SCHEDULERS)
+            w // throughput.SCHEDULERS + (i < w % throughput.SCHEDULERS)
+            for i in range(throughput.SCHEDULERS)
         ]
-        return sum(min(1.0, share * n) for n in per) / cost_model.SCHEDULERS
+        return sum(min(1.0, share * n) for n in per) / throughput.SCHEDULERS
 
     return efficiency
 
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         if p.name.startswith("h100-") and "skinny" not in p.name and "dmma" not in p.name
     )
     model = (
-        patch.object(cost_model, "issue_efficiency", capped_issue(args.warp_issue_share))
+        patch.object(tile_work, "issue_efficiency", capped_issue(args.warp_issue_share))
         if args.warp_issue_share is not None
         else contextlib.nullcontext()
     )
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             "issue_model": (
                 f"min(1, {args.warp_issue_share} * warps per scheduler)"
                 if args.warp_issue_share is not None
-                else f"tuner.model.cost_model.issue_efficiency (WARP_READY {cost_model.WARP_READY})"
+                else f"tuner.model.throughput.issue_efficiency (WARP_READY {throughput.WARP_READY})"
             ),
             "agreement": [asdict(r) for r in results],
             "by_family_and_warps": by_warps,

@@ -12,7 +12,7 @@ estimates a kernel's time in SM clock cycles:
   whose blocks share their SMs with fewer others (wave quantization);
 * one k tile of one SM costs the largest of the pipes it keeps busy, and of the global-load
   latency divided by the k tiles loaded ahead (``CostTraits.loads_ahead``); the four kinds of
-  math below are four sets of figures (:class:`TileWork`) for one skeleton (``_tile_cycles``):
+  math below are four sets of figures (:class:`TileWork`) for one skeleton (``tile_cycles``):
   - FFMA families: instruction issue (FMAs, float4 shared loads of the fragments, the tile's
     global loads and shared stores; ``fma_lanes / 32`` warp instructions a clock, scaled by the
     share of issue slots the resident warps fill, ``issue_efficiency``), shared-memory bandwidth
@@ -39,116 +39,31 @@ plus one launch. The model does not see ``doublebuf``'s one barrier less per k t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from tuner.core.config import Config
 from tuner.core.shape import ELEMENT_BYTES, Shape
 from tuner.kernels.candidate import Candidate, build_candidate
-from tuner.kernels.families import SPLITK_MAX_TILES, Family, get_family, persistent_blocks
+from tuner.kernels.families import SPLITK_MAX_TILES, get_family, persistent_blocks
 from tuner.kernels.operand_padding import PaddingPlan, padded_product, plan_padding
 from tuner.kernels.resources import DeviceLimits, ResourceCheck, occupancy
-from tuner.model.rates import DeviceRates, table_rates
-
-
-@dataclass(frozen=True)
-class Throughput:
-    """Per-SM rates at the SM clock, the units the model counts in."""
-
-    clock_ghz: float
-    fma_lanes: int  # FP32 FMA lanes per SM (warp instructions a clock = fma_lanes / 32)
-    dmma_per_clk: float  # FP64 multiply-adds per SM and clock on the tensor cores
-    smem_bytes_per_clk: int  # shared-memory bandwidth per SM
-    # L2 -> SM bandwidth per SM: about 5.5 TB/s of L2 hits chip-wide on an H100 and 4.8 on an
-    # A100 in published microbenchmarks, 21-31 bytes per SM and clock; 32 here.
-    l2_bytes_per_clk: int
-    global_latency: int  # clocks from a global load to its data (L2 hit / DRAM mix)
-    dram_bytes_per_clk: float  # device-memory bandwidth of the whole chip, per SM clock
-    launch_us: float = 3.0
-    # FP16/BF16 multiply-adds with FP32 sums per SM and clock by mma.sync: the A100's dense
-    # 312 TFLOP/s (1024); on the H100 mma.sync, not wgmma, is taken at the same 1024, about half
-    # of what wgmma reaches; GA10x and AD10x at half the A100's rate with FP32 sums.
-    hmma_per_clk: float = 1024.0
-    # The same by wgmma (Hopper's warpgroup mma, operands from shared memory): the H100's dense
-    # 989 TFLOP/s at 1.83 GHz over 132 SMs is 2048; 0 where the instruction does not exist.
-    wgmma_per_clk: float = 0.0
-
-
-# The structure of an architecture's SM (published figures, not measured by this project); the
-# rates (clock, DMMA, DRAM) come from ``DeviceRates`` when a device has them.
-STRUCTURE: dict[str, Throughput] = {
-    "sm_80": Throughput(1.41, 64, 64.0, 128, 32, 600, 1400),
-    "sm_86": Throughput(1.80, 128, 2.0, 128, 32, 600, 550, hmma_per_clk=512.0),
-    "sm_89": Throughput(2.52, 128, 2.0, 128, 32, 600, 400, hmma_per_clk=512.0),
-    "sm_90": Throughput(1.98, 128, 128.0, 128, 32, 600, 1690, wgmma_per_clk=2048.0),
-}
-
-# How many load latencies a wgmma k tile's copies take to land (``_wgmma_tile``).
-BURST_LATENCY_FACTOR = 3
-
-# 16-byte atomic reductions into C that L2 completes per SM clock, chip-wide (an assumption of
-# this model, not a measured figure).
-REDUCTIONS_PER_CLK = 64
-
-# Conversions from float to double per SM and clock (the CUDA programming guide's table of
-# arithmetic throughput: 16 on sm_80 and sm_90).
-XU_PER_CLK = 16
-
-# The FP64 tensor pipe needs work in flight: every mma of an accumulator chain (one m16n8 tile
-# of a warp) waits for the one before, so each scheduler must hold chains x MK (the k depth of
-# one mma) of at least DMMA_DEPTH to keep the pipe busy; with less it runs at that share of its
-# rate. Set from measurements, as WARP_READY, BURST_LATENCY_FACTOR and the two skinny load costs
-# below are (the other figures are published or assumed): on the H100's 4096^3 dmma_pipelined
-# sweep with MK = 4, 32x64 warp tiles at 8 warps per SM (32 chains a scheduler) and 32x32 tiles
-# at 16 warps (32) ran within 3 % of each other, 32x32 at 12 warps (24 chains) 20 % slower and
-# at 8 warps (16) 30 % slower.
-DMMA_DEPTH = 128
-
-# Schedulers (SM sub-partitions) per SM, each issuing one warp instruction a clock, and the chance
-# that one warp of the k loop has an instruction ready in a given clock: one warp per scheduler
-# issues 90 % of the clocks, two 99 %. WARP_READY is set from measurements: of 0.7, 0.8 and
-# 0.9, 0.9 agreed best with the H100 sweep tables overall.
-SCHEDULERS = 4
-WARP_READY = 0.9
-
-# Instructions that one load of ``skinny``'s unchecked loop costs beside itself: address
-# arithmetic (nvcc 13.0 for sm_90 put 4.5 to 4.7 non-FMA instructions per load in the loop
-# bodies of three configs; the checked loop, which only ragged edges run, about 16).
-SKINNY_LOAD_ISSUE = 5
-# skinny's unchecked loop needs rows of whole float4s (K for A, N for B); on any other shape
-# every chunk takes the checked loop, which reads a float4 as four checked 4-byte loads at about
-# 16 instructions each. On the H100 the study of 33x4096x4093 measured seven skinny configs at
-# 2.6 to 7.9 TFLOP/s that the model, charging the unchecked loop, put at 26 to 30; charging
-# this puts them at 6 to 8.
-SKINNY_CHECKED_LOAD_ISSUE = 4 * 16
-
-
-def throughput(device: DeviceLimits, rates: DeviceRates | None = None) -> Throughput:
-    """The model's per-SM rates for ``device``: its architecture's structure, with the clock,
-    DMMA rate, DRAM bandwidth and launch time of ``rates`` (default: the architecture's
-    table; an unknown architecture is modelled as sm_90)."""
-    base = STRUCTURE.get(device.arch, STRUCTURE["sm_90"])
-    rates = rates or table_rates(device)
-    if rates is None:
-        return base
-    clock_hz = rates.ffma_tflops * 1e12 / (2 * base.fma_lanes * device.sm_count)
-    return replace(
-        base,
-        clock_ghz=clock_hz / 1e9,
-        dmma_per_clk=rates.fp64_tensor_tflops * 1e12 / (2 * device.sm_count * clock_hz),
-        dram_bytes_per_clk=rates.dram_tb_s * 1e12 / clock_hz,
-        launch_us=rates.launch_us,
-    )
-
-
-def issue_efficiency(warps: int) -> float:
-    """Share of the SM's issue slots that ``warps`` resident warps fill: a scheduler without a
-    warp issues nothing, and one with w warps misses a clock only when none of them is ready."""
-    active = min(SCHEDULERS, max(warps, 1))
-    per_scheduler = max(warps, 1) / active
-    ready = 1.0 - float((1.0 - WARP_READY) ** per_scheduler)
-    return active / SCHEDULERS * ready
+from tuner.model.rates import DeviceRates
+from tuner.model.throughput import (
+    REDUCTIONS_PER_CLK,
+    SCHEDULERS,
+    SKINNY_CHECKED_LOAD_ISSUE,
+    SKINNY_LOAD_ISSUE,
+    Throughput,
+    throughput,
+)
+from tuner.model.tile_work import (
+    TILE_MODELS,
+    TileCycles,
+    ffma_work,
+    float4_rows,
+    k_tile_cycles,
+)
 
 
 @dataclass(frozen=True)
@@ -223,228 +138,6 @@ def _grid(candidate: Candidate, shape: Shape, device: DeviceLimits) -> _Grid:
     blocks = tiles * split
     per_sm = resident_blocks(config, device, check)
     return _Grid(check, tiles, split, blocks, per_sm, min(per_sm, -(-blocks // device.sm_count)))
-
-
-TileCycles = Callable[[int], float]
-
-
-@dataclass(frozen=True)
-class TileWork:
-    """What one block does for one k tile, pipe by pipe: the four tile models (one per
-    ``CostTraits.math``) differ only in these figures, and :func:`_tile_cycles` turns any of
-    them into the clocks of ``resident`` such blocks on one SM."""
-
-    warps: int
-    issue: float  # warp instructions the block issues, at ``issue_rate`` a clock when every
-    issue_rate: float  # issue slot is filled (``issue_efficiency`` says how many are)
-    smem_bytes: int  # shared-memory traffic
-    l2_bytes: int  # the block tiles of A and B, read from L2
-    loads_ahead: int  # k tiles whose loads are in flight ahead of the one computed
-    latency: int  # clocks from a global load (or a burst of copies) to its data
-    macs: int = 0  # multiply-adds on the tensor cores, at ``math_rate`` a clock (FFMA: issue)
-    math_rate: float = 1.0
-    # Work in flight that one block gives the math pipe (accumulator chains x mma depth): the
-    # pipe runs at ``resident * depth / SCHEDULERS / DMMA_DEPTH`` of its rate while that is
-    # below 1 (``DMMA_DEPTH``); None for a pipe that any resident block keeps busy.
-    depth: int | None = None
-    conversions: int = 0  # floats widened to double, at ``XU_PER_CLK`` a clock
-
-
-def _tile_cycles(work: TileWork, rates: Throughput) -> TileCycles:
-    """Clocks of one k tile of ``resident`` blocks on one SM: the busiest pipe, or the wait for
-    the loads where it is longer (:func:`_with_latency`)."""
-
-    def cycles(resident: int) -> float:
-        math = resident * work.macs / work.math_rate
-        if work.depth is not None:
-            math /= min(1.0, resident * work.depth / SCHEDULERS / DMMA_DEPTH)
-        widen = resident * work.conversions / XU_PER_CLK
-        issue = resident * work.issue / work.issue_rate
-        issue /= issue_efficiency(resident * work.warps)
-        smem = resident * work.smem_bytes / rates.smem_bytes_per_clk
-        l2 = resident * work.l2_bytes / rates.l2_bytes_per_clk
-        busy = max(math, widen, issue, smem, l2)
-        return _with_latency(busy, resident, work.loads_ahead, work.latency)
-
-    return cycles
-
-
-def float4_rows(shape: Shape) -> tuple[bool, bool]:
-    """Whether A's rows (K long) and B's rows (N long) are whole float4s: what the float32
-    templates' 16-byte (or unchecked) paths need."""
-    return shape.k % 4 == 0, shape.n % 4 == 0
-
-
-def tile_loads(bm: int, bn: int, bk: int, threads: int, shape: Shape) -> float:
-    """Global loads (or copies) per thread for one k tile of A and B: 16 bytes each where the
-    rows allow it, else one float each (the templates take the 16-byte path only when the row
-    length, K for A and N for B, is a multiple of 4)."""
-    a_vec, b_vec = float4_rows(shape)
-    a_width = 4 if a_vec else 1
-    b_width = 4 if b_vec else 1
-    return max((bm * bk / a_width + bn * bk / b_width) / threads, 1.0)
-
-
-def _ffma_work(
-    family: Family,
-    params: dict[str, int],
-    threads: int,
-    rates: Throughput,
-    warp_size: int,
-    shape: Shape,
-) -> TileWork:
-    """An FP32 FMA family: every thread issues its FMAs, the float4 shared loads of its
-    fragments, and its share of the tile's global loads and shared stores; ``fma_lanes / 32``
-    warp instructions a clock."""
-    bm, bn, bk = params["BM"], params["BN"], params["BK"]
-    fp = family.footprint(params)
-    wm, wn = family.cost.warp_tile_of(params)
-    warps = -(-threads // warp_size)
-    loads = tile_loads(bm, bn, bk, threads, shape)
-    per_thread = bk * (fp.accumulators + fp.fragments / 4) + 2 * loads + 2
-    return TileWork(
-        warps=warps,
-        issue=warps * per_thread,
-        issue_rate=rates.fma_lanes / 32,
-        smem_bytes=(warps * bk * (wm + wn) + (bm + bn) * bk) * 4,
-        l2_bytes=(bm + bn) * bk * 4,
-        loads_ahead=family.cost.loads_ahead(params),
-        latency=rates.global_latency,
-    )
-
-
-def _fp64_tensor_work(
-    family: Family,
-    params: dict[str, int],
-    threads: int,
-    rates: Throughput,
-    warp_size: int,
-    shape: Shape,
-) -> TileWork:
-    """A family that multiplies on the FP64 tensor cores: each warp reads its WMxBK slice of A
-    and BKxWN slice of B as floats and widens every value (or, with WIDEN = 0, the block widens
-    its tiles once as it stores them, and warps read doubles); the DMMA pipe needs work in
-    flight (``DMMA_DEPTH``)."""
-    bm, bn, bk, mk = params["BM"], params["BN"], params["BK"], params["MK"]
-    wm, wn = family.cost.warp_tile_of(params)
-    warps = -(-threads // warp_size)
-    widened_on_store = params.get("WIDEN", 1) == 0
-    element = 8 if widened_on_store else 4
-    per_warp_reads = (wm + wn) * bk  # values one warp reads from shared memory per k tile
-    mmas = (wm // 16) * (wn // 8) * (bk // mk)
-    per_warp = mmas + per_warp_reads * element / (16 * warp_size) + per_warp_reads / warp_size
-    copies = tile_loads(bm, bn, bk, threads, shape)
-    return TileWork(
-        warps=warps,
-        issue=warps * per_warp + threads * copies / warp_size,
-        issue_rate=SCHEDULERS,
-        smem_bytes=warps * per_warp_reads * element + (bm + bn) * bk * element,
-        l2_bytes=(bm + bn) * bk * 4,
-        loads_ahead=family.cost.loads_ahead(params),
-        latency=rates.global_latency,
-        macs=bm * bn * bk,
-        math_rate=rates.dmma_per_clk,
-        depth=warps * (wm // 16) * (wn // 8) * mk,
-        conversions=(bm + bn) * bk if widened_on_store else warps * per_warp_reads,
-    )
-
-
-def _half_tensor_work(
-    family: Family,
-    params: dict[str, int],
-    threads: int,
-    rates: Throughput,
-    warp_size: int,
-    shape: Shape,
-) -> TileWork:
-    """A family that multiplies FP16 or BF16 on the tensor cores by warp: each warp reads its
-    WMxBK slice of A and BKxWN slice of B with ldmatrix (four 8x8 matrices a read) and issues
-    (WM/16)(WN/8)(BK/16) mma.sync; the block copies its tiles in 16-byte chunks, or in smaller
-    pieces where rows are not 16-byte aligned."""
-    bm, bn, bk = params["BM"], params["BN"], params["BK"]
-    wm, wn = family.cost.warp_tile_of(params)
-    warps = -(-threads // warp_size)
-    mmas = (wm // 16) * (wn // 8) * (bk // 16)
-    reads = (wm // 16 + wn // 16) * (bk // 16)
-    pieces = _half_copies(bm, bn, bk, threads, shape)
-    return TileWork(
-        warps=warps,
-        issue=warps * (mmas + reads + pieces),
-        issue_rate=SCHEDULERS,
-        smem_bytes=(warps * (wm + wn) * bk + (bm + bn) * bk) * 2,
-        l2_bytes=(bm + bn) * bk * 2,
-        loads_ahead=family.cost.loads_ahead(params),
-        latency=rates.global_latency,
-        macs=bm * bn * bk,
-        math_rate=rates.hmma_per_clk,
-    )
-
-
-def _wgmma_work(
-    family: Family,
-    params: dict[str, int],
-    threads: int,
-    rates: Throughput,
-    warp_size: int,
-    shape: Shape,
-) -> TileWork:
-    """A family that multiplies FP16 or BF16 by warpgroup (``wgmma``): the tensor cores read
-    each warpgroup's BM/WG_M rows of A and all of B's tile from shared memory themselves, so
-    the warps issue only the tile's copies (as ``hmma``'s) and a few wgmma a k tile."""
-    bm, bn, bk = params["BM"], params["BN"], params["BK"]
-    warps = -(-threads // warp_size)
-    # Every thread copies its share of a whole stage ((BM + BN) x 64 halves) in one burst after
-    # the k tile's barrier, behind the bursts of the tiles before it: the model's load latency
-    # is too short for it. Calibrated on one public-suite shape, BF16 4096^3 on the H100
-    # (tries/h100-try-wgmma-first.json): 128x256 tiles ran at 443 TFLOP/s with one k tile
-    # copied ahead (STAGES 3) and 528 with two (STAGES 4), 1.19 times the time; with the model's
-    # 1536 clocks a k tile (L2-bound), three times the load latency (1800 clocks over one tile
-    # ahead) gives 1.17.
-    return TileWork(
-        warps=warps,
-        issue=warps * _half_copies(bm, bn, bk, threads, shape),
-        issue_rate=SCHEDULERS,
-        smem_bytes=((bm + params["WG_M"] * bn) * bk + (bm + bn) * bk) * 2,
-        l2_bytes=(bm + bn) * bk * 2,
-        loads_ahead=family.cost.loads_ahead(params),
-        latency=BURST_LATENCY_FACTOR * rates.global_latency,
-        macs=bm * bn * bk,
-        math_rate=rates.wgmma_per_clk or rates.hmma_per_clk,
-    )
-
-
-def _half_copies(bm: int, bn: int, bk: int, threads: int, shape: Shape) -> float:
-    """Copy instructions per thread and k tile of a half-input family's A and B tiles."""
-    a_ld = shape.m if shape.a_transposed else shape.k
-    b_ld = shape.k if shape.b_transposed else shape.n
-    return (bm * bk * _pieces_per_chunk(a_ld) + bn * bk * _pieces_per_chunk(b_ld)) / 8 / threads
-
-
-def _pieces_per_chunk(ld: int) -> int:
-    """Copies per 16 bytes of a half-precision row of ``ld`` elements: one cp.async of 16, 8 or
-    4 bytes as the row's alignment allows, or 8 two-byte loads and their stores."""
-    for width, pieces in ((8, 1), (4, 2), (2, 4)):
-        if ld % width == 0:
-            return pieces
-    return 16
-
-
-# The tile model of each kind of math (``CostTraits.math``); FFMA for any other.
-TILE_MODELS: dict[str, Callable[..., TileWork]] = {
-    "ffma": _ffma_work,
-    "fp64_tensor": _fp64_tensor_work,
-    "half_tensor": _half_tensor_work,
-    "half_wgmma": _wgmma_work,
-}
-
-
-def _with_latency(busy: float, resident: int, ahead: int, latency: int) -> float:
-    """A k tile's clocks once the wait for its global loads (``latency`` clocks) is counted:
-    hidden behind the tiles loaded ahead, or, without any, filled only by the other resident
-    blocks' work."""
-    if ahead == 0:
-        return max(busy, latency + busy / resident)
-    return max(busy, latency / ahead)
 
 
 def estimate(
@@ -529,9 +222,9 @@ def _kernel_estimate(
     params = config.as_dict()
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     g = _grid(candidate, shape, device)
-    tile_work = TILE_MODELS.get(family.cost.math, _ffma_work)
+    tile_work = TILE_MODELS.get(family.cost.math, ffma_work)
     work = tile_work(family, params, g.check.threads, unit, device.warp_size, shape)
-    tile_cycles = _tile_cycles(work, unit)
+    tile_cycles = k_tile_cycles(work, unit)
     all_k_tiles = -(-shape.k // bk)
     if family.cost.schedule == "persistent":
         return _persistent_estimate(config, shape, device, unit, g.tiles, all_k_tiles, tile_cycles)

@@ -52,7 +52,7 @@ def test_deeper_pipelines_hide_latency_and_rank_is_deterministic() -> None:
 
 
 def test_issue_efficiency_counts_idle_schedulers_and_missing_ready_warps() -> None:
-    from tuner.model.cost_model import SCHEDULERS, WARP_READY, issue_efficiency
+    from tuner.model.throughput import SCHEDULERS, WARP_READY, issue_efficiency
 
     # Two warps leave two of the four schedulers idle; one warp each issues WARP_READY.
     assert issue_efficiency(2) == pytest.approx(0.5 * WARP_READY)
