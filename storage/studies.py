@@ -89,7 +89,7 @@ def study_summaries(session: Session) -> list[StudySummary]:
     return sorted(summaries, key=lambda s: (s.name, list(Phase).index(s.phase)))
 
 
-def _families(session: Session) -> dict[tuple[str, str], tuple[str, ...]]:
+def _families(session: Session) -> dict[tuple[str | None, str], tuple[str, ...]]:
     """(study, phase) -> the families of its rows, in the order first measured."""
     first = func.min(Measurement.id)
     rows = session.execute(
@@ -98,7 +98,7 @@ def _families(session: Session) -> dict[tuple[str, str], tuple[str, ...]]:
         .group_by(Measurement.study, Measurement.phase, Measurement.family)
         .order_by(first)
     )
-    found: dict[tuple[str, str], tuple[str, ...]] = {}
+    found: dict[tuple[str | None, str], tuple[str, ...]] = {}  # None: never, by the filter
     for name, phase, family in rows:
         found[(name, phase)] = (*found.get((name, phase), ()), family)
     return found
