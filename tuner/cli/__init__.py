@@ -12,6 +12,7 @@ import sys
 import typer
 
 from storage import StorageError
+from tuner import __version__
 from tuner.cli import bench, kernels, report, results, serve, sweep, tune
 from tuner.core.errors import InputError
 
@@ -35,6 +36,25 @@ app.command("sweep")(sweep.sweep)
 app.command("report")(report.report)
 app.command("serve")(serve.serve)
 app.add_typer(results.db_app, name="db")
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(f"gemmtune {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="print the version and exit",
+        callback=_print_version,
+        is_eager=True,
+    ),
+) -> None:
+    """Autotune GEMM tile parameters for Jinja-templated CUDA kernels."""
 
 
 def main(argv: list[str] | None = None) -> None:

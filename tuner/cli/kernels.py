@@ -10,6 +10,7 @@ import typer
 from tuner.cli._common import DtypeOpt, LayoutOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
+from tuner.core.errors import InputError
 from tuner.core.shape import parse_shape
 from tuner.gpu.device import resolve_device
 from tuner.gpu.nvrtc import COMPILERS, choose_compiler
@@ -56,7 +57,7 @@ def space(
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
     device: DeviceOpt = None,
-    limit: Annotated[int, typer.Option(help="how many configs to list")] = 10,
+    limit: Annotated[int, typer.Option(help="how many configs to list (0 or more)")] = 10,
     compile: Annotated[
         bool, typer.Option("--compile", help="also compile and prune on real usage")
     ] = False,
@@ -64,6 +65,8 @@ def space(
     jobs: Annotated[int | None, typer.Option(help="parallel compiles (default: all cores)")] = None,
 ) -> None:
     """Count the configs of a family for a shape (raw -> valid -> useful -> fits) and list some."""
+    if limit < 0:
+        raise InputError(f"`--limit` must be 0 or more, got {limit}")
     fam, dev = get_family(family), resolve_device(device)
     problem = parse_shape(shape, dtype, layout)
     sp = Space(fam, problem, dev)

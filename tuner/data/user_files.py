@@ -17,13 +17,14 @@ from tuner.core.errors import InputError
 
 
 def read_text(path: Path, what: str) -> str:
-    """The UTF-8 text of ``path``; ``what`` names the file in errors ("shape file")."""
+    """The UTF-8 text of ``path``; ``what`` names the file in errors ("shape file"). A leading
+    byte-order mark, which spreadsheets write when they save CSV as UTF-8, is dropped."""
     if path.is_dir():
         raise InputError(f"{what} {str(path)!r} is a directory; give a file")
     if not path.is_file():
         raise InputError(f"{what} {str(path)!r} does not exist")
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(
             f"{what} {str(path)!r} is not UTF-8 text (byte {exc.start}: {exc.reason}); "

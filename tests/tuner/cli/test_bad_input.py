@@ -136,3 +136,12 @@ def test_a_read_only_sqlite_url_is_fine_for_reading(
     url = f"sqlite:///file:{db.removeprefix('sqlite:///')}?mode=ro&uri=true"
     code, out, _ = cli(capsys, "best", "--shape", "1000x1000x1000", "--db", url)
     assert code == 0 and "source: default" in out
+
+
+@pytest.mark.parametrize("limit", ["-3", "-1"])
+def test_space_refuses_a_negative_limit(capsys: pytest.CaptureFixture[str], limit: str) -> None:
+    code, _, err = cli(
+        capsys, "space", "--family", "warptile", "--shape", "64x64x64", "--limit", limit
+    )
+    assert code == 2
+    one_error_line(err, "`--limit`", limit, "0 or more")

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 import typer.main
 
+from tests.tuner.cli.running import cli
+from tuner import __version__
 from tuner.cli import app
 
 
@@ -36,3 +39,8 @@ def test_every_command_has_help() -> None:
     assert [
         path for path, command in commands(typer.main.get_command(app)) if not command.help
     ] == []
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "--version")
+    assert (code, out.strip(), err) == (0, f"gemmtune {__version__}", "")

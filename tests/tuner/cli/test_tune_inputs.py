@@ -21,14 +21,16 @@ def held() -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "header", ["class,M,N,K", "CLASS, m, n, k", "# class,M,N,K"], ids=["plain", "spaced", "comment"]
+    "header",
+    ["class,M,N,K", "CLASS, m, n, k", "# class,M,N,K", "\ufeffclass,M,N,K"],
+    ids=["plain", "spaced", "comment", "byte-order-mark"],
 )
 def test_tune_batch_reads_a_header_row(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], held: list[str], header: str
 ) -> None:
     shapes = tmp_path / "shapes.csv"
     m, n, k = held[0].split("x")
-    shapes.write_text(f"{header}\nsuite,{m},{n},{k}\n")
+    shapes.write_text(f"{header}\nsuite,{m},{n},{k}\n", encoding="utf-8")  # a spreadsheet's BOM
     url = f"sqlite:///{tmp_path / 'batch.db'}"
     args = ("--evaluator", "replay", "--sampler", "exhaustive", "--trials", "2", "--db", url)
     code, out, err = cli(capsys, "tune-batch", str(shapes), *args)
