@@ -84,8 +84,18 @@ def best(
 
 
 def _best_rows(sessions: sessionmaker[Session], device: str | None) -> list[dict[str, Any]]:
+    """Every best config, or ``device``'s; a device the database does not know is an error
+    naming the known ones (an empty table would read as "nothing tuned" and hide a typo)."""
     with sessions() as session:
         rows = storage.best_configs(session, device)
+        if device is not None and not rows:
+            known = [d.name for d in storage.list_devices(session)]
+            if device not in known:
+                listed = ", ".join(repr(name) for name in sorted(set(known))) or "none"
+                raise InputError(
+                    f"`--device` {device!r} is not a known device (nothing is stored for it); "
+                    f"known devices: {listed}"
+                )
     return [
         {
             "device": r.device.name,
@@ -178,7 +188,10 @@ def import_(
     sessions = storage.open_database(db)
     with StepBar("importing") as bar:
         count = storage.import_json(sessions, data, bar, check=check_record)
-    out.print(f"imported {count} measurements from {file}")
+    offered = len(data.get("measurements", [])) if isinstance(data, dict) else count
+    held = offered - count
+    already = f"; {held} were already stored" if held > 0 else ""
+    out.print(f"imported {count} measurements from {file}{already}")
 
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import storage
+from tests.tuner.cli.running import cli, one_error_line
 from tuner.answers.default_rule import DEFAULT_SMALL
 from tuner.cli import main
 from tuner.kernels.families import parse_config
@@ -140,3 +141,13 @@ def test_a_shape_far_from_every_tuned_one_says_far_and_how_far(
     assert code == 0 and lines[0] == DEFAULT_SMALL
     assert lines[1].startswith("  source: far, distance 9.")
     assert "1024x1024x1024" in lines[2] and "too far" in lines[2]
+
+
+def test_results_for_an_unknown_device_names_the_known_ones(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    code, out, err = cli(capsys, "results", "--device", "NVIDIA H20O", "--db", db)
+    assert code == 2 and out == ""
+    one_error_line(err, "`--device` 'NVIDIA H20O' is not a known device", repr(H100.name))
+    code, out, _ = cli(capsys, "results", "--device", H100.name, "--db", db)
+    assert code == 0 and FAST in out and DMMA in out and A100.name not in out

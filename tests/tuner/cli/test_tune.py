@@ -397,6 +397,7 @@ def test_export_import_round_trip(
     assert f"imported {exported} measurements" in flat(out)
     code, out, _ = cli(capsys, "import", str(dump), "--db", target)
     assert code == 0 and "imported 0 measurements" in flat(out)  # idempotent
+    assert f"{exported} were already stored" in flat(out)  # and it says why nothing was added
     results = [
         json.loads(cli(capsys, "results", "--format", "json", "--db", db)[1])
         for db in (tuned, target)
