@@ -12,6 +12,7 @@ import typer
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
+from tuner.answers.best import UnknownDeviceError
 from tuner.answers.device_kind import DeviceSpec
 from tuner.answers.index import load_snapshot
 from tuner.cli._common import AccuracyOpt, DbOpt, DtypeOpt, LayoutOpt, out
@@ -91,11 +92,8 @@ def _best_rows(sessions: sessionmaker[Session], device: str | None) -> list[dict
         if device is not None and not rows:
             known = [d.name for d in storage.list_devices(session)]
             if device not in known:
-                listed = ", ".join(repr(name) for name in sorted(set(known))) or "none"
-                raise InputError(
-                    f"`--device` {device!r} is not a known device (nothing is stored for it); "
-                    f"known devices: {listed}"
-                )
+                unknown = UnknownDeviceError(DeviceSpec(device), known)
+                raise InputError(f"`--device` {unknown.detail}")
     return [
         {
             "device": r.device.name,
