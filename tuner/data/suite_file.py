@@ -31,6 +31,7 @@ from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.core.statuses import STATUSES
 from tuner.data.measured_on import MeasuredOn, measured_on
+from tuner.data.user_files import read_text
 from tuner.data.validation import (
     BadField,
     ResultsFileError,
@@ -106,10 +107,9 @@ class SuiteFile:
 
 
 def read_suite_file(path: Path) -> SuiteFile:
-    if not path.is_file():
-        raise InputError(f"suite file {str(path)!r} does not exist")
+    text_of_file = read_text(path, "suite file")
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(text_of_file)
     except json.JSONDecodeError as exc:
         raise ResultsFileError(path, f"line {exc.lineno}", exc.msg) from None
     return _checked(path, document)

@@ -28,6 +28,7 @@ from tuner.core.result import Result
 from tuner.core.shape import Shape, parse_shape
 from tuner.core.statuses import STATUSES
 from tuner.data.measured_on import MeasuredOn, measured_on
+from tuner.data.user_files import read_text
 from tuner.data.validation import (
     BadField,
     ResultsFileError,
@@ -195,28 +196,26 @@ class SweepTable:
 
 def read_sweep_table(path: Path) -> SweepTable:
     """The header and every result of the table at ``path``, in file order."""
-    if not path.is_file():
-        raise InputError(f"sweep table {str(path)!r} does not exist")
+    lines = read_text(path, "sweep table").split("\n")
     header: SweepHeader | None = None
     rows: list[SweepRow] = []
     shapes: dict[str, Shape] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json_object(json.loads(line), "a line")
-                kind = obj.get("kind")
-                if header is None and kind != "header":
-                    raise BadField(f"a table starts with its header, got `kind` {kind!r}")
-                if header is None:
-                    header = SweepHeader.from_json(obj)
-                elif kind == "result":
-                    rows.append(SweepRow.from_json(obj, shapes))
-                else:
-                    raise BadField(f"`kind` must be 'result' after the header, got {kind!r}")
-            except (json.JSONDecodeError, BadField) as exc:
-                raise ResultsFileError(path, f"line {number}", str(exc)) from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json_object(json.loads(line), "a line")
+            kind = obj.get("kind")
+            if header is None and kind != "header":
+                raise BadField(f"a table starts with its header, got `kind` {kind!r}")
+            if header is None:
+                header = SweepHeader.from_json(obj)
+            elif kind == "result":
+                rows.append(SweepRow.from_json(obj, shapes))
+            else:
+                raise BadField(f"`kind` must be 'result' after the header, got {kind!r}")
+        except (json.JSONDecodeError, BadField) as exc:
+            raise ResultsFileError(path, f"line {number}", str(exc)) from None
     if header is None:
         raise ResultsFileError(path, "line 1", "the file is empty, a table starts with its header")
     return SweepTable(path, header, tuple(rows))

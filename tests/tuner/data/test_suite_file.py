@@ -102,3 +102,11 @@ def test_a_file_of_another_format_is_named(tmp_path: Path, text: str, problem: s
 def test_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"suite file .* does not exist"):
         read_suite_file(tmp_path / "nope.json")
+
+
+def test_a_directory_or_a_file_not_in_utf8_is_named(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"suite file '.*' is a directory; give a file"):
+        read_suite_file(tmp_path)
+    (tmp_path / "utf16.json").write_text('{"device": "H100"}', encoding="utf-16")
+    with pytest.raises(InputError, match=r"utf16\.json' is not UTF-8 text"):
+        read_suite_file(tmp_path / "utf16.json")

@@ -89,3 +89,12 @@ def test_an_empty_or_missing_table(tmp_path: Path) -> None:
         read_sweep_table(tmp_path / "empty.jsonl")
     with pytest.raises(InputError, match=r"sweep table '.*missing\.jsonl' does not exist"):
         read_sweep_table(tmp_path / "missing.jsonl")
+
+
+def test_a_directory_or_a_table_not_in_utf8_is_named(tmp_path: Path) -> None:
+    """One line each, not a traceback and not "does not exist" for a folder that does."""
+    with pytest.raises(InputError, match=r"sweep table '.*' is a directory; give a file"):
+        read_sweep_table(tmp_path)
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"kind": "header", "device": "caf\xe9"}\n')
+    with pytest.raises(InputError, match=r"latin1\.jsonl' is not UTF-8 text \(byte 33"):
+        read_sweep_table(tmp_path / "latin1.jsonl")
