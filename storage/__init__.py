@@ -8,67 +8,146 @@ transactions.
 
 from __future__ import annotations
 
-from storage.bulk import record_measurements
-from storage.claims import (
-    CLAIM_LEASE_S,
-    claim_candidate,
-    live_claims,
-    release_claim,
-    renew_claims,
-    settle_claim,
-)
-from storage.database import open_database, open_engine, open_existing_database
-from storage.engine import (
-    DEFAULT_URL,
-    URL_ENV_VAR,
-    database_url,
-    make_engine,
-    make_session_factory,
-)
-from storage.errors import StorageError
-from storage.file_identity import SqliteFile
-from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, RatesIn, ShapeIn
-from storage.legacy_records import from_legacy
-from storage.models import Base, BestConfig, Claim, Device, DeviceRates, Measurement, Shape
-from storage.queries import (
-    BestConfigsMark,
-    best_configs,
-    best_configs_fingerprint,
-    best_configs_of,
-    best_configs_updated_since,
-    best_for,
-    count_measurements,
-    devices_after,
-    fastest_ok_times,
-    find_device,
-    find_shape,
-    holds_measurements,
-    list_devices,
-    list_measurements,
-    measurements_for_study,
-    ping,
-)
-from storage.rates import device_rates, latest_device_rates, record_device_rates
-from storage.records import number_measurement, record_measurement
-from storage.schema import (
-    UPGRADE_COMMAND,
-    check_schema,
-    current_revision,
-    downgrade,
-    head_revision,
-    upgrade,
-)
-from storage.studies import (
-    StudyProgress,
-    StudyShape,
-    StudySummary,
-    progress_query,
-    study_progress,
-    study_summaries,
-    study_table,
-)
-from storage.transfer import FORMAT_VERSION, export_json, import_json
-from storage.values import measurement_values
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from storage.bulk import record_measurements
+    from storage.claims import (
+        CLAIM_LEASE_S,
+        claim_candidate,
+        live_claims,
+        release_claim,
+        renew_claims,
+        settle_claim,
+    )
+    from storage.database import open_database, open_engine, open_existing_database
+    from storage.engine import (
+        DEFAULT_URL,
+        URL_ENV_VAR,
+        database_url,
+        make_engine,
+        make_session_factory,
+    )
+    from storage.errors import StorageError
+    from storage.file_identity import SqliteFile
+    from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, RatesIn, ShapeIn
+    from storage.legacy_records import from_legacy
+    from storage.models import Base, BestConfig, Claim, Device, DeviceRates, Measurement, Shape
+    from storage.queries import (
+        BestConfigsMark,
+        best_configs,
+        best_configs_fingerprint,
+        best_configs_of,
+        best_configs_updated_since,
+        best_for,
+        count_measurements,
+        devices_after,
+        fastest_ok_times,
+        find_device,
+        find_shape,
+        holds_measurements,
+        list_devices,
+        list_measurements,
+        measurements_for_study,
+        ping,
+    )
+    from storage.rates import device_rates, latest_device_rates, record_device_rates
+    from storage.records import number_measurement, record_measurement
+    from storage.schema import (
+        UPGRADE_COMMAND,
+        check_schema,
+        current_revision,
+        downgrade,
+        head_revision,
+        upgrade,
+    )
+    from storage.studies import (
+        StudyProgress,
+        StudyShape,
+        StudySummary,
+        progress_query,
+        study_progress,
+        study_summaries,
+        study_table,
+    )
+    from storage.transfer import FORMAT_VERSION, export_json, import_json
+    from storage.values import measurement_values
+
+# Each public name and the module that defines it: a name is imported on first use
+# (``__getattr__`` below), so ``import storage`` or ``from storage.errors import StorageError``
+# costs nothing, and a command that never touches the database never imports SQLAlchemy or
+# Alembic (the CLI's start-up, ``tuner.cli``).
+_HOMES = {
+    "record_measurements": "storage.bulk",
+    "CLAIM_LEASE_S": "storage.claims",
+    "claim_candidate": "storage.claims",
+    "live_claims": "storage.claims",
+    "release_claim": "storage.claims",
+    "renew_claims": "storage.claims",
+    "settle_claim": "storage.claims",
+    "open_database": "storage.database",
+    "open_engine": "storage.database",
+    "open_existing_database": "storage.database",
+    "DEFAULT_URL": "storage.engine",
+    "URL_ENV_VAR": "storage.engine",
+    "database_url": "storage.engine",
+    "make_engine": "storage.engine",
+    "make_session_factory": "storage.engine",
+    "StorageError": "storage.errors",
+    "SqliteFile": "storage.file_identity",
+    "MEASUREMENT_FIELDS": "storage.inputs",
+    "DeviceIn": "storage.inputs",
+    "MeasurementIn": "storage.inputs",
+    "RatesIn": "storage.inputs",
+    "ShapeIn": "storage.inputs",
+    "from_legacy": "storage.legacy_records",
+    "Base": "storage.models",
+    "BestConfig": "storage.models",
+    "Claim": "storage.models",
+    "Device": "storage.models",
+    "DeviceRates": "storage.models",
+    "Measurement": "storage.models",
+    "Shape": "storage.models",
+    "BestConfigsMark": "storage.queries",
+    "best_configs": "storage.queries",
+    "best_configs_fingerprint": "storage.queries",
+    "best_configs_of": "storage.queries",
+    "best_configs_updated_since": "storage.queries",
+    "best_for": "storage.queries",
+    "count_measurements": "storage.queries",
+    "devices_after": "storage.queries",
+    "fastest_ok_times": "storage.queries",
+    "find_device": "storage.queries",
+    "find_shape": "storage.queries",
+    "holds_measurements": "storage.queries",
+    "list_devices": "storage.queries",
+    "list_measurements": "storage.queries",
+    "measurements_for_study": "storage.queries",
+    "ping": "storage.queries",
+    "device_rates": "storage.rates",
+    "latest_device_rates": "storage.rates",
+    "record_device_rates": "storage.rates",
+    "number_measurement": "storage.records",
+    "record_measurement": "storage.records",
+    "UPGRADE_COMMAND": "storage.schema",
+    "check_schema": "storage.schema",
+    "current_revision": "storage.schema",
+    "downgrade": "storage.schema",
+    "head_revision": "storage.schema",
+    "upgrade": "storage.schema",
+    "StudyProgress": "storage.studies",
+    "StudyShape": "storage.studies",
+    "StudySummary": "storage.studies",
+    "progress_query": "storage.studies",
+    "study_progress": "storage.studies",
+    "study_summaries": "storage.studies",
+    "study_table": "storage.studies",
+    "FORMAT_VERSION": "storage.transfer",
+    "export_json": "storage.transfer",
+    "import_json": "storage.transfer",
+    "measurement_values": "storage.values",
+}
 
 __all__ = [
     "CLAIM_LEASE_S",
@@ -140,3 +219,12 @@ __all__ = [
     "study_table",
     "upgrade",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'storage' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

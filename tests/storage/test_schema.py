@@ -149,6 +149,24 @@ def test_upgrade_from_0002_keeps_data_and_adds_device_rates(engine: Engine) -> N
     assert _count(engine, "device") == 1
 
 
+def test_the_revision_chain_read_from_the_scripts_is_alembics(engine: Engine) -> None:
+    """check_schema reads the chain from the scripts' text (no Alembic import on a quick
+    command); Alembic, which migrates, must see the same chain, head and stamp."""
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory.from_config(storage.schema.alembic_config())
+    assert head_revision() == scripts.get_current_head()
+    assert storage.schema.known_revisions() == {
+        script.revision: script.down_revision for script in scripts.walk_revisions()
+    }
+    with engine.connect() as connection:
+        stamped = MigrationContext.configure(
+            connection, opts={"version_table": storage.schema.VERSION_TABLE}
+        ).get_current_revision()
+    assert stamped is not None
+    assert current_revision(engine) == stamped
+
+
 def test_check_schema_refuses_unknown_revision(engine: Engine) -> None:
     with engine.begin() as connection:
         connection.execute(text("UPDATE gemmtune_alembic_version SET version_num = 'fffffffffff'"))

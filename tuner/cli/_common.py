@@ -11,8 +11,12 @@ from rich.console import Console
 from tuner.core.accuracy import ACCURACY_CLASSES
 from tuner.core.shape import SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
 from tuner.kernels.families import FAMILIES
-from tuner.run.runner import DEFAULT_EMULATED_FAMILIES, DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES
-from tuner.search.samplers import SAMPLERS
+from tuner.run.default_families import (
+    DEFAULT_EMULATED_FAMILIES,
+    DEFAULT_FAMILIES,
+    DEFAULT_HALF_FAMILIES,
+)
+from tuner.search.sampler_names import SAMPLERS
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)

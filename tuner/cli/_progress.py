@@ -8,6 +8,8 @@ callbacks, so the library never imports rich.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,7 +21,9 @@ from rich.progress import (
 )
 
 from tuner.cli._common import err
-from tuner.search.study import Progress as StudyProgress
+
+if TYPE_CHECKING:
+    from tuner.search.study import Progress as StudyProgress
 
 
 def _bar(*extra: TextColumn) -> Progress:

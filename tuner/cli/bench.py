@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 import typer
 
-from storage import open_database
 from tuner.cli._common import (
     AccuracyOpt,
     DbOpt,
@@ -29,12 +28,8 @@ from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.data import default_suite, output_dir, write_suite_file
 from tuner.data.location import DEFAULT_SUITE_NAME
 from tuner.data.shape_lists import read_suite
-from tuner.model.roofline import ceilings_for
-from tuner.report.bench_tables import chart_title, markdown, ratio_chart
-from tuner.run import bench as logic
 from tuner.run.request import DEFAULT_TRIALS, WARM_START, TuneRequest
-from tuner.run.runner import start_gpu
-from tuner.search.samplers import DEFAULT_SAMPLER
+from tuner.search.sampler_names import DEFAULT_SAMPLER
 
 
 def _write(path: Path, text: str) -> None:
@@ -110,6 +105,14 @@ def bench(
 ) -> None:
     """Tune or reuse every suite shape, re-measure it side by side with cuBLAS, write JSON,
     a Markdown table (also printed) and an SVG chart."""
+    # The bench's machinery (the study loop, SQLAlchemy, CuPy) only when it runs: `gemmtune
+    # --help` and the quick commands start without it.
+    from storage import open_database
+    from tuner.model.roofline import ceilings_for
+    from tuner.report.bench_tables import chart_title, markdown, ratio_chart
+    from tuner.run import bench as logic
+    from tuner.run.runner import start_gpu
+
     entries = read_suite(suite if suite is not None else default_suite(), dtype, layout)
     request = logic.BenchRequest(
         TuneRequest(

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from storage import open_existing_database
+import storage  # lazy (storage/__init__.py): SQLAlchemy only when a command opens the database
 from tuner.cli._common import DbOpt, out
 from tuner.data import read_suite_file, write_suite_file
 from tuner.report.tuning_summary import DEFAULT_GAP_S, summary_document, tuning_cost
@@ -31,7 +31,7 @@ def report(
     took, from the tuning database, and write the suite bests file."""
     measured = read_suite_file(bench)
     earlier = read_suite_file(seeded) if seeded is not None else None
-    with open_existing_database(db)() as session:
+    with storage.open_existing_database(db)() as session:
         cost = tuning_cost(session, measured.document["device"], gap_s)
     document = summary_document(measured, cost, gap_s, earlier)
     write_suite_file(out_file, document)

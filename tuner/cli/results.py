@@ -6,23 +6,23 @@ import csv
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from tuner.answers.best import UnknownDeviceError
 from tuner.answers.device_kind import DeviceSpec
-from tuner.answers.index import load_snapshot
 from tuner.cli._common import AccuracyOpt, DbOpt, DtypeOpt, LayoutOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
 from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape, parse_shape
-from tuner.data.intake import check_record
 from tuner.data.user_files import check_writable, read_json, write_text
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
 
 RESULT_COLUMNS = (
     Column("shape"),
@@ -55,6 +55,8 @@ def best(
     if device is None and (arch is not None or sm_count is not None):
         raise InputError("--arch and --sm-count describe a GPU: give its name with --device too")
     asked = None if device is None else DeviceSpec(device, arch, sm_count)
+    from tuner.answers.index import load_snapshot  # SQLAlchemy: only when a command reads
+
     with storage.open_existing_database(db)() as session:
         answer = load_snapshot(session).answer(
             problem.m,
@@ -183,6 +185,8 @@ def import_(
     the file (the rules of API uploads), and so does any error while writing. The rows are
     staged first and merged in one short transaction, so other writers carry on meanwhile."""
     data = read_json(file, "import file")
+    from tuner.data.intake import check_record  # the storage inputs: SQLAlchemy
+
     sessions = storage.open_database(db)
     with StepBar("importing") as bar:
         count = storage.import_json(sessions, data, bar, check=check_record)

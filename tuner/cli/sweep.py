@@ -14,8 +14,6 @@ import typer
 
 from tuner.cli._common import out
 from tuner.core.shape import parse_shape
-from tuner.run.runner import start_gpu
-from tuner.run.sweep import SweepRequest, parse_where, run_sweep
 
 
 def sweep(
@@ -41,6 +39,10 @@ def sweep(
 ) -> None:
     """Measure every candidate of the families on the shapes on the GPU and write a sweep table,
     the data replay, priors and the server's preload read."""
+    # The sweep loop and the GPU worker only when a sweep runs, not for `gemmtune --help`.
+    from tuner.run.runner import start_gpu
+    from tuner.run.sweep import SweepRequest, parse_where, run_sweep
+
     request = SweepRequest(
         tuple(family),
         tuple(parse_shape(text) for text in shape),

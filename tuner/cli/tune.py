@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,9 +25,10 @@ from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.shape import parse_shape
 from tuner.data.shape_lists import read_shapes
 from tuner.run.request import DEFAULT_TRIALS, WARM_START, TuneRequest
-from tuner.run.tune import tune as tune_all
-from tuner.search.samplers import DEFAULT_SAMPLER
-from tuner.search.study import Progress
+from tuner.search.sampler_names import DEFAULT_SAMPLER
+
+if TYPE_CHECKING:
+    from tuner.search.study import Progress
 
 TrialsOpt = Annotated[int | None, typer.Option(min=1, help="evaluated candidates in the study")]
 EvaluatorOpt = Annotated[
@@ -112,6 +113,8 @@ def tune_batch(
 
 
 def _run(request: TuneRequest) -> None:
+    from tuner.run.tune import tune as tune_all  # the study loop: Optuna, SQLAlchemy, CuPy
+
     with StudyBar() as bar:
         tune_all(request, new_report=bar.line, on_done=print_outcome)
 

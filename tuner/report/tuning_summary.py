@@ -22,14 +22,13 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from storage.models import Device, Measurement, Shape
 from tuner.core.errors import InputError
 from tuner.data import SuiteFile
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 # What a summary row keeps of the bench row, and what it adds.
 KEPT = (
@@ -72,6 +71,10 @@ def active_seconds(stamps: list[datetime], gap_s: float) -> float:
 
 def tuning_cost(session: Session, device: str, gap_s: float) -> dict[Dims, TuningCost]:
     """Studies, evaluated candidates and active wall time per shape stored for ``device``."""
+    from sqlalchemy import select  # the database only when a summary reads it: `gemmtune --help`
+
+    from storage.models import Device, Measurement, Shape
+
     stored: dict[Dims, list[tuple[datetime, str]]] = defaultdict(list)
     query = (
         select(Shape.m, Shape.n, Shape.k, Measurement.study, Measurement.created_at)

@@ -18,7 +18,7 @@ from tuner.core.accuracy import DEFAULT_ACCURACY, accepted, check_accuracy
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import FAMILIES
-from tuner.search.samplers import DEFAULT_SAMPLER, check_sampler
+from tuner.search.sampler_names import DEFAULT_SAMPLER, check_sampler
 
 WARM_START = 3  # candidates a new study takes from committed results and tuned neighbours
 # Evaluated candidates of a study by default: with nothing to start from, this many reached 5 % of

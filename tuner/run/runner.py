@@ -25,6 +25,11 @@ from tuner.gpu.selection import cuda_device_count
 from tuner.kernels.families import FAMILIES, checked_config
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates, table_rates
+from tuner.run.default_families import (
+    DEFAULT_EMULATED_FAMILIES,
+    DEFAULT_FAMILIES,
+    DEFAULT_HALF_FAMILIES,
+)
 from tuner.run.request import TuneRequest
 from tuner.search.evaluator import Evaluator
 from tuner.search.priors import committed_starts
@@ -35,25 +40,6 @@ from tuner.search.study import Progress, Study
 if TYPE_CHECKING:
     from tuner.gpu.worker import GpuEvaluator
     from tuner.kernels.compile_pool import CompilePools
-
-# What a study searches without --family: the families whose configs won suite shapes on the H100
-# (the suite files of docs/results.md and earlier runs: dmma, streamk, skinny, warptile),
-# pipelined, the multi-stage ladder rung, and dmma_pipelined (dmma fed by cp.async, faster than
-# dmma on every shape of its sweeps). skinny has candidates only for small M;
-# elsewhere its proposals are invalid points, which cost nothing.
-DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_pipelined")
-# What a study of float16 or bfloat16 inputs searches without --family: mma.sync by warp (any
-# sm_80+ chip) and Hopper's warpgroup mma (sm_90 only; elsewhere its space is empty), each with
-# its split-K twin for grids too small to fill the chip.
-DEFAULT_HALF_FAMILIES = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk")
-# What a float32 study adds when its accuracy floor is bf16x3 (``tuner.core.accuracy``): the same
-# kernels on float32 split into BF16 parts; any layout.
-DEFAULT_EMULATED_FAMILIES = (
-    "hmma_bf16x3",
-    "hmma_splitk_bf16x3",
-    "wgmma_bf16x3",
-    "wgmma_splitk_bf16x3",
-)
 
 
 class ProgressReport(Protocol):

@@ -12,8 +12,8 @@ import pytest
 from tests.tuner.cli.running import cli, one_error_line
 from tests.tuner.fakes import RuleEvaluator
 from tests.tuner.run.test_sweep import H100, PROVENANCE
-from tuner.cli import sweep as sweep_cli
 from tuner.data import read_sweep_table
+from tuner.run import runner  # the commands import start_gpu from here when they run
 
 
 class ClosingGpu(RuleEvaluator):
@@ -32,7 +32,7 @@ def no_gpu_wanted(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(purpose: str, budget_ms: float) -> Any:
         raise AssertionError(f"{purpose} started a GPU for arguments it should have refused")
 
-    monkeypatch.setattr(sweep_cli, "start_gpu", refuse)
+    monkeypatch.setattr(runner, "start_gpu", refuse)
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,7 @@ def test_a_sweep_on_a_fake_gpu_writes_its_table_and_closes_the_gpu(
         started.append((purpose, budget_ms))
         return gpu
 
-    monkeypatch.setattr(sweep_cli, "start_gpu", start)
+    monkeypatch.setattr(runner, "start_gpu", start)
     out_table = tmp_path / "slice.jsonl"
     code, out, err = cli(
         capsys, "sweep", "-f", "smem_tiling", "--shape", "256x256x256", "--shape", "1000x1000x1000",

@@ -19,7 +19,6 @@ from storage import open_database
 from tests.tuner.cli.test_progress import terminal
 from tests.tuner.cli.test_tune import cli, one_error_line
 from tests.tuner.fakes import Forwarding
-from tuner.cli import bench as bench_cli
 from tuner.core.config import Config
 from tuner.core.result import Comparison
 from tuner.core.shape import Shape
@@ -29,6 +28,7 @@ from tuner.kernels.families import parse_config
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.roofline import H100_SXM, ceilings_for, min_bytes, roofline
 from tuner.report.bench_tables import markdown, ratio_chart
+from tuner.run import runner  # `gemmtune bench` imports start_gpu from here when it runs
 from tuner.run.bench import (
     BenchRequest,
     Choice,
@@ -484,7 +484,7 @@ def test_run_bench_reuses_tunes_and_compares(tuned_db: str, replay: ReplayEvalua
 @pytest.fixture
 def fake_gpu(replay: ReplayEvaluator, monkeypatch: pytest.MonkeyPatch) -> None:
     """``gemmtune bench`` measures through the replay table instead of a GPU."""
-    monkeypatch.setattr(bench_cli, "start_gpu", lambda purpose, budget_ms: FakeBench(replay))
+    monkeypatch.setattr(runner, "start_gpu", lambda purpose, budget_ms: FakeBench(replay))
 
 
 def test_the_command_end_to_end_with_a_fake_gpu(
@@ -658,7 +658,7 @@ def test_the_command_end_to_end_for_bfloat16_nt(
 
     bench = RuleEvaluator(DeviceLimits(name=H100, arch="sm_90", sm_count=132))
     bench.provenance = dict(Stand.provenance)
-    monkeypatch.setattr(bench_cli, "start_gpu", lambda purpose, budget_ms: bench)
+    monkeypatch.setattr(runner, "start_gpu", lambda purpose, budget_ms: bench)
     suite = tmp_path / "shapes.csv"
     suite.write_text("square,4096,4096,4096\nodd,1000,1000,1000\n")
     folder = tmp_path / "work"
@@ -700,7 +700,7 @@ def test_a_half_bench_on_an_a100_runs_without_the_hopper_families(
 
     bench = RuleEvaluator(DeviceLimits(name="NVIDIA A100-SXM4-80GB", arch="sm_80", sm_count=108))
     bench.provenance = dict(Stand.provenance)
-    monkeypatch.setattr(bench_cli, "start_gpu", lambda purpose, budget_ms: bench)
+    monkeypatch.setattr(runner, "start_gpu", lambda purpose, budget_ms: bench)
     suite = tmp_path / "shapes.csv"
     suite.write_text("square,2048,2048,2048\nodd,1001,999,1003\n")
     monkeypatch.chdir(tmp_path)

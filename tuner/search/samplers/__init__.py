@@ -18,14 +18,13 @@ import warnings
 import optuna
 
 from tuner.core.errors import InputError
+from tuner.search.sampler_names import DEFAULT_SAMPLER, SAMPLERS, check_sampler
 from tuner.search.samplers._base import CandidateSampler, Observation, SearchContext
 from tuner.search.samplers.exhaustive import ExhaustiveSampler
 
 # TPE's `group` option is marked experimental; it is what conditional (per-family) spaces need.
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
-SAMPLERS = ("ranked", "tpe", "random", "gp", "exhaustive")
-DEFAULT_SAMPLER = "ranked"
 
 __all__ = [
     "DEFAULT_SAMPLER",
@@ -37,13 +36,6 @@ __all__ = [
     "check_sampler",
     "make_sampler",
 ]
-
-
-def check_sampler(name: str) -> str:
-    """``name`` if it names a sampler, else an :class:`InputError` naming it and the choices."""
-    if name not in SAMPLERS:
-        raise InputError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
-    return name
 
 
 def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSampler:
