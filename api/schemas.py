@@ -75,7 +75,46 @@ class Strict(BaseModel):
         return value
 
 
+# Requests the API docs offer to "Try it out": real questions and a real measurement (the
+# H100 suite's 4096^3 float32 winner, tests/api/test_openapi_examples.py sends each of them).
+H100 = "NVIDIA H100 80GB HBM3"
+BEST_EXAMPLES = [
+    {"m": 4096, "n": 4096, "k": 4096, "device": H100},
+    {"m": 4096, "n": 11008, "k": 4096, "dtype": "bfloat16", "layout": "NT", "device": H100},
+    {"m": 3000, "n": 5000, "k": 1000, "dtype": "float16", "layout": "NN"},
+]
+UPLOAD_EXAMPLES = [
+    {
+        "device": {"name": H100, "arch": "sm_90", "sm_count": 132},
+        "shape": {"m": 4096, "n": 4096, "k": 4096, "dtype": "float32", "layout": "NN"},
+        "measurements": [
+            {
+                "family": "dmma_pipelined",
+                "config_name": "dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1",
+                "params": {
+                    "BM": 64,
+                    "BN": 128,
+                    "BK": 32,
+                    "WM": 32,
+                    "WN": 64,
+                    "MK": 4,
+                    "STAGES": 3,
+                    "SPLITK": 1,
+                    "MINBLOCKS": 1,
+                },
+                "status": "ok",
+                "ms": 2.367,
+                "cublas_ms": 2.715,
+                "phase": "final",
+            }
+        ],
+    }
+]
+
+
 class BestRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": BEST_EXAMPLES})
+
     m: Dim
     n: Dim
     k: Dim
@@ -236,6 +275,8 @@ class MeasurementIn(Strict):
 
 class ResultsUpload(Strict):
     """Measurements of one device and shape, as a tuning worker uploads them."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": UPLOAD_EXAMPLES})
 
     device: DeviceIn
     shape: ShapeIn

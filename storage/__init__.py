@@ -9,6 +9,7 @@ transactions.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -224,7 +225,11 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'storage' has no attribute {name!r}")
+        # A submodule named as an attribute (``storage.queries.X`` in an annotation that is
+        # evaluated later), as an eagerly imported package would have it bound.
+        if importlib.util.find_spec(f"storage.{name}") is None:
+            raise AttributeError(f"module 'storage' has no attribute {name!r}")
+        return importlib.import_module(f"storage.{name}")
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
