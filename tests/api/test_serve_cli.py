@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from tests.api.conftest import free_port
 from tests.api.test_preload import small_results
 
 
-def test_serve_preloads_prints_the_dashboard_url_and_answers(tmp_path: Path) -> None:
+def test_serve_says_what_it_does_until_ready_then_answers(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "GEMMTUNE_RESULTS_DIR": str(small_results(tmp_path / "results"))}
     cmd = [
@@ -31,26 +34,41 @@ def test_serve_preloads_prints_the_dashboard_url_and_answers(tmp_path: Path) -> 
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stdout or ():
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    said: list[str] = []
     try:
+        deadline = time.monotonic() + 60
+        while not any(line.startswith("ready:") for line in said):
+            assert time.monotonic() < deadline and proc.poll() is None, f"never ready: {said}"
+            with contextlib.suppress(queue.Empty):
+                said.append(lines.get(timeout=0.5))
+        # Once it says ready, it answers: no retries.
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        answer = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                answer = httpx.post(
-                    f"{base}/v1/configs/best", json={"m": 4096, "n": 4096, "k": 4096}, timeout=2
-                )
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        assert answer is not None, "server did not come up"
+        answer = httpx.post(
+            f"{base}/v1/configs/best", json={"m": 4096, "n": 4096, "k": 4096}, timeout=5
+        )
         assert answer.json()["source"] == "exact"
         assert httpx.get(f"{base}/dashboard", timeout=5).status_code == 200
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=10)
-    assert "preloaded 41 measurements" in out
-    assert f"dashboard: http://127.0.0.1:{port}/dashboard" in out
+        proc.wait(timeout=10)
+    steps = [
+        next(i for i, line in enumerate(said) if line.startswith(start))
+        for start in (
+            "starting gemmtune serve",
+            "preloading",
+            "preloaded 41 measurements",
+            "ready:",
+        )
+    ]
+    assert steps == sorted(steps), said  # what it is doing, in order, until it answers
+    assert f"dashboard: http://127.0.0.1:{port}/dashboard" in said[-1]
 
 
 def test_serve_with_a_bad_database_url_exits_2(tmp_path: Path) -> None:

@@ -8,12 +8,16 @@ with one line and exit code 2 before uvicorn starts.
 from __future__ import annotations
 
 import os
-from typing import Annotated
+import threading
+import time
+from typing import Annotated, Any
 
 import typer
 
 import storage
 from tuner.cli._common import DbOpt, out
+
+READY_POLL_S = 0.05  # how often the start-up watcher looks whether uvicorn is serving
 
 
 def serve(
@@ -33,11 +37,32 @@ def serve(
     os.environ["GEMMTUNE_DATABASE_URL"] = url
     os.environ["GEMMTUNE_PRELOAD"] = "1" if preload else "0"
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    where = f"http://{shown}:{port}/"
+    # The app is built (and an empty database preloaded, some seconds) before uvicorn listens:
+    # say so, and print the address to use only once it answers.
     out.print(
-        f"gemmtune API on http://{shown}:{port}/  dashboard: http://{shown}:{port}/dashboard  "
-        f"docs: http://{shown}:{port}/docs",
+        f"starting gemmtune serve on {where} (the API answers once it says 'ready') ...",
         soft_wrap=True,
     )
-    uvicorn.run(
-        "api.serve:app_from_environment", factory=True, host=host, port=port, log_level="warning"
+    server = uvicorn.Server(
+        uvicorn.Config(
+            "api.serve:app_from_environment",
+            factory=True,
+            host=host,
+            port=port,
+            log_level="warning",
+        )
     )
+    ready = f"ready: gemmtune API on {where}  dashboard: {where}dashboard  docs: {where}docs"
+    threading.Thread(target=_announce_when_started, args=(server, ready), daemon=True).start()
+    server.run()
+
+
+def _announce_when_started(server: Any, line: str) -> None:
+    """Print ``line`` when uvicorn has bound its socket and runs the app (``Server.started``);
+    nothing if it stops first (a port in use ends with uvicorn's own error)."""
+    while not server.should_exit:
+        if server.started:
+            out.print(line, soft_wrap=True)
+            return
+        time.sleep(READY_POLL_S)
