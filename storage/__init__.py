@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         study_summaries,
         study_table,
     )
+    from storage.study_lock import study_lock
     from storage.transfer import FORMAT_VERSION, export_json, import_json
     from storage.values import measurement_values
 
@@ -144,6 +145,7 @@ _HOMES = {
     "study_progress": "storage.studies",
     "study_summaries": "storage.studies",
     "study_table": "storage.studies",
+    "study_lock": "storage.study_lock",
     "FORMAT_VERSION": "storage.transfer",
     "export_json": "storage.transfer",
     "import_json": "storage.transfer",
@@ -215,6 +217,7 @@ __all__ = [
     "release_claim",
     "renew_claims",
     "settle_claim",
+    "study_lock",
     "study_progress",
     "study_summaries",
     "study_table",

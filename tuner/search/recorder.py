@@ -6,6 +6,8 @@ The study talks to a :class:`Recorder` only, so the same loop runs against SQLit
 
 from __future__ import annotations
 
+import threading
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from tuner.core.claims import Claimed
@@ -37,6 +39,11 @@ class Recorder(Protocol):
     def number(self, study: str, config_name: str, trial_number: int) -> None:
         """Give a recorded candidate the number of its trial in the persistent Optuna study
         (written after the measurement, so a crash between the two leaves no extra trial)."""
+        ...
+
+    def trial_lock(self, study: str) -> AbstractContextManager[object]:
+        """Held by whoever checks that a candidate has no trial in the persistent Optuna study
+        and then adds it (``tuner.search.trial_mirror``), across every worker of the study."""
         ...
 
     def evaluated(self, study: str) -> dict[str, Result]:
@@ -92,6 +99,7 @@ class MemoryRecorder:
         self.claims: set[tuple[str, str]] = set()
         self.observations: list[Observation] = list(history or [])
         self.probed: dict[str, DeviceRates] = {}
+        self._trial_lock = threading.Lock()  # one process: its workers are threads
 
     def record(
         self,
@@ -109,6 +117,9 @@ class MemoryRecorder:
 
     def number(self, study: str, config_name: str, trial_number: int) -> None:
         pass  # results in memory carry no trial numbers
+
+    def trial_lock(self, study: str) -> AbstractContextManager[object]:
+        return self._trial_lock
 
     def evaluated(self, study: str) -> dict[str, Result]:
         return dict(self.results.get(study, {}))

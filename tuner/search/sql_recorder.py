@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, fields
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -109,6 +110,9 @@ class SqlRecorder:
     def number(self, study: str, config_name: str, trial_number: int) -> None:
         with self.sessions.begin() as session:
             storage.number_measurement(session, study, config_name, trial_number)
+
+    def trial_lock(self, study: str) -> AbstractContextManager[object]:
+        return storage.study_lock(self.sessions.kw["bind"], study)
 
     def evaluated(self, study: str) -> dict[str, Result]:
         with self.sessions() as session:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 import optuna
@@ -534,7 +535,10 @@ class Study:
         def numbered(config_name: str, number: int) -> None:
             self.recorder.number(self.name, config_name, number)
 
-        return TrialMirror(self.stored, self._stored_id, self.families, numbered)
+        def locked() -> AbstractContextManager[object]:
+            return self.recorder.trial_lock(self.name)
+
+        return TrialMirror(self.stored, self._stored_id, self.families, numbered, locked)
 
     def _mirror(self, result: Result) -> None:
         """Queue a recorded candidate for the persistent Optuna study

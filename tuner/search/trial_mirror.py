@@ -19,6 +19,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 import optuna
 
@@ -36,9 +37,10 @@ class TrialMirror:
         study_id: int,
         families: tuple[str, ...],
         numbered: Callable[[str, int], None],
+        lock: Callable[[], AbstractContextManager[object]],
     ) -> None:
         self._storage, self._study_id, self._families = storage, study_id, families
-        self._numbered = numbered
+        self._numbered, self._lock = numbered, lock
         self._queue: queue.Queue[Result | None] = queue.Queue()
         self._error: BaseException | None = None  # the writer's, kept until raised
         self._stopped = False  # a write failed: the writer writes nothing more
@@ -60,10 +62,26 @@ class TrialMirror:
             self._raise_error()
 
     def _write(self, result: Result) -> None:
-        trial_id = self._storage.create_new_trial(
-            self._study_id, template_trial=finished_trial(result, self._families)
-        )
-        self._numbered(result.config_name, self._storage.get_trial_number_from_id(trial_id))
+        """Add ``result``'s trial unless the study has one for its config: another worker may
+        have added it (its ``Study.finish`` adds what it finds missing while this writer still
+        held it queued). The check and the write are one step under the study's lock, which
+        every worker of the study shares (``Recorder.trial_lock``)."""
+        with self._lock():
+            number = self._trial_of(result.config_name)
+            if number is None:
+                trial_id = self._storage.create_new_trial(
+                    self._study_id, template_trial=finished_trial(result, self._families)
+                )
+                number = self._storage.get_trial_number_from_id(trial_id)
+        self._numbered(result.config_name, number)
+
+    def _trial_of(self, config_name: str) -> int | None:
+        """The number of the study's trial for ``config_name``, if it has one (read again: other
+        processes add trials)."""
+        for trial in self._storage.get_all_trials(self._study_id, deepcopy=False):
+            if trial.user_attrs.get("config") == config_name:
+                return trial.number
+        return None
 
     def _raise_error(self) -> None:
         error, self._error = self._error, None

@@ -28,6 +28,7 @@ from tuner.core.shape import Shape
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.study import Study
+from tuner.search.trial_mirror import TrialMirror
 
 SMALL, BIG = Shape(64, 64, 64), Shape(4096, 4096, 4096)
 WARPTILE = ("warptile",)
@@ -304,14 +305,16 @@ def test_trials_queued_in_another_workers_writer_are_not_added_twice(
     first.prepare()
     second.prepare()
     held = threading.Event()
-    real_trial = first.stored.create_new_trial  # type: ignore[union-attr]
+    real_write = TrialMirror._write
 
-    def held_trial(*args: object, **kwargs: object) -> int:
-        if threading.current_thread().name == "optuna-trials" and not held.is_set():
+    def held_write(mirror: TrialMirror, result: Result) -> None:
+        # The first worker's writer waits before it takes the study's trial lock (a writer
+        # behind on its queue), so the second worker finishes first.
+        if mirror._storage is first.stored and not held.is_set():
             assert held.wait(timeout=60)
-        return real_trial(*args, **kwargs)  # type: ignore[arg-type]
+        real_write(mirror, result)
 
-    monkeypatch.setattr(first.stored, "create_new_trial", held_trial)
+    monkeypatch.setattr(TrialMirror, "_write", held_write)
     searched = threading.Thread(target=lambda: first.search(trials=4))
     searched.start()
     deadline = time.monotonic() + 60
@@ -327,4 +330,48 @@ def test_trials_queued_in_another_workers_writer_are_not_added_twice(
     trials = optuna.load_study(study_name=first.name, storage=url).trials
     measured = _measured(sessions, first.name)
     assert len(measured) == len(set(measured)) == 6
+    assert sorted(t.user_attrs["config"] for t in trials) == sorted(measured)
+
+
+def _worker_process(url: str, seed: int, trials: int, started: float) -> None:
+    """One worker process of a shared study (what ``tune --gpus`` or another machine runs)."""
+    sessions = open_database(url, optuna_tables=True)
+    while time.time() < started:  # start together, so that the two overlap
+        time.sleep(0.01)
+    study = Study(
+        BIG,
+        WARPTILE,
+        Slow(ReplayEvaluator()),
+        SqlRecorder(sessions),
+        "random",
+        seed=seed,
+        optuna_storage=url,
+    )
+    study.run(trials=trials, timeout_s=120)
+    sessions.kw["bind"].dispose()
+
+
+def test_worker_processes_leave_exactly_one_trial_per_measurement(
+    sessions: sessionmaker[Session],
+) -> None:
+    """Three processes on one study, each finishing (and adding the trials it finds missing)
+    while the others' writers still hold queued trials: one Optuna trial per measurement."""
+    import multiprocessing
+
+    url = str(sessions.kw["bind"].url.render_as_string(hide_password=False))
+    start_at = time.time() + 3.0
+    spawn = multiprocessing.get_context("spawn")
+    workers = [
+        spawn.Process(target=_worker_process, args=(url, seed, 24, start_at))
+        for seed in (11, 12, 13)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=180)
+        assert worker.exitcode == 0
+    name = Study(BIG, WARPTILE, ReplayEvaluator(), SqlRecorder(sessions), "random").name
+    measured = _measured(sessions, name)
+    trials = optuna.load_study(study_name=name, storage=url).trials
+    assert len(measured) == len(set(measured)) == 24
     assert sorted(t.user_attrs["config"] for t in trials) == sorted(measured)
