@@ -12,8 +12,10 @@ the wall clock from its first call to the end of its last kernel (a synchronize 
 call) and, with CUDA events around the same calls, the GPU time; the per-call figure is the
 median over rounds of time / calls. Where the kernel is shorter than the host's work per call,
 the wall clock per call is the host's call cost; where it is longer, both approach the kernel
-time. ``added_us`` is tuner.matmul's wall clock per call minus cupy.matmul's (and the torch pair's
-likewise), in the same process and rounds.
+time. Each round also enqueues up to ``HOST_CALLS`` calls behind a sleeping kernel that holds the
+GPU: that wall clock per call is the host's work alone (``host_us_per_call``), what a call costs
+whatever the shape. ``added_us`` and ``added_host_us`` are tuner.matmul's figure minus
+cupy.matmul's (and the torch pair's likewise), in the same process and rounds.
 
 tuner.matmul writes float32 C for every input dtype; cupy.matmul, torch.matmul and tuner.torch's
 default give C in the inputs' dtype (FP16 C for FP16 inputs). TF32 is off for torch and CuPy.
@@ -41,6 +43,8 @@ CASES = [  # (m, n, k, dtype, calls per round)
     (256, 1024, 1024, "float16", 1000),
 ]
 REPEATS = 9
+HOST_CALLS = 200  # calls enqueued per round of the host-only measure (fewer where fewer run)
+HOLD_S = 0.05  # the sleeping kernel that holds the GPU while they are enqueued
 
 
 def preloaded_database(folder: Path) -> str:
@@ -71,6 +75,25 @@ def per_call(run: Callable[[], Any], calls: int, sync: Callable[[], None]) -> tu
     return wall / calls * 1e6, cupy.cuda.get_elapsed_time(start, stop) / calls * 1e3
 
 
+def host_per_call(run: Callable[[], Any], calls: int, sync: Callable[[], None]) -> float:
+    """Host time per call in microseconds: ``calls`` calls enqueued behind a sleeping kernel,
+    so that none waits for the GPU and the clock sees the host's work alone."""
+    import cupy
+    import torch
+
+    clock_khz = cupy.cuda.Device().attributes["ClockRate"]
+    sync()
+    torch.cuda._sleep(int(clock_khz * 1e3 * HOLD_S))  # on the legacy default stream, CuPy's too
+    begin = time.perf_counter()
+    for _ in range(calls):
+        run()
+    host = time.perf_counter() - begin
+    sync()
+    if host > HOLD_S:
+        raise RuntimeError(f"the GPU was released before the {calls} calls were enqueued")
+    return host / calls * 1e6
+
+
 def measure_case(m: int, n: int, k: int, dtype: str, calls: int, db: str) -> dict[str, Any]:
     import cupy
     import torch
@@ -98,12 +121,15 @@ def measure_case(m: int, n: int, k: int, dtype: str, calls: int, db: str) -> dic
         per_call(run, max(3, calls // 10), sync)
     walls: dict[str, list[float]] = {name: [] for name in runs}
     gpus: dict[str, list[float]] = {name: [] for name in runs}
+    hosts: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(REPEATS):
         for name, run in runs.items():
             wall, gpu = per_call(run, calls, sync)
             walls[name].append(wall)
             gpus[name].append(gpu)
+            hosts[name].append(host_per_call(run, min(calls, HOST_CALLS), sync))
     wall_us = {name: statistics.median(values) for name, values in walls.items()}
+    host_us = {name: statistics.median(values) for name, values in hosts.items()}
     config = config_name(Shape(m, n, k, dtype, "NN"), db=db)
     return {
         "m": m,
@@ -116,10 +142,17 @@ def measure_case(m: int, n: int, k: int, dtype: str, calls: int, db: str) -> dic
         "wall_us_per_call": wall_us,
         "gpu_us_per_call": {name: statistics.median(values) for name, values in gpus.items()},
         "wall_us_spread": {name: [min(v), max(v)] for name, v in walls.items()},
+        "host_us_per_call": host_us,
+        "host_us_spread": {name: [min(v), max(v)] for name, v in hosts.items()},
         "added_us": {
             "tuner.matmul - cupy.matmul": wall_us["tuner.matmul"] - wall_us["cupy.matmul"],
             "tuner.torch.matmul - torch.matmul": wall_us["tuner.torch.matmul"]
             - wall_us["torch.matmul"],
+        },
+        "added_host_us": {
+            "tuner.matmul - cupy.matmul": host_us["tuner.matmul"] - host_us["cupy.matmul"],
+            "tuner.torch.matmul - torch.matmul": host_us["tuner.torch.matmul"]
+            - host_us["torch.matmul"],
         },
     }
 

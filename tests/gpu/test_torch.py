@@ -278,3 +278,52 @@ def test_clear_errors_on_the_gpu(db: str) -> None:
         tuner.torch.matmul(a.reshape(2, 2, 2, 16), a.T, db=db)
     with pytest.raises(InputError, match="`bias` must have shape \\(4,\\)"):
         tuner.torch.matmul(a, torch.randn(16, 4, device="cuda"), bias=a[0], db=db)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_views_of_wider_rows(db: str, dtype: str) -> None:
+    """x[:, :k] of a wider matrix: read in place by the families that take leading dimensions,
+    packed per call by the others; right either way."""
+    import tuner.torch
+
+    m, n, k = 120, 88, 200
+    wide = torch.randn(m, k + 24, device="cuda", dtype=DTYPES[dtype])
+    w = torch.randn(n, k + 8, device="cuda", dtype=DTYPES[dtype])
+    a, b = wide[:, :k], w[:, :k].T  # A in rows of k + 24, B transposed in rows of k + 8
+    got = tuner.torch.matmul(a, b, out_dtype=torch.float32, db=db)
+    ref = torch.matmul(a.float(), b.float())
+    assert relative_error(got, ref) <= allowed(k, dtype, "float32")
+
+
+@pytest.mark.gpu
+def test_a_repeated_call_skips_the_checks_and_the_lookup(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first call of a kind, tuner.matmul neither checks nor asks again: both would
+    fail here, and the calls still compute the product."""
+    import cupy
+
+    import tuner
+    import tuner.client
+    import tuner.gpu.matmul
+    from tuner.gpu.measure import relative_error as cupy_error
+    from tuner.gpu.measure import tolerance
+
+    rng = cupy.random.default_rng(5)
+    # 512^3 float32: a config that runs its kernel alone (no padding) on the H100 and H200.
+    a = rng.standard_normal((512, 512), dtype=cupy.float32)
+    b = rng.standard_normal((512, 512), dtype=cupy.float32)
+    tuner.matmul(a, b, db=db)
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("checked or looked up again")
+
+    monkeypatch.setattr(tuner.gpu.matmul, "prepare_call", fail)
+    monkeypatch.setattr(tuner.client, "_config_name", fail)
+    prepared = tuner.gpu.matmul._prepared
+    kinds = [p for p in prepared.values() if p.c_shape == (512, 512)]
+    assert kinds and all(p.direct is not None for p in kinds)  # one direct launch each
+    for _ in range(3):
+        out = tuner.matmul(a, b, db=db)
+    assert cupy_error(out, cupy.matmul(a, b)) <= tolerance(512)

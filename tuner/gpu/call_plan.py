@@ -58,11 +58,10 @@ class DirectLaunch:
         if not get_family(source.config.family).module_counters:
             self.sites[None] = compiled(name)[0].kernel
 
-    def function(self, stream_ptr: int) -> Any:
-        """The CUDA function to launch on the stream ``stream_ptr`` from this thread."""
-        function = self.sites.get(None)
-        if function is not None:
-            return function
+    def function(self, stream: Any) -> Any:
+        """The CUDA function to launch on ``stream`` (a CuPy stream, or None: the current one)
+        from this thread."""
+        stream_ptr = current_stream_ptr() if stream is None else int(stream.ptr)
         site = (stream_ptr, threading.get_ident())
         function = self.sites.get(site)
         if function is None:
@@ -70,11 +69,9 @@ class DirectLaunch:
             function = self.sites[site] = compiled(self.name, site)[0].kernel
         return function
 
-    def launch(
-        self, a: Any, b: Any, alpha: float, beta: float, c: Any, stream: Any, stream_ptr: int
-    ) -> None:
+    def launch(self, a: Any, b: Any, alpha: float, beta: float, c: Any, stream: Any) -> None:
         """``c = alpha * a @ b + beta * c`` on ``stream`` (a CuPy stream, or None: the current
-        one, whose handle is ``stream_ptr``), asynchronously."""
+        one), asynchronously."""
         import numpy as np
 
         m, n, k = self.dims
@@ -83,7 +80,10 @@ class DirectLaunch:
         else:
             lda, ldb, ldc = self.pitches
             args = (m, n, k, np.float32(alpha), a, lda, b, ldb, np.float32(beta), c, ldc)
-        self.function(stream_ptr)(self.grid, self.block, args, self.shared_mem, stream)
+        function = self.sites.get(None)  # one module for every site, unless counters
+        if function is None:
+            function = self.function(stream)
+        function(self.grid, self.block, args, self.shared_mem, stream)
 
 
 def kernel_alone(name: str) -> bool:
@@ -109,23 +109,44 @@ def direct_launch(
     return DirectLaunch(name, shape, None, source)
 
 
-def _refuse_while_capturing(stream_ptr: int, name: str) -> None:
+def current_stream_ptr() -> int:
+    """The handle of CuPy's current stream."""
     import cupy
 
-    if cupy.cuda.ExternalStream(stream_ptr).is_capturing():
+    return int(cupy.cuda.get_current_stream().ptr)
+
+
+def is_capturing(stream_ptr: int) -> bool:
+    """Whether the stream is being captured into a CUDA graph (asked on first calls only)."""
+    return bool(cupy_stream(stream_ptr).is_capturing())
+
+
+def cupy_stream(stream_ptr: int) -> Any:
+    """A CuPy stream object for a stream someone else made (torch's). CuPy 14 deprecates
+    ``ExternalStream`` in favour of ``Stream.from_external`` (for objects that speak the CUDA
+    stream protocol); for a raw handle the older class is the direct way, and works as it did."""
+    import warnings
+
+    import cupy
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(stream_ptr)
+
+
+def _refuse_while_capturing(stream_ptr: int, name: str) -> None:
+    if is_capturing(stream_ptr):
         raise InputError(
             f"config {name} keeps split-K counters in a module of its own per stream and "
             "thread, and this stream's module would be loaded during CUDA graph capture: "
-            "call tuner.matmul once with this shape on the capturing stream before capturing"
+            "call it once with this shape on the capturing stream before capturing"
         )
 
 
 def refuse_first_call_while_capturing(stream_ptr: int) -> None:
     """An :class:`InputError` when the stream is being captured: a shape's first call looks its
     answer up, compiles and loads, none of which a CUDA graph can hold."""
-    import cupy
-
-    if cupy.cuda.ExternalStream(stream_ptr).is_capturing():
+    if is_capturing(stream_ptr):
         raise InputError(
             "the first call of a shape, dtype and layout cannot be captured in a CUDA graph "
             "(it looks the answer up, compiles and loads the kernel): call it once before "

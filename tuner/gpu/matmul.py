@@ -22,7 +22,12 @@ from tuner.answers.best import computed
 from tuner.core.accuracy import check_accuracy
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
-from tuner.gpu.call_plan import DirectLaunch, direct_launch, refuse_first_call_while_capturing
+from tuner.gpu.call_plan import (
+    DirectLaunch,
+    current_stream_ptr,
+    direct_launch,
+    refuse_first_call_while_capturing,
+)
 from tuner.gpu.half_arrays import describe, dtype_name, operand
 from tuner.gpu.loaded import compiled
 
@@ -127,22 +132,7 @@ def run_matmul(
 ) -> Any:
     """``alpha * a @ b + beta * c`` for :func:`tuner.client.matmul`: ``answer`` names the config
     of a shape as asked (``asked``: where and how, ``accuracy`` included), once per kind."""
-    try:
-        key: Hashable = (
-            type(a),
-            a.shape,
-            a.strides,
-            a.dtype,
-            type(b),
-            b.shape,
-            b.strides,
-            b.dtype,
-            None if c is None else (type(c), c.shape, c.strides, c.dtype),
-            _device(),
-            asked,
-        )
-    except AttributeError:  # not an array: the checks of the first call name it
-        key = None
+    key = _kind(a, b, c, asked)
     prepared = _prepared.get(key)
     if prepared is None:
         return _first_call(key, a, b, alpha, beta, c, accuracy, asked, answer)
@@ -155,8 +145,29 @@ def run_matmul(
         if beta != 0:
             raise InputError(f"`beta` must be 0 when `c` is None, got {beta!r}")
         c = _empty(prepared.c_shape, _float32)
-    direct.launch(a, b, alpha, beta, c, None, _current_stream_ptr())
+    direct.launch(a, b, alpha, beta, c, None)
     return c
+
+
+def _kind(a: Any, b: Any, c: Any, asked: Hashable) -> Hashable:
+    """What makes calls alike: every attribute the checks and the launch read; None for
+    operands that are not arrays (the checks name them) and before CuPy is loaded."""
+    try:
+        return (
+            type(a),
+            a.shape,
+            a.strides,
+            a.dtype,
+            type(b),
+            b.shape,
+            b.strides,
+            b.dtype,
+            None if c is None else (type(c), c.shape, c.strides, c.dtype),
+            _device(),
+            asked,
+        )
+    except AttributeError:
+        return None
 
 
 def _first_call(
@@ -170,13 +181,14 @@ def _first_call(
     asked: Hashable,
     answer: Callable[[Shape, Any], str],
 ) -> Any:
-    global _device, _empty, _current_stream_ptr, _float32
+    global _device, _empty, _float32
     cupy = require_cupy("tuner.matmul")
     _device, _empty, _float32 = cupy.cuda.runtime.getDevice, cupy.empty, cupy.float32
-    _current_stream_ptr = _stream_ptr_reader(cupy)
+    if key is None:  # the first call of the process: CuPy was not loaded to read the kind
+        key = _kind(a, b, c, asked)
     check_accuracy(accuracy)
     call = prepare_call(a, b, beta, c, accuracy)  # checks every operand, naming it
-    refuse_first_call_while_capturing(_current_stream_ptr())
+    refuse_first_call_while_capturing(current_stream_ptr())
     name = answer(call.shape, asked)
     direct = None
     in_place = call.a.data.ptr == a.data.ptr and call.b.data.ptr == b.data.ptr
@@ -189,7 +201,7 @@ def _first_call(
     if direct is None:
         launch_answer(name, call, alpha, beta)
     else:
-        direct.launch(call.a, call.b, alpha, beta, call.c, None, _current_stream_ptr())
+        direct.launch(call.a, call.b, alpha, beta, call.c, None)
     return call.c
 
 
@@ -208,14 +220,6 @@ def _packed(shape: Shape) -> tuple[int, int, int]:
     )
 
 
-def _stream_ptr_reader(cupy: Any) -> Callable[[], int]:
-    """The cheapest reader of the current CuPy stream's handle this CuPy has."""
-    reader = getattr(cupy.cuda.stream, "get_current_stream_ptr", None)
-    if reader is not None:
-        return reader  # type: ignore[no-any-return]
-    return lambda: cupy.cuda.get_current_stream().ptr
-
-
 def _no_cupy_yet() -> Any:
     raise AttributeError("CuPy is not loaded yet")  # makes the first call take _first_call
 
@@ -224,4 +228,3 @@ def _no_cupy_yet() -> Any:
 _device: Callable[[], int] = _no_cupy_yet
 _empty: Any = None
 _float32: Any = None
-_current_stream_ptr: Callable[[], int] = _no_cupy_yet

@@ -4,10 +4,11 @@
 (:func:`prepare_gemm` once per kind, :meth:`TorchGemm.run` per call). The kernel reads the
 tensors' memory directly: its pointer arguments are the tensors' ``data_ptr()`` (a transposed
 view starts where the matrix it views does), on the stream torch has current, which CuPy is
-handed as an ``ExternalStream``. Only configs that need more than their kernel (padded copies,
-the BF16 split of the emulated families) see the tensors as CuPy arrays: zero-copy views of the
-same memory (``cupy.cuda.UnownedMemory`` owned by the tensor, what CuPy itself makes of a
-``__cuda_array_interface__``), built per call, so those configs cost more host time per call.
+handed as a stream object of its own (``tuner.gpu.call_plan.cupy_stream``). Only configs that
+need more than their kernel (padded copies, the BF16 split of the emulated families) see the
+tensors as CuPy arrays: zero-copy views of the same memory (``cupy.cuda.UnownedMemory`` owned by
+the tensor, what CuPy itself makes of a ``__cuda_array_interface__``), built per call, so those
+configs cost more host time per call.
 
 BF16 tensors are viewed as ``uint16`` arrays, the bit patterns every kernel reads, whether or not
 this CuPy has a bfloat16 dtype.
@@ -20,13 +21,18 @@ from typing import Any
 
 from tuner.answers.best import computed
 from tuner.core.shape import Shape
-from tuner.gpu.call_plan import DirectLaunch, kernel_alone, refuse_first_call_while_capturing
+from tuner.gpu.call_plan import (
+    DirectLaunch,
+    cupy_stream,
+    kernel_alone,
+    refuse_first_call_while_capturing,
+)
 from tuner.gpu.loaded import compiled
 from tuner.gpu.matmul import MatmulCall, launch_answer, require_cupy
 
 Prep = Callable[[Any], Any] | None  # what an operand becomes before the launch (None: itself)
 
-# Kept ExternalStreams by handle: making one per call would cost more than the launch.
+# CuPy stream objects kept by handle: making one per call would cost more than the launch.
 _streams: dict[int, Any] = {}
 KEPT_STREAMS = 64
 
@@ -74,16 +80,12 @@ class TorchGemm:
         if stream is None:
             stream = _keep_stream(stream_ptr)
         if self.direct is not None and _current_device() == self.device:
-            self.direct.launch(
-                a.data_ptr(), b.data_ptr(), alpha, beta, c.data_ptr(), stream, stream_ptr
-            )
+            self.direct.launch(a.data_ptr(), b.data_ptr(), alpha, beta, c.data_ptr(), stream)
             return
         cupy = require_cupy("tuner.torch")
         with cupy.cuda.Device(self.device), stream:
             if self.direct is not None:
-                self.direct.launch(
-                    a.data_ptr(), b.data_ptr(), alpha, beta, c.data_ptr(), stream, stream_ptr
-                )
+                self.direct.launch(a.data_ptr(), b.data_ptr(), alpha, beta, c.data_ptr(), stream)
                 return
             shape = self.shape
             a_view = as_cupy(a.T if shape.a_transposed else a)
@@ -165,10 +167,9 @@ def as_cupy(tensor: Any) -> Any:
 
 
 def _keep_stream(stream_ptr: int) -> Any:
-    cupy = require_cupy("tuner.torch")
     if len(_streams) >= KEPT_STREAMS:
         _streams.pop(next(iter(_streams)))
-    stream = _streams[stream_ptr] = cupy.cuda.ExternalStream(stream_ptr)
+    stream = _streams[stream_ptr] = cupy_stream(stream_ptr)
     return stream
 
 
