@@ -1,15 +1,18 @@
 """tuner.torch's argument checks on small stand-ins for tensors (no torch needed): each error
-names the argument, and in-place operands are read with the right layout and pitch."""
+names the argument, and in-place operands are read with the right layout and pitch; without
+torch, the import error names the extra to install."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tuner.core.errors import InputError
 import tuner.torch.checks as checks
+from tuner.core.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -127,3 +130,18 @@ def test_the_names_torch_gives_dtypes_are_read() -> None:
     dtype: Any = "torch.bfloat16"
     assert checks.dtype_name(dtype) == "bfloat16"
     assert checks.dtype_name(FakeTensor((1, 1), dtype="torch.float32")) == "float32"
+
+
+def _run_without(module: str, code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter where ``module`` cannot be imported."""
+    blocked = f"import sys; sys.modules[{module!r}] = None\n"
+    return subprocess.run(
+        [sys.executable, "-c", blocked + code], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_without_torch_the_import_error_names_the_extra() -> None:
+    done = _run_without("torch", "import tuner, tuner.torch\ntuner.torch.matmul")
+    assert done.returncode != 0
+    assert "ImportError: tuner.torch needs PyTorch" in done.stderr
+    assert "pip install 'gemmtune[torch]'" in done.stderr
