@@ -327,3 +327,22 @@ def test_a_repeated_call_skips_the_checks_and_the_lookup(
     for _ in range(3):
         out = tuner.matmul(a, b, db=db)
     assert cupy_error(out, cupy.matmul(a, b)) <= tolerance(512)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+def test_emulated_configs_run_through_views(db: str, layout: str) -> None:
+    """float32 at accuracy bf16x3: an emulated config (the BF16 split, then the half kernel),
+    which sees the tensors as zero-copy CuPy views rather than one direct launch."""
+    import tuner.torch
+    from tuner.core.accuracy import allowance
+    from tuner.gpu.measure import tolerance
+
+    m, n, k = 257, 129, 1031
+    a = operand(m, k, torch.float32, False, 6)
+    b = operand(k, n, torch.float32, layout[1] == "T", 7)
+    got = tuner.torch.matmul(a, b, db=db, accuracy="bf16x3")
+    again = tuner.torch.matmul(a, b, db=db, accuracy="bf16x3")  # the prepared call
+    ref = torch.matmul(a, b)
+    for out in (got, again):
+        assert relative_error(out, ref) <= tolerance(k) + allowance("bf16x3")
