@@ -144,6 +144,20 @@ def _from_database(
     )
 
 
+def config_name(
+    shape: Shape,
+    *,
+    url: str | None = None,
+    db: str | None = None,
+    device: DeviceArg = CURRENT,
+    accuracy: str = DEFAULT_ACCURACY,
+) -> str:
+    """The name of the config :func:`matmul` runs for ``shape`` (asked as :func:`best` is, once
+    per process): what ``tuner.torch`` runs too."""
+    check_accuracy(accuracy)
+    return _config_name(shape, url, db, _resolve(device), accuracy)
+
+
 # (shape, url, db, device, accuracy) -> the answered config name, asked once per process.
 _configs: dict[tuple[Shape, str | None, str | None, DeviceSpec | None, str], str] = {}
 
@@ -198,15 +212,34 @@ def matmul(
     Raises:
         InputError: naming the array, when ``a`` or ``b`` is not a 2-D CuPy array of a
             supported dtype, when their dtypes differ, or when the shapes do not fit.
+        ImportError: CuPy is not installed (the message names the extra to install).
 
-    The kernel runs on the current stream. One loaded kernel serves every call with its config;
-    the split-K kernels (``splitk``, ``warptile_splitk``, ``streamk``, ``skinny``), which keep
-    ticket counters in their module, get one loaded module per stream and calling thread, so
-    calls on different streams may run concurrently (see :func:`tuner.gpu.loaded.compiled`).
+    The kernel runs on the current stream. A call of a kind seen before (the same shapes,
+    strides, dtypes, device and lookup arguments) is a lookup and one kernel launch
+    (``tuner.gpu.call_plan``; padded and emulated configs also copy or split), so it can be
+    captured in a CUDA graph; the first call of a kind asks for the answer and compiles, and
+    must come before capture. One loaded kernel serves every call with its config; the split-K
+    kernels (``splitk``, ``warptile_splitk``, ``streamk``, ``skinny``, ``dmma*``, ``hmma_splitk``),
+    which keep ticket counters in their module, get one loaded module per stream and calling
+    thread, so calls on different streams may run concurrently (see
+    :func:`tuner.gpu.loaded.compiled`).
     """
-    from tuner.gpu.matmul import launch_answer, prepare_call
+    return _run_matmul()(a, b, alpha, beta, c, accuracy, (url, db, device, accuracy), _answer)
 
-    check_accuracy(accuracy)
-    call = prepare_call(a, b, beta, c, accuracy)
-    launch_answer(_config_name(call.shape, url, db, _resolve(device), accuracy), call, alpha, beta)
-    return call.c
+
+def _answer(shape: Shape, asked: tuple[str | None, str | None, DeviceArg, str]) -> str:
+    """The config name for ``shape``, asked as :func:`matmul`'s arguments say."""
+    url, db, device, accuracy = asked
+    return _config_name(shape, url, db, _resolve(device), accuracy)
+
+
+def _run_matmul() -> Any:
+    global _runner
+    if _runner is None:
+        from tuner.gpu.matmul import run_matmul
+
+        _runner = run_matmul
+    return _runner
+
+
+_runner: Any = None

@@ -3,19 +3,37 @@ the answered config launched on them.
 
 The client (``tuner.client``) asks which config to run; this module owns everything that touches
 CuPy, so the client stays importable without it.
+
+:func:`run_matmul` is the call: the first call of a kind of operands (shapes, strides, dtypes,
+array types, device, and where and how the answer is asked) checks them, asks for the answer
+and keeps a :class:`Prepared` call; a later call of that kind only looks it up by those
+attributes and launches (``tuner.gpu.call_plan``), so its host time is about that of one CuPy
+kernel launch.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
 from tuner.answers.best import computed
+from tuner.core.accuracy import check_accuracy
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
+from tuner.gpu.call_plan import (
+    DirectLaunch,
+    current_stream_ptr,
+    direct_launch,
+    refuse_first_call_while_capturing,
+)
 from tuner.gpu.half_arrays import describe, dtype_name, operand
 from tuner.gpu.loaded import compiled
+
+CUPY_EXTRA = "pip install 'gemmtune[gpu]' (CUDA 13) or 'gemmtune[gpu-cuda12]' (CUDA 12)"
+# Kinds of calls kept; past this many (a program cycling through shapes), the oldest go.
+KEPT_CALLS = 512
 
 
 @dataclass(frozen=True)
@@ -76,3 +94,137 @@ def launch_answer(name: str, call: MatmulCall, alpha: float, beta: float) -> Non
     site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
     kernel, source = compiled(name, site)
     launch(kernel, source, call.shape, alpha, call.a, call.b, beta, call.c)
+
+
+def require_cupy(purpose: str) -> Any:
+    """CuPy, or an :class:`ImportError` saying which extra installs it."""
+    try:
+        import cupy
+    except ModuleNotFoundError as exc:
+        raise ImportError(f"{purpose} needs CuPy, which is not installed: {CUPY_EXTRA}") from exc
+    return cupy
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a kind of call runs: the answered config, and its direct launch where there is one
+    (None: the general path of :func:`launch_answer`, checks included, on every call)."""
+
+    name: str
+    direct: DirectLaunch | None
+    c_shape: tuple[int, int]
+
+
+# (operand attributes, device, asked) -> the prepared call. Plain dict operations: each is atomic
+# under the GIL, and two threads preparing one kind at once store equal values.
+_prepared: dict[Hashable, Prepared] = {}
+
+
+def run_matmul(
+    a: Any,
+    b: Any,
+    alpha: float,
+    beta: float,
+    c: Any,
+    accuracy: str,
+    asked: Hashable,
+    answer: Callable[[Shape, Any], str],
+) -> Any:
+    """``alpha * a @ b + beta * c`` for :func:`tuner.client.matmul`: ``answer`` names the config
+    of a shape as asked (``asked``: where and how, ``accuracy`` included), once per kind."""
+    key = _kind(a, b, c, asked)
+    prepared = _prepared.get(key)
+    if prepared is None:
+        return _first_call(key, a, b, alpha, beta, c, accuracy, asked, answer)
+    direct = prepared.direct
+    if direct is None:
+        call = prepare_call(a, b, beta, c, accuracy)
+        launch_answer(prepared.name, call, alpha, beta)
+        return call.c
+    if c is None:
+        if beta != 0:
+            raise InputError(f"`beta` must be 0 when `c` is None, got {beta!r}")
+        c = _empty(prepared.c_shape, _float32)
+    direct.launch(a, b, alpha, beta, c, None)
+    return c
+
+
+def _kind(a: Any, b: Any, c: Any, asked: Hashable) -> Hashable:
+    """What makes calls alike: every attribute the checks and the launch read; None for
+    operands that are not arrays (the checks name them) and before CuPy is loaded."""
+    try:
+        return (
+            type(a),
+            a.shape,
+            a.strides,
+            a.dtype,
+            type(b),
+            b.shape,
+            b.strides,
+            b.dtype,
+            None if c is None else (type(c), c.shape, c.strides, c.dtype),
+            _device(),
+            asked,
+        )
+    except AttributeError:
+        return None
+
+
+def _first_call(
+    key: Hashable,
+    a: Any,
+    b: Any,
+    alpha: float,
+    beta: float,
+    c: Any,
+    accuracy: str,
+    asked: Hashable,
+    answer: Callable[[Shape, Any], str],
+) -> Any:
+    global _device, _empty, _float32
+    cupy = require_cupy("tuner.matmul")
+    _device, _empty, _float32 = cupy.cuda.runtime.getDevice, cupy.empty, cupy.float32
+    if key is None:  # the first call of the process: CuPy was not loaded to read the kind
+        key = _kind(a, b, c, asked)
+    check_accuracy(accuracy)
+    call = prepare_call(a, b, beta, c, accuracy)  # checks every operand, naming it
+    refuse_first_call_while_capturing(current_stream_ptr())
+    name = answer(call.shape, asked)
+    direct = None
+    in_place = call.a.data.ptr == a.data.ptr and call.b.data.ptr == b.data.ptr
+    if in_place and (c is None or call.c is c):
+        direct = direct_launch(name, call.shape, _pitches(call), _packed(call.shape))
+    if key is not None:
+        if len(_prepared) >= KEPT_CALLS:
+            _prepared.pop(next(iter(_prepared)))
+        _prepared[key] = Prepared(name, direct, (call.shape.m, call.shape.n))
+    if direct is None:
+        launch_answer(name, call, alpha, beta)
+    else:
+        direct.launch(call.a, call.b, alpha, beta, call.c, None)
+    return call.c
+
+
+def _pitches(call: MatmulCall) -> tuple[int, int, int]:
+    from tuner.kernels.operand_padding import row_pitch
+
+    return row_pitch(call.a), row_pitch(call.b), row_pitch(call.c)
+
+
+def _packed(shape: Shape) -> tuple[int, int, int]:
+    """The row lengths of A, B and C as ``shape``'s layout stores them."""
+    return (
+        shape.m if shape.a_transposed else shape.k,
+        shape.k if shape.b_transposed else shape.n,
+        shape.n,
+    )
+
+
+def _no_cupy_yet() -> Any:
+    raise AttributeError("CuPy is not loaded yet")  # makes the first call take _first_call
+
+
+# Bound to CuPy's own functions by the first call (CuPy is imported lazily).
+_device: Callable[[], int] = _no_cupy_yet
+_empty: Any = None
+_float32: Any = None
