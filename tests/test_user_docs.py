@@ -88,7 +88,7 @@ def test_the_readme_keeps_the_ci_test_block() -> None:
     assert lines[start + 1].startswith("```")
     end = lines.index("```", start + 2)
     command = "\n".join(lines[start + 2 : end])
-    assert "pip install -e '.[dev,postgres]'" in command
+    assert "pip install -e '.[dev,postgres,gp]'" in command  # gp: PyTorch, for gp and tuner.torch
     assert "pytest" in command
 
 
