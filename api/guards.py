@@ -11,11 +11,21 @@ before its 401. :class:`RequestGuard` is plain ASGI middleware in front of the r
   ``Authorization`` header checked first, with the same function the dependency uses;
 * a NUL character in a query or path parameter is a 422 naming the parameter: PostgreSQL
   cannot compare text with NUL, and the driver's error used to end in a 500;
-* a method the path does not take is a 405 whose ``Allow`` names every method it takes.
+* a method the path does not take is a 405 whose ``Allow`` names every method it takes;
+* a body must arrive whole within ``Settings.body_timeout_s`` (408 otherwise, and the connection
+  is closed): a client sending a byte a second held a connection and its buffer for as long as
+  it liked (300 such connections all stayed open);
+* at most ``Settings.max_concurrent_uploads`` uploads are read and stored at once; one more
+  waits up to ``body_timeout_s`` for a turn, then gets 503. Parsing and validating an upload
+  takes about twenty times its size in memory, so this, with the body limit, bounds the
+  server's memory (docs/service.md).
+
+A body is read here, whole, before the route runs, and handed to it unchanged.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -31,6 +41,7 @@ from api.deps import bearer_trust, require_token
 from api.settings import Settings
 
 NUL = "\x00"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 class RequestGuard:
@@ -40,6 +51,7 @@ class RequestGuard:
         self.asgi = asgi
         self.app = app
         self.routes = tuple(route for route in routes if isinstance(route, APIRoute))
+        self._upload_turns: asyncio.Semaphore | None = None  # made on the server's loop
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -50,7 +62,40 @@ class RequestGuard:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        await self.asgi(scope, _limited(receive, settings.max_body_bytes), send)
+        if scope["method"] not in BODY_METHODS:
+            await self.asgi(scope, _limited(receive, settings.max_body_bytes), send)
+            return
+        route, _, _ = self._route(scope)
+        if route is None or not _needs_token(route):
+            await self._with_body(scope, receive, send, settings)
+            return
+        turns = self._turns(settings)
+        try:
+            await asyncio.wait_for(turns.acquire(), settings.body_timeout_s)
+        except TimeoutError:
+            await busy(settings)(scope, receive, send)
+            return
+        try:
+            await self._with_body(scope, receive, send, settings)
+        finally:
+            turns.release()
+
+    async def _with_body(
+        self, scope: Scope, receive: Receive, send: Send, settings: Settings
+    ) -> None:
+        """Read the whole body within the deadline and the size limit, then run the route."""
+        body, refusal = await read_body(receive, settings.max_body_bytes, settings.body_timeout_s)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        if body is None:
+            return  # the client went away: nobody to answer
+        await self.asgi(scope, _replayed(body, receive), send)
+
+    def _turns(self, settings: Settings) -> asyncio.Semaphore:
+        if self._upload_turns is None:
+            self._upload_turns = asyncio.Semaphore(settings.max_concurrent_uploads)
+        return self._upload_turns
 
     def _refusal(self, scope: Scope, settings: Settings) -> JSONResponse | None:
         length = _content_length(scope)
@@ -140,6 +185,69 @@ def _limited(receive: Receive, limit: int) -> Receive:
         return message
 
     return counting
+
+
+async def read_body(
+    receive: Receive, limit: int, timeout_s: float
+) -> tuple[bytes | None, JSONResponse | None]:
+    """The request's body, or why it is refused (413 past ``limit`` bytes, 408 when it is not
+    whole within ``timeout_s``); (None, None) when the client disconnected."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    parts: list[bytes] = []
+    seen = 0
+    while True:
+        try:
+            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            return None, too_slow(timeout_s, seen)
+        if message["type"] == "http.disconnect":
+            return None, None
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > limit:
+            return None, too_large(limit, f"got more than {limit}")
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts), None
+
+
+def _replayed(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for a route whose body was read already: the body once, then the
+    connection's own messages (its disconnect)."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def too_slow(timeout_s: float, seen: int) -> JSONResponse:
+    return JSONResponse(
+        {
+            "detail": f"request body not received whole within {timeout_s:g} s "
+            f"(GEMMTUNE_BODY_TIMEOUT_S; {seen} bytes came); send the body at once"
+        },
+        status_code=status.HTTP_408_REQUEST_TIMEOUT,
+        headers={"Connection": "close"},
+    )
+
+
+def busy(settings: Settings) -> JSONResponse:
+    return JSONResponse(
+        {
+            "detail": f"{settings.max_concurrent_uploads} uploads are being stored already "
+            "(GEMMTUNE_MAX_CONCURRENT_UPLOADS) and none finished within "
+            f"{settings.body_timeout_s:g} s; retry"
+        },
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": "1"},
+    )
 
 
 def nul_parameters(scope: Scope, path_params: dict[str, Any]) -> list[tuple[str, str]]:

@@ -7,9 +7,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from storage import DEFAULT_URL
 
-# An upload of the most measurements a request may carry (1000), with generous provenance,
-# is well under 4 MiB.
-DEFAULT_MAX_BODY_BYTES = 16 * 2**20
+# An upload of the most measurements a request may carry (1000), each with its provenance at
+# the bound uploads allow, is under 4 MiB; parsing one takes about twenty times that.
+DEFAULT_MAX_BODY_BYTES = 4 * 2**20
+DEFAULT_BODY_TIMEOUT_S = 10.0
+DEFAULT_MAX_CONCURRENT_UPLOADS = 2
 
 
 class Settings(BaseSettings):
@@ -33,6 +35,18 @@ class Settings(BaseSettings):
         default=DEFAULT_MAX_BODY_BYTES,
         ge=1,
         description="largest request body accepted; a larger one is refused (413) unread",
+    )
+    body_timeout_s: float = Field(
+        default=DEFAULT_BODY_TIMEOUT_S,
+        gt=0,
+        description="seconds a request body may take to arrive whole; a slower one is refused "
+        "(408) and its connection closed",
+    )
+    max_concurrent_uploads: int = Field(
+        default=DEFAULT_MAX_CONCURRENT_UPLOADS,
+        ge=1,
+        description="uploads read and stored at once; another waits up to body_timeout_s for a "
+        "turn, then gets 503 (with the body limit, this bounds the server's memory)",
     )
     preload: bool = Field(
         default=False,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -90,7 +91,7 @@ def test_the_limit_is_a_setting_read_from_the_environment(
     monkeypatch.setenv("GEMMTUNE_MAX_BODY_BYTES", "1234")
     assert Settings().max_body_bytes == 1234
     monkeypatch.delenv("GEMMTUNE_MAX_BODY_BYTES")
-    assert Settings().max_body_bytes == 16 * 2**20
+    assert Settings().max_body_bytes == 4 * 2**20
 
 
 @pytest.mark.parametrize(
@@ -118,3 +119,81 @@ def test_a_method_the_path_does_not_take_names_every_one_it_does(client: TestCli
     response = client.request("PUT", "/v1/results")
     assert response.status_code == 405
     assert set(response.headers["Allow"].split(", ")) >= {"GET", "POST"}
+
+
+def test_a_body_that_does_not_arrive_in_time_is_408_and_the_connection_closed(
+    tmp_path: Path,
+) -> None:
+    """A client that announces a body and sends a little of it is answered 408 once the body
+    timeout passes, and the server closes the connection (it held one and a buffer forever)."""
+    with (
+        seeded_sqlite_app(tmp_path, body_timeout_s=0.5) as app,
+        serving(app) as base,
+        socket.create_connection(tuple_of(base), timeout=10) as sock,
+    ):
+        sock.sendall(head("/v1/configs/best", 100).encode() + b"\r\n" + b'{"m": 8')
+        answer = b""
+        while chunk := sock.recv(65536):  # the server closes: recv returns b""
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+    assert b"GEMMTUNE_BODY_TIMEOUT_S" in answer and b"7 bytes came" in answer
+
+
+def tuple_of(base: str) -> tuple[str, int]:
+    host, port = base.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+def test_uploads_beyond_the_concurrent_limit_wait_then_get_503(tmp_path: Path) -> None:
+    """With one upload turn, an upload arriving while another is being stored waits for the
+    body timeout, then gets 503 with Retry-After; the first is stored; questions never wait."""
+    import asyncio
+
+    from api.guards import RequestGuard
+
+    with seeded_sqlite_app(tmp_path, max_concurrent_uploads=1, body_timeout_s=0.3) as app:
+        release = asyncio.Event()
+        reached: list[str] = []
+
+        async def slow_route(scope: Any, receive: Any, send: Any) -> None:
+            message = await receive()
+            reached.append(scope["path"])
+            if scope["path"] == "/v1/results" and b"first" in message["body"]:
+                await release.wait()
+            await send({"type": "http.response.start", "status": 201, "headers": []})
+            await send({"type": "http.response.body", "body": b"{}"})
+
+        (installed,) = [m for m in app.user_middleware if m.cls is RequestGuard]
+        guard = RequestGuard(slow_route, app, installed.kwargs["routes"])
+
+        async def call(path: str, body: bytes) -> tuple[int, dict[bytes, bytes]]:
+            sent: list[Any] = []
+            bodies = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def receive() -> Any:
+                return bodies.pop() if bodies else {"type": "http.disconnect"}
+
+            async def send(message: Any) -> None:
+                sent.append(message)
+
+            auth = (b"authorization", f"Bearer {TRUSTED}".encode())
+            scope = {
+                "type": "http", "method": "POST", "path": path, "headers": [auth],
+                "query_string": b"", "root_path": "",
+            }  # fmt: skip
+            await guard(scope, receive, send)
+            return sent[0]["status"], dict(sent[0]["headers"])
+
+        async def scenario() -> tuple[Any, ...]:
+            first = asyncio.create_task(call("/v1/results", b'{"first": 1}'))
+            await asyncio.sleep(0.05)  # the first holds the only turn
+            second = await call("/v1/results", b'{"second": 2}')
+            question = await call("/v1/configs/best", b'{"m": 8, "n": 8, "k": 8}')
+            release.set()
+            return second, question, await first
+
+        (second, headers), (question, _), (first, _) = asyncio.run(scenario())
+    assert second == 503 and headers[b"retry-after"] == b"1"
+    assert question == 201  # the fake route's answer: a question took no upload turn
+    assert first == 201
+    assert reached == ["/v1/results", "/v1/configs/best"]  # the second upload never ran
