@@ -18,6 +18,7 @@ from storage.claims import (
     settle_claim,
 )
 from storage.database import open_database, open_engine, open_existing_database
+from storage.device_claims import claim_problem, known_devices
 from storage.engine import (
     DEFAULT_URL,
     URL_ENV_VAR,
@@ -47,6 +48,7 @@ from storage.queries import (
     list_measurements,
     measurements_for_study,
     ping,
+    trusted_devices_named,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
 from storage.records import number_measurement, record_measurement
@@ -101,6 +103,7 @@ __all__ = [
     "best_for",
     "check_schema",
     "claim_candidate",
+    "claim_problem",
     "count_measurements",
     "current_revision",
     "database_url",
@@ -115,6 +118,7 @@ __all__ = [
     "head_revision",
     "holds_measurements",
     "import_json",
+    "known_devices",
     "latest_device_rates",
     "list_devices",
     "list_measurements",
@@ -138,5 +142,6 @@ __all__ = [
     "study_progress",
     "study_summaries",
     "study_table",
+    "trusted_devices_named",
     "upgrade",
 ]
