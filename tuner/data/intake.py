@@ -10,7 +10,9 @@ checks meaning, so that nothing stored can break an answer or win one by lying:
   obeys the family's rules (an ``invalid`` row may break them: that is why it is invalid), and
   ``params`` are the name's parameters;
 * the family computes the shape's input type and layout (``Family.unsupported``: an ``hmma``
-  time for a float32 shape measured another product), and ``accuracy`` is the family's class;
+  time for a float32 shape measured another product), the config's parameters pinned by the
+  shape (``Family.pinned``: a half family's DTYPE and LAYOUT) are the shape's, and
+  ``accuracy`` is the family's class;
 * times are at least :data:`MIN_KERNEL_MS` (no GPU kernel launch takes less), and no rate beats
   the device's peak: TFLOP/s, given or implied by ``2MNK / ms``, at most :data:`PEAK_MARGIN`
   times the peak of the unit that does the products (FP32 FMA, the FP64 tensor cores for the
@@ -213,9 +215,20 @@ def _family_problem(shape: ShapeIn, m: MeasurementIn) -> Problem | None:
     accuracy class is not its family's: either would serve another product than the one
     asked for, or compete in the wrong class."""
     family = FAMILIES[m.family]
-    unsupported = family.unsupported(Shape(shape.m, shape.n, shape.k, shape.dtype, shape.layout))
+    problem = Shape(shape.m, shape.n, shape.k, shape.dtype, shape.layout)
+    unsupported = family.unsupported(problem)
     if unsupported is not None:
         return Problem(("family",), f"must compute the shape: {unsupported}")
+    # Parameters the shape decides (a half family's input type and layout, Family.pinned).
+    pins = family.pinned(problem)
+    wrong = {name: value for name, value in pins.items() if m.params.get(name) != value}
+    if wrong:
+        expected = ", ".join(f"{name}={value}" for name, value in wrong.items())
+        return Problem(
+            ("config_name",),
+            f"must compute {shape.dtype} {shape.layout}: {m.family} takes {expected} for it, "
+            f"got {m.config_name!r}",
+        )
     if m.accuracy != family.accuracy:
         return Problem(
             ("accuracy",),
