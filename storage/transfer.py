@@ -171,11 +171,12 @@ def _not_stored(session: Session, entries: list[Record]) -> list[Record]:
             pairs[stored] = (d, s)
     seen = _stored_keys(session, pairs)
     new = []
-    for d, s, m in entries:
+    for record in entries:
+        d, s, m = record
         key = (d, s, m.config_name, m.created_at, m.study, m.trial_number)
         if key not in seen:
             seen.add(key)
-            new.append((d, s, m))
+            new.append(record)  # the entry itself: _check_device_claims finds it by identity
     return new
 
 
