@@ -293,3 +293,22 @@ def test_a_trusted_upload_of_a_family_that_does_not_compute_the_dtype_is_refused
     (error,) = response.json()["detail"]
     assert error["field"] == f"measurements.0.{field}" and needle in error["msg"]
     assert app_client.post("/v1/configs/best", json=asked).json() == before
+
+
+def test_untrusted_rows_naming_a_study_are_no_part_of_it(app_client: TestClient) -> None:
+    """Listed by GET /v1/results, but neither a trial of the study they name (its page, its
+    best so far) nor a study of their own on the dashboard."""
+    total = app_client.get("/v1/results").json()["total"]
+    for study in ("sweep/2048 #1", "outsider study"):
+        body = upload(0.25)
+        body["shape"] = {"m": 2048, "n": 2048, "k": 2048}
+        for number, row in enumerate(body["measurements"]):
+            row.update(study=study, trial_number=10 + number)
+        stored = app_client.post("/v1/results", json=body, headers=UNTRUSTED_AUTH)
+        assert stored.status_code == 201, stored.text
+    assert app_client.get("/v1/results").json()["total"] == total + 4
+    seeded_study = app_client.get("/v1/studies/sweep%2F2048%20%231").json()
+    assert [t["trial_number"] for t in seeded_study["trials"]] == [0, 1, 2, 3]
+    assert seeded_study["best"]["ms"] == 3.5  # the seed's own, not the upload's 0.25 ms
+    assert app_client.get("/v1/studies/outsider%20study").status_code == 404
+    assert "outsider study" not in app_client.get("/dashboard/studies").text

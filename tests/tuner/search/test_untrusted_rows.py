@@ -107,3 +107,24 @@ def test_untrusted_rows_are_no_prior_for_a_new_shape(new_database: NewDatabase) 
     recorder = SqlRecorder(sessions)
     assert recorder.history(replay.device, "float32", "NN") == []
     assert recorder.evaluated(study.name) == {}
+
+
+def test_an_uploaded_row_is_never_numbered_as_a_trial(new_database: NewDatabase) -> None:
+    """A study gives its trial number to its own unnumbered screening row of a config, not to
+    an upload of the same config naming the study."""
+    sessions = open_database(new_database())
+    device = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
+    shape = storage.ShapeIn(64, 64, 64)
+    name = "warptile_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128"
+    params = {"BM": 64, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "WNITER": 1, "TM": 4, "TN": 4,
+              "THREADS": 128}  # fmt: skip
+    with sessions.begin() as session:
+        for trusted in (False, True):
+            row = storage.MeasurementIn(
+                "warptile", name, params, ms=1.0, study="s", trusted=trusted
+            )
+            storage.record_measurement(session, device, shape, row)
+        storage.number_measurement(session, "s", name, 7)
+    with sessions() as session:
+        rows, _ = storage.list_measurements(session)
+        assert {row.trusted: row.trial_number for row in rows} == {True: 7, False: None}
