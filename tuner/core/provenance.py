@@ -61,6 +61,50 @@ def provenance_problem(value: object, name: str = "provenance") -> ProvenanceErr
     it, e.g. ```provenance.gpu.clock` must be a finite number, got nan``), or None."""
     if not isinstance(value, Mapping):
         return ProvenanceError(name, (), f"must be a JSON object, got {type(value).__name__}")
+    if _obeys(value):
+        return None
+    return _explained(value, name)
+
+
+def _obeys(value: Mapping[Any, Any]) -> bool:
+    """Whether ``value`` surely obeys the rules: the quick test every stored row's provenance
+    takes on each read (a few microseconds for what the tuner writes). False may still be a
+    provenance that obeys them (a key holding the text ``\\u0000``): :func:`_explained`
+    decides then, walking it again to name the problem."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        if type(item) is dict:
+            if len(item) > MAX_KEYS or any(type(key) is not str for key in item):
+                return False
+            children: Any = item.values()
+        elif type(item) is list or type(item) is tuple:
+            children = item
+        else:
+            return False
+        for child in children:
+            kind = type(child)
+            if kind is float:
+                if not math.isfinite(child):
+                    return False
+            elif kind is int:
+                if not -INT_BOUND < child < INT_BOUND:
+                    return False
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append((child, depth + 1))
+            elif not (kind is str or kind is bool or child is None):
+                return False
+    try:  # strings: lone surrogates fail to encode; NUL is written as the escape \u0000
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return len(text.encode()) <= MAX_BYTES and "\\u0000" not in text
+    except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
+        return False
+
+
+def _explained(value: Mapping[Any, Any], name: str) -> ProvenanceError | None:
+    """The first problem of ``value`` with its path, walking every value (or None)."""
     stack: list[tuple[Where, object]] = [((), value)]
     while stack:
         where, item = stack.pop()

@@ -97,3 +97,11 @@ def test_a_stored_provenance_that_breaks_the_rule_reads_as_one_key() -> None:
     assert list(shown) == [UNREADABLE_KEY]
     assert "`provenance.x` must be a finite number" in shown[UNREADABLE_KEY]
     json.dumps(readable_provenance(nested(256)), allow_nan=False).encode("utf-8")
+
+
+def test_text_that_only_looks_like_an_escaped_nul_is_kept() -> None:
+    """The quick test sees ``\\u0000`` in the JSON of a backslash followed by ``u0000``; the
+    full walk then finds no NUL, and the provenance is kept as it is."""
+    value = {"pattern": "\\u0000", "tuple": (1, 2)}
+    assert provenance_problem(value) is None
+    assert readable_provenance(value) == value
