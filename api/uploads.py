@@ -1,9 +1,11 @@
 """``POST /v1/results``: from a validated body to stored rows, all or nothing.
 
 Every measurement passes :mod:`tuner.data.intake` first (the rules shared with ``gemmtune import``
-and preload); one problem refuses the whole upload. What is stored is marked trusted or not by
-the token it came with (:func:`tuner.data.intake.with_trust`): an untrusted row is listed like any
-other but never becomes the best config. The SQLite file is checked before and after the
+and preload), and its device must agree with what the database knows of that name
+(:mod:`storage.device_claims`); one problem refuses the whole upload. What is stored is marked
+trusted or not by the token it came with (:func:`tuner.data.intake.with_trust`): an untrusted
+row is listed like any other but never becomes the best config, a study's trial or a device
+an answer is resolved by. The SQLite file is checked before and after the
 write, so an upload is never acknowledged into a file that was deleted or replaced.
 """
 
@@ -14,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from api import schemas
+from tuner.core.provenance import ProvenanceError
 from tuner.data.intake import Problem, RejectedRecords, check_upload, with_trust
 from tuner.kernels.families import accuracy_of
 
@@ -40,9 +43,16 @@ def store_upload(
             values = item.model_dump()
             measurement = storage.MeasurementIn(**values, accuracy=accuracy_of(values["family"]))
             measurements.append(storage.from_legacy(measurement))
+        except ProvenanceError as exc:
+            where = ("measurements", i, "provenance", *exc.where)
+            raise RejectedRecords([Problem(where, exc.allowed)]) from exc
         except ValueError as exc:
             raise RejectedRecords([Problem(("measurements", i), str(exc))]) from exc
     check_upload(device, shape, measurements)
+    with sessions() as session:
+        claim = storage.claim_problem(device, storage.known_devices(session, [device.name]))
+    if claim is not None:
+        raise RejectedRecords([Problem(("device",), claim)])
     _check_file(database_file, "")
     with sessions.begin() as session:
         ids = storage.record_measurements(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         settle_claim,
     )
     from storage.database import open_database, open_engine, open_existing_database
+    from storage.device_claims import claim_problem, known_devices
     from storage.engine import (
         DEFAULT_URL,
         URL_ENV_VAR,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         list_measurements,
         measurements_for_study,
         ping,
+        trusted_devices_named,
     )
     from storage.rates import device_rates, latest_device_rates, record_device_rates
     from storage.records import number_measurement, record_measurement
@@ -89,6 +91,9 @@ _HOMES = {
     "renew_claims": "storage.claims",
     "settle_claim": "storage.claims",
     "open_database": "storage.database",
+    "claim_problem": "storage.device_claims",
+    "known_devices": "storage.device_claims",
+    "trusted_devices_named": "storage.queries",
     "open_engine": "storage.database",
     "open_existing_database": "storage.database",
     "DEFAULT_URL": "storage.engine",
@@ -183,6 +188,7 @@ __all__ = [
     "best_for",
     "check_schema",
     "claim_candidate",
+    "claim_problem",
     "count_measurements",
     "current_revision",
     "database_url",
@@ -197,6 +203,7 @@ __all__ = [
     "head_revision",
     "holds_measurements",
     "import_json",
+    "known_devices",
     "latest_device_rates",
     "list_devices",
     "list_measurements",
@@ -221,6 +228,7 @@ __all__ = [
     "study_progress",
     "study_summaries",
     "study_table",
+    "trusted_devices_named",
     "upgrade",
 ]
 

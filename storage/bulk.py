@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from storage.conflicts import upsert_statement
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import BestConfig, Device, Measurement, Shape, utcnow
-from storage.records import Offer, offer_best
+from storage.records import Offer, offer_best, vouch_for_devices
 from tuner.core.phases import Phase
 
 # Rows inserted together: large enough for multi-row INSERTs, small enough to report progress
@@ -56,6 +56,10 @@ class RowIds:
         """The ids of a device and shape both known, else None."""
         device_id, shape_id = self._devices.get(device), self._shapes.get(shape)
         return None if device_id is None or shape_id is None else (device_id, shape_id)
+
+    def vouch(self, devices: Iterable[DeviceIn]) -> None:
+        """Mark these (known) devices trusted: a trusted record of theirs is being written."""
+        vouch_for_devices(self.session, (self.device(d) for d in set(devices)))
 
     def device(self, device: DeviceIn) -> int:
         if device not in self._devices:
@@ -103,6 +107,7 @@ def record_measurements(
     pending = list(records)
     known = ids_of or RowIds(session)
     known.add((d for d, _, _ in pending), (s for _, s, _ in pending))
+    known.vouch(d for d, _, m in pending if m.trusted)
     ids: list[int] = []
     written: list[Offer] = []
     for start in range(0, len(pending), BULK_CHUNK):

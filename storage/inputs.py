@@ -15,6 +15,7 @@ from typing import Any
 
 from tuner.core.accuracy import UNLABELLED
 from tuner.core.phases import Phase, check_phase
+from tuner.core.provenance import check_provenance
 from tuner.core.shape import LEGACY_LAYOUTS
 from tuner.core.statuses import STATUSES
 
@@ -31,6 +32,19 @@ def _check_text(name: str, value: object, *, optional: bool = False) -> None:
         return
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"`{name}` must be a non-empty string, got {value!r}")
+    _check_unicode(name, value)
+
+
+def _check_unicode(name: str, value: str) -> None:
+    """Text both backends store and every response can encode: no lone UTF-16 surrogate
+    (``"\\ud800"`` parses from JSON but is no text in UTF-8)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = value[exc.start : exc.end]
+        raise ValueError(
+            f"`{name}` must be valid Unicode text, got a lone surrogate {bad!a}"
+        ) from None
 
 
 def _check_label(name: str, value: object) -> None:
@@ -41,6 +55,7 @@ def _check_label(name: str, value: object) -> None:
             f"`{name}` must be a non-empty string of at most {LABEL_LENGTH} characters, "
             f"got {value!r}"
         )
+    _check_unicode(name, value)
 
 
 def _check_int(name: str, value: object, *, minimum: int, optional: bool = False) -> None:
@@ -57,11 +72,6 @@ def _check_number(name: str, value: object, *, positive: bool = False) -> None:
         raise ValueError(f"`{name}` must be a finite number, got {value!r}")
     if positive and value <= 0:
         raise ValueError(f"`{name}` must be > 0, got {value!r}")
-
-
-def _check_provenance(value: object) -> None:
-    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
-        raise ValueError(f"`provenance` must be a mapping with string keys, got {value!r}")
 
 
 def _check_time(name: str, value: object) -> None:
@@ -149,7 +159,7 @@ class MeasurementIn:
             if not isinstance(key, str):
                 raise ValueError(f"`params` keys must be strings, got {key!r}")
             _check_int(f"params[{key!r}]", value, minimum=-(2**63))
-        _check_provenance(self.provenance)
+        check_provenance(self.provenance)
         _check_text("reason", self.reason, optional=True)
         for name in ("ms", "cublas_ms"):
             _check_number(name, getattr(self, name), positive=True)
@@ -205,4 +215,4 @@ class RatesIn:
         if all(value is None for value in values):
             raise ValueError(f"give at least one rate: {', '.join(RATE_FIELDS)}")
         _check_time("measured_at", self.measured_at)
-        _check_provenance(self.provenance)
+        check_provenance(self.provenance)

@@ -28,6 +28,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     func,
     true,
 )
@@ -90,7 +91,13 @@ class Base(DeclarativeBase):
 
 
 class Device(Base):
-    """A GPU model as seen by the tuner; a MIG slice is a different device (fewer SMs)."""
+    """A GPU model as seen by the tuner; a MIG slice is a different device (fewer SMs).
+
+    Name, architecture and SM count together identify it. ``trusted`` says whether a trusted
+    writer (the tuner, an upload with the trusted token, an import of trusted rows, the GPU
+    probes) has stored anything for it: a device that only untrusted uploads named is kept for
+    their rows but never used to resolve a device an answer is asked for.
+    """
 
     __tablename__ = "device"
     __table_args__ = (UniqueConstraint("name", "arch", "sm_count"),)
@@ -99,6 +106,7 @@ class Device(Base):
     name: Mapped[str] = mapped_column(String(DEVICE_NAME_LENGTH))
     arch: Mapped[str] = mapped_column(String(LABEL_LENGTH))
     sm_count: Mapped[int] = mapped_column(Integer)
+    trusted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Shape(Base):

@@ -195,9 +195,23 @@ def list_measurements(
     return list(session.scalars(page)), total
 
 
-def list_devices(session: Session) -> list[Device]:
-    """Every device that has been seen, by name."""
-    return list(session.scalars(select(Device).order_by(Device.name, Device.arch, Device.sm_count)))
+def list_devices(session: Session, trusted_only: bool = False) -> list[Device]:
+    """Every device that has been seen (only those a trusted writer vouched for, with
+    ``trusted_only``: what resolves a device an answer is asked for), by name."""
+    query = select(Device).order_by(Device.name, Device.arch, Device.sm_count)
+    if trusted_only:
+        query = query.where(Device.trusted.is_(True))
+    return list(session.scalars(query))
+
+
+def trusted_devices_named(session: Session, names: Collection[str]) -> list[Device]:
+    """The trusted devices called any of ``names``: what the database knows of those GPUs,
+    which an upload or import naming one must agree with."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return []
+    query = select(Device).where(Device.name.in_(wanted), Device.trusted.is_(True))
+    return list(session.scalars(query.order_by(Device.name, Device.arch, Device.sm_count)))
 
 
 def measurements_for_study(
@@ -205,13 +219,18 @@ def measurements_for_study(
 ) -> Sequence[Measurement]:
     """The measurements of a study in one phase (its screening trials unless asked for its
     final re-measurements), in trial order (only those stored after the measurement
-    ``after_id``, when given: what other workers added since one last looked)."""
+    ``after_id``, when given: what other workers added since one last looked).
+
+    Trusted rows only: an upload without the trusted token may name any study (study names are
+    deterministic and shown on the dashboard), and must never count as one of its trials, its
+    history or its finalists."""
     query = (
         select(Measurement)
         .where(
             Measurement.study == study_name,
             Measurement.phase == phase.value,
             Measurement.id > after_id,
+            Measurement.trusted.is_(True),
         )
         .order_by(Measurement.trial_number, Measurement.id)
     )
@@ -224,8 +243,8 @@ def measurements_for_study(
 def fastest_ok_times(
     session: Session, device_name: str, dtype: str = "float32", layout: str = "NN"
 ) -> list[tuple[int, int, int, str, float]]:
-    """(m, n, k, config name, fastest ok ms) of every config measured on ``device_name``: what
-    the search transfers to a new shape of that device."""
+    """(m, n, k, config name, fastest ok ms) of every config measured on ``device_name`` by a
+    trusted writer: what the search transfers to a new shape of that device."""
     query = (
         select(Shape.m, Shape.n, Shape.k, Measurement.config_name, func.min(Measurement.ms))
         .join(Measurement.device)
@@ -236,6 +255,7 @@ def fastest_ok_times(
             Shape.layout == layout,
             Measurement.status == "ok",
             Measurement.ms.is_not(None),
+            Measurement.trusted.is_(True),
         )
         .group_by(Shape.m, Shape.n, Shape.k, Measurement.config_name)
     )
@@ -250,7 +270,7 @@ def fastest_ok_times(
 class BestConfigsMark(NamedTuple):
     """What the answers are built from, in six numbers: equal marks mean (short of a row
     changed in place without a new measurement or update time) the same best configs,
-    devices and device rates. An in-memory index computes the same from what it holds."""
+    trusted devices and device rates. An in-memory index computes the same from what it holds."""
 
     bests: int
     best_id_sum: int
@@ -268,8 +288,10 @@ def best_configs_fingerprint(session: Session) -> BestConfigsMark:
             select(func.count(BestConfig.id)).scalar_subquery(),
             select(func.coalesce(func.sum(BestConfig.id), 0)).scalar_subquery(),
             select(func.coalesce(func.sum(BestConfig.measurement_id), 0)).scalar_subquery(),
-            select(func.count(Device.id)).scalar_subquery(),
-            select(func.coalesce(func.max(Device.id), 0)).scalar_subquery(),
+            select(func.count(Device.id)).where(Device.trusted.is_(True)).scalar_subquery(),
+            select(func.coalesce(func.max(Device.id), 0))
+            .where(Device.trusted.is_(True))
+            .scalar_subquery(),
             select(func.coalesce(func.max(DeviceRates.id), 0)).scalar_subquery(),
         )
     ).one()
@@ -298,8 +320,11 @@ _IDS_PER_QUERY = 500
 
 
 def devices_after(session: Session, device_id: int) -> list[Device]:
-    """Devices stored after the one with id ``device_id`` (rows are never changed)."""
-    return list(session.scalars(select(Device).where(Device.id > device_id).order_by(Device.id)))
+    """Trusted devices stored after the one with id ``device_id`` (what the answers' index
+    adds; a device vouched for later, with a lower id, changes the fingerprint's count and so
+    is read by the full read that follows)."""
+    query = select(Device).where(Device.id > device_id, Device.trusted.is_(True))
+    return list(session.scalars(query.order_by(Device.id)))
 
 
 def count_measurements(session: Session) -> int:

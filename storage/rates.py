@@ -19,7 +19,7 @@ def record_device_rates(session: Session, device: DeviceIn, rates: RatesIn) -> D
     """Store one probe run's ``rates`` for ``device`` (created if new), in the caller's
     transaction; earlier runs stay, the newest is what :func:`device_rates` reads."""
     row = DeviceRates(
-        device=get_or_create_device(session, device),
+        device=get_or_create_device(session, device, trusted=True),  # only probes write rates
         provenance=dict(rates.provenance),
         **{name: getattr(rates, name) for name in RATE_FIELDS},
     )

@@ -19,6 +19,7 @@ best_config lock is held briefly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from sqlalchemy import select, update
@@ -47,7 +48,9 @@ def record_measurement(
     screening measurement never replaces a final best.
     """
     measurement = _new_measurement(
-        get_or_create_device(session, device), get_or_create_shape(session, shape), m
+        get_or_create_device(session, device, trusted=m.trusted),
+        get_or_create_shape(session, shape),
+        m,
     )
     session.add(measurement)
     session.flush()
@@ -67,6 +70,7 @@ def number_measurement(session: Session, study: str, config_name: str, trial_num
             Measurement.phase == Phase.SCREENING.value,
             Measurement.config_name == config_name,
             Measurement.trial_number.is_(None),
+            Measurement.trusted.is_(True),  # an upload naming the study is no trial of it
         )
         .values(trial_number=trial_number)
         .execution_options(synchronize_session=False)
@@ -83,14 +87,32 @@ def _new_measurement(device_row: Device, shape_row: Shape, m: MeasurementIn) -> 
     return measurement
 
 
-def get_or_create_device(session: Session, device: DeviceIn) -> Device:
+def get_or_create_device(session: Session, device: DeviceIn, trusted: bool) -> Device:
+    """The stored device equal to ``device``, created if new; vouched for (``Device.trusted``)
+    when a ``trusted`` writer stores something for it. Trust only ever grows: an untrusted
+    write never takes it back."""
     row = find_device(session, device)
     if row is None:
         values = {"name": device.name, "arch": device.arch, "sm_count": device.sm_count}
         insert_ignoring_conflicts(session, Device, values)
         row = find_device(session, device)
     assert row is not None
+    if trusted and not row.trusted:
+        vouch_for_devices(session, [row.id])
+        session.refresh(row, ["trusted"])
     return row
+
+
+def vouch_for_devices(session: Session, device_ids: Iterable[int]) -> None:
+    """Mark these devices trusted: a trusted writer stored something for them."""
+    ids = sorted(set(device_ids))
+    if ids:
+        session.execute(
+            update(Device)
+            .where(Device.id.in_(ids), Device.trusted.is_(False))
+            .values(trusted=True)
+            .execution_options(synchronize_session=False)
+        )
 
 
 def get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:

@@ -149,7 +149,8 @@ def write_staged(
                 Offer(device_keys[d], shape_keys[s], position, m)
                 for position, (d, s, m) in enumerate(records)
             )
-            _merge(stage, devices, shapes, offered)
+            vouched = {device for device, _, m in records if m.trusted}
+            _merge(stage, devices, shapes, offered, vouched)
         finally:
             stage.drop()
     return len(records)
@@ -162,7 +163,11 @@ def _staged_row(position: int, m: MeasurementIn, device_key: int, shape_key: int
 
 
 def _merge(
-    stage: _Stage, devices: list[DeviceIn], shapes: list[ShapeIn], offered: list[Offer]
+    stage: _Stage,
+    devices: list[DeviceIn],
+    shapes: list[ShapeIn],
+    offered: list[Offer],
+    vouched: set[DeviceIn],
 ) -> None:
     """Move the staged rows into the real tables and offer the best configs, in one
     transaction (on SQLite one ``BEGIN IMMEDIATE``: the write lock for the merge only)."""
@@ -172,6 +177,7 @@ def _merge(
             connection.exec_driver_sql("BEGIN IMMEDIATE")
         ids = RowIds(session)
         ids.add(devices, shapes)
+        ids.vouch(vouched)  # the devices of the file's trusted records
         connection.execute(
             insert(stage.devices), [{"key": i, "id": ids.device(d)} for i, d in enumerate(devices)]
         )

@@ -4,7 +4,8 @@ values, and how far a study has come (the one small query each page view makes).
 A study is the measurements that share a ``study`` name, in two phases: its screening trials and
 its finalists' final re-measurements (:mod:`tuner.core.phases`), which every read here keeps
 apart. They are found through the index on (study, id) (schema revision 0007), never by reading
-every measurement.
+every measurement. Only trusted rows belong to a study: an upload without the trusted token
+may name any study (names are predictable), and is listed by ``GET /v1/results`` only.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def study_summaries(session: Session) -> list[StudySummary]:
             func.min(Measurement.shape_id),
             func.max(Measurement.shape_id),
         )
-        .where(Measurement.study.is_not(None))
+        .where(Measurement.study.is_not(None), Measurement.trusted.is_(True))
         .group_by(*key)
     )
     rows = session.execute(query).all()
@@ -94,7 +95,7 @@ def _families(session: Session) -> dict[tuple[str | None, str], tuple[str, ...]]
     first = func.min(Measurement.id)
     rows = session.execute(
         select(Measurement.study, Measurement.phase, Measurement.family)
-        .where(Measurement.study.is_not(None))
+        .where(Measurement.study.is_not(None), Measurement.trusted.is_(True))
         .group_by(Measurement.study, Measurement.phase, Measurement.family)
         .order_by(first)
     )
@@ -142,7 +143,11 @@ def study_table(
         select(*columns, *shape_columns, Device.name.label("device"))
         .join(Shape, Measurement.shape_id == Shape.id)
         .join(Device, Measurement.device_id == Device.id)
-        .where(Measurement.study == study_name, Measurement.phase == phase.value)
+        .where(
+            Measurement.study == study_name,
+            Measurement.phase == phase.value,
+            Measurement.trusted.is_(True),
+        )
         .order_by(Measurement.trial_number, Measurement.id)
     )
     if after_id is not None:
@@ -174,7 +179,11 @@ def progress_query(
         func.max(Measurement.id),
         func.max(Measurement.created_at),
         func.count(Measurement.trial_number),
-    ).where(Measurement.study == study_name, Measurement.phase == phase.value)
+    ).where(
+        Measurement.study == study_name,
+        Measurement.phase == phase.value,
+        Measurement.trusted.is_(True),
+    )
 
 
 def study_progress(

@@ -5,7 +5,8 @@ Rows refer to devices and shapes by value, not by id, because ids differ between
 Best configs are not exported: importing stages the new measurements and merges them
 (:mod:`storage.staging`), rebuilding the best configs by the same rule as live tuning. Every
 entry is checked (against the column limits too, so a file imports the same on SQLite and
-PostgreSQL) before anything is written. Importing is idempotent: a
+PostgreSQL) before anything is written, and a record's device must agree with what the
+database knows of that name (:mod:`storage.device_claims`). Importing is idempotent: a
 measurement with the same device, shape, config name, creation time, study and trial number as
 a stored one (or as an earlier entry of the file) is skipped.
 
@@ -27,6 +28,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from storage.bulk import Progress, Record, RowIds
+from storage.device_claims import claim_problem, known_devices
 from storage.errors import StorageError
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.legacy_records import from_legacy
@@ -143,6 +145,7 @@ def import_json(
         entries.append(record)
     with sessions() as session:
         new = _not_stored(session, entries)
+        _check_device_claims(session, entries, new)
     if not new:
         # Nothing to stage; the devices and shapes the file lists are stored all the same.
         if devices or shapes:
@@ -168,11 +171,12 @@ def _not_stored(session: Session, entries: list[Record]) -> list[Record]:
             pairs[stored] = (d, s)
     seen = _stored_keys(session, pairs)
     new = []
-    for d, s, m in entries:
+    for record in entries:
+        d, s, m = record
         key = (d, s, m.config_name, m.created_at, m.study, m.trial_number)
         if key not in seen:
             seen.add(key)
-            new.append((d, s, m))
+            new.append(record)  # the entry itself: _check_device_claims finds it by identity
     return new
 
 
@@ -266,6 +270,24 @@ def _parse_measurement(value: Any, where: str) -> tuple[DeviceIn, ShapeIn, Measu
     values = {name: item[name] for name in MEASUREMENT_FIELDS if name in item}
     values["created_at"] = _parse_time(item["created_at"], where)
     return device, shape, _build(where, lambda: from_legacy(MeasurementIn(**values)))
+
+
+def _check_device_claims(session: Session, entries: list[Record], new: list[Record]) -> None:
+    """Refuse the file if a record it adds (one of ``new``) names a device other than the
+    database knows under its name (:mod:`storage.device_claims`); the devices of the file's
+    earlier trusted records count as known too, so a file cannot bring two GPUs of one name
+    either. Records already stored are not judged again: re-importing stays a no-op."""
+    adding = {id(record) for record in new}
+    known = known_devices(session, {device.name for device, _, _ in new})
+    for i, record in enumerate(entries):
+        if id(record) not in adding:
+            continue
+        device, _, m = record
+        problem = claim_problem(device, known)
+        if problem is not None:
+            raise StorageError(f"measurements[{i}].device: {problem}; nothing imported")
+        if m.trusted and device.name not in known:
+            known[device.name] = {device}
 
 
 def _checked(where: str, check: Check, record: tuple[DeviceIn, ShapeIn, MeasurementIn]) -> None:

@@ -13,11 +13,14 @@ from typing import Any
 from storage.inputs import MEASUREMENT_FIELDS
 from storage.models import Measurement
 from tuner.core.dims import tflops
+from tuner.core.provenance import readable_provenance
 
 
 def measurement_values(row: Measurement, *, derive_tflops: bool = False) -> dict[str, Any]:
     """The row's :data:`~storage.MEASUREMENT_FIELDS`, JSON-ready (``created_at`` as ISO 8601,
-    fresh copies of ``params`` and ``provenance``).
+    fresh copies of ``params`` and ``provenance``; a provenance stored before its rules, or
+    around them, that no reader could send out is replaced by one key saying why:
+    :func:`tuner.core.provenance.readable_provenance`).
 
     Args:
         derive_tflops: fill ``tflops`` and ``cublas_tflops`` from ``ms`` and ``cublas_ms`` where
@@ -25,7 +28,7 @@ def measurement_values(row: Measurement, *, derive_tflops: bool = False) -> dict
     """
     values = {name: getattr(row, name) for name in MEASUREMENT_FIELDS}
     values["params"] = dict(row.params)
-    values["provenance"] = dict(row.provenance or {})
+    values["provenance"] = readable_provenance(row.provenance)
     values["created_at"] = row.created_at.isoformat()
     if derive_tflops:
         shape = row.shape

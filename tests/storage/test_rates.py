@@ -87,7 +87,7 @@ def test_rates_of_two_slices_of_one_gpu_name_stay_apart(session: Session) -> Non
         ({"dram_tb_s": float("inf")}, "`dram_tb_s` must be a finite number"),
         ({"launch_us": "2"}, "`launch_us` must be a finite number, got '2'"),
         ({"ffma_tflops": 1.0, "measured_at": "today"}, "`measured_at` must be a datetime"),
-        ({"ffma_tflops": 1.0, "provenance": {1: "x"}}, "`provenance` must be a mapping"),
+        ({"ffma_tflops": 1.0, "provenance": {1: "x"}}, "`provenance` keys must be strings"),
     ],
 )
 def test_bad_rates_name_the_field(values: dict[str, Any], message: str) -> None:

@@ -167,7 +167,7 @@ def read_rates(session: Session) -> tuple[dict[str, MathRates], int]:
 def load_snapshot(session: Session) -> Snapshot:
     """Every best config (readable or not), device and newest device rates in the database."""
     rates, rates_id = read_rates(session)
-    devices = {row.id: device_info(row) for row in storage.list_devices(session)}
+    devices = {row.id: device_info(row) for row in storage.list_devices(session, trusted_only=True)}
     bests = [stored_best(row) for row in storage.best_configs(session)]
     return Snapshot(bests, devices, rates, rates_id)
 

@@ -4,10 +4,15 @@
 Storage checks types (``storage.inputs``); it cannot know kernel families or GPUs. This module
 checks meaning, so that nothing stored can break an answer or win one by lying:
 
-* the device's architecture looks like ``sm_90``, the shape is one this version tunes;
+* the device's architecture looks like ``sm_90`` and its SM count is at most
+  :data:`MAX_SM_COUNT`; the shape is one this version tunes;
 * ``family`` is a known family, ``config_name`` is that family's canonical name of a config that
   obeys the family's rules (an ``invalid`` row may break them: that is why it is invalid), and
   ``params`` are the name's parameters;
+* the family computes the shape's input type and layout (``Family.unsupported``: an ``hmma``
+  time for a float32 shape measured another product), the config's parameters pinned by the
+  shape (``Family.pinned``: a half family's DTYPE and LAYOUT) are the shape's, and
+  ``accuracy`` is the family's class;
 * times are at least :data:`MIN_KERNEL_MS` (no GPU kernel launch takes less), and no rate beats
   the device's peak: TFLOP/s, given or implied by ``2MNK / ms``, at most :data:`PEAK_MARGIN`
   times the peak of the unit that does the products (FP32 FMA, the FP64 tensor cores for the
@@ -31,7 +36,7 @@ from tuner.answers.device_kind import ARCH_FORMAT
 from tuner.core.config import Config
 from tuner.core.dims import tflops as gemm_tflops
 from tuner.core.errors import InputError
-from tuner.core.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
+from tuner.core.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS, Shape
 from tuner.kernels.families import FAMILIES, checked_config, parse_config
 from tuner.kernels.families._base import MathUnit
 from tuner.model.rates import ARCH_FIGURES, ArchFigures
@@ -41,6 +46,10 @@ from tuner.model.rates import ARCH_FIGURES, ArchFigures
 PEAK_MARGIN = 1.5
 # No kernel launch completes in less than a microsecond as CUDA events time it.
 MIN_KERNEL_MS = 1e-3
+
+# No GPU has nearly this many SMs (170 on the largest of 2025); a claim of more is a lie that
+# would lift the device's peak, and so the plausibility bound on its times, as far as it likes.
+MAX_SM_COUNT = 1024
 
 # Column widths of the text fields a record may fill freely (storage.models).
 DEVICE_NAME_CHARS = 200
@@ -87,6 +96,9 @@ def device_problems(device: DeviceIn) -> list[Problem]:
     if not ARCH_FORMAT.fullmatch(device.arch):
         message = f"must look like sm_90 (compute capability), got {device.arch!r}"
         problems.append(Problem(("arch",), message))
+    if device.sm_count > MAX_SM_COUNT:
+        message = f"must be at most {MAX_SM_COUNT} (no GPU has more), got {device.sm_count}"
+        problems.append(Problem(("sm_count",), message))
     return problems
 
 
@@ -107,7 +119,7 @@ def measurement_problems(device: DeviceIn, shape: ShapeIn, m: MeasurementIn) -> 
     """Problems of one measurement of a valid ``device`` and ``shape``."""
     texts = (("study", m.study, STUDY_CHARS), ("reason", m.reason, None))
     problems = _text_problems(texts)
-    config_problem = _config_problem(m)
+    config_problem = _config_problem(m) or _family_problem(shape, m)
     if config_problem is not None:
         return [*problems, config_problem]
     return problems + _time_problems(device, shape, m, FAMILIES[m.family].cost.math)
@@ -194,6 +206,33 @@ def _config_problem(m: MeasurementIn) -> Problem | None:
         return Problem(
             ("params",),
             f"must be the parameters of {config.name}: {config.as_dict()}, got {dict(m.params)}",
+        )
+    return None
+
+
+def _family_problem(shape: ShapeIn, m: MeasurementIn) -> Problem | None:
+    """A family that does not compute the shape (its input type or layout), or a record whose
+    accuracy class is not its family's: either would serve another product than the one
+    asked for, or compete in the wrong class."""
+    family = FAMILIES[m.family]
+    problem = Shape(shape.m, shape.n, shape.k, shape.dtype, shape.layout)
+    unsupported = family.unsupported(problem)
+    if unsupported is not None:
+        return Problem(("family",), f"must compute the shape: {unsupported}")
+    # Parameters the shape decides (a half family's input type and layout, Family.pinned).
+    pins = family.pinned(problem)
+    wrong = {name: value for name, value in pins.items() if m.params.get(name) != value}
+    if wrong:
+        expected = ", ".join(f"{name}={value}" for name, value in wrong.items())
+        return Problem(
+            ("config_name",),
+            f"must compute {shape.dtype} {shape.layout}: {m.family} takes {expected} for it, "
+            f"got {m.config_name!r}",
+        )
+    if m.accuracy != family.accuracy:
+        return Problem(
+            ("accuracy",),
+            f"must be {family.accuracy!r}, the class of family {m.family}, got {m.accuracy!r}",
         )
     return None
 

@@ -41,6 +41,10 @@ def read_json(path: Path, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} {str(path)!r} is not JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(
+            f"{what} {str(path)!r} nests JSON arrays or objects too deeply to read"
+        ) from None
 
 
 def check_writable(path: Path, what: str) -> None:

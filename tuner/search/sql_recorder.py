@@ -51,13 +51,15 @@ def measurement_in(
 ) -> storage.MeasurementIn:
     """The record storage keeps of ``result`` (trial ``trial_number`` of ``study``, in
     ``phase``), labelled with its family's accuracy class (each class keeps a best config of
-    its own)."""
+    its own). Trusted by construction: the tuner measured it itself, whatever the provenance
+    it carries says."""
     return storage.MeasurementIn(
         **asdict(result),
         accuracy=accuracy_of(result.family),
         study=study,
         trial_number=trial_number,
         phase=phase.value,
+        trusted=True,
     )
 
 
