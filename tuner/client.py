@@ -144,22 +144,25 @@ def _from_database(
     )
 
 
-# (shape, url, db, device, accuracy) -> the answered config name, asked once per process.
-_configs: dict[tuple[Shape, str | None, str | None, DeviceSpec | None, str], str] = {}
+# (shape, url, db, device, accuracy) -> the answered config name and, for a vendor answer, the
+# library algorithm it replays (``Answer.vendor_algorithm``), asked once per process.
+Chosen = tuple[str, tuple[str, ...] | None]
+_configs: dict[tuple[Shape, str | None, str | None, DeviceSpec | None, str], Chosen] = {}
 
 
-def _config_name(
+def _chosen(
     shape: Shape, url: str | None, db: str | None, device: DeviceSpec | None, accuracy: str
-) -> str:
+) -> Chosen:
     key = (shape, url, db, device, accuracy)
-    name = _configs.get(key)
-    if name is None:
+    chosen = _configs.get(key)
+    if chosen is None:
         m, n, k, dtype, layout = shape.m, shape.n, shape.k, shape.dtype, shape.layout
         answer = best(
             m, n, k, url=url, db=db, device=device, dtype=dtype, layout=layout, accuracy=accuracy
         )
-        name = _configs[key] = answer.name
-    return name
+        algorithm = answer.vendor_algorithm()
+        chosen = _configs[key] = (answer.name, tuple(algorithm) if algorithm else None)
+    return chosen
 
 
 def matmul(
@@ -199,6 +202,11 @@ def matmul(
         InputError: naming the array, when ``a`` or ``b`` is not a 2-D CuPy array of a
             supported dtype, when their dtypes differ, or when the shapes do not fit.
 
+    Where the vendor library won the study (family ``cublaslt``), the call is cuBLASLt's
+    ``cublasLtMatmul`` with the algorithm the study measured, replayed from the answer (checked
+    first with ``cublasLtMatmulAlgoCheck``; where it no longer applies the heuristic's first
+    choice runs and a warning is logged).
+
     The kernel runs on the current stream. One loaded kernel serves every call with its config;
     the split-K kernels (``splitk``, ``warptile_splitk``, ``streamk``, ``skinny``), which keep
     ticket counters in their module, get one loaded module per stream and calling thread, so
@@ -208,5 +216,6 @@ def matmul(
 
     check_accuracy(accuracy)
     call = prepare_call(a, b, beta, c, accuracy)
-    launch_answer(_config_name(call.shape, url, db, _resolve(device), accuracy), call, alpha, beta)
+    name, algorithm = _chosen(call.shape, url, db, _resolve(device), accuracy)
+    launch_answer(name, call, alpha, beta, algorithm)
     return call.c

@@ -16,6 +16,7 @@ from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.gpu.half_arrays import describe, dtype_name, operand
 from tuner.gpu.loaded import compiled
+from tuner.kernels.families import is_vendor, parse_config
 
 
 @dataclass(frozen=True)
@@ -65,14 +66,46 @@ def prepare_call(a: Any, b: Any, beta: float, c: Any, accuracy: str) -> MatmulCa
     return MatmulCall(Shape(m, n, k, dtype_name(a), layout), a_stored, b_stored, c)
 
 
-def launch_answer(name: str, call: MatmulCall, alpha: float, beta: float) -> None:
-    """Run config ``name`` on ``call``'s operands, on the current stream."""
+def launch_answer(
+    name: str,
+    call: MatmulCall,
+    alpha: float,
+    beta: float,
+    algorithm: tuple[str, ...] | None = None,
+) -> None:
+    """Run config ``name`` on ``call``'s operands, on the current stream; a vendor config
+    (``cublaslt``) through the library, replaying ``algorithm`` (hex words) where given."""
     import cupy
 
     from tuner.gpu.measure import launch
 
-    # The handle alone does not name a stream: each thread's per-thread default stream has
-    # the same one.
-    site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
-    kernel, source = compiled(name, site)
+    if is_vendor(parse_config(name).family):
+        kernel, source = vendor_kernel(name, algorithm)
+    else:
+        # The handle alone does not name a stream: each thread's per-thread default stream has
+        # the same one.
+        site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
+        kernel, source = compiled(name, site)
     launch(kernel, source, call.shape, alpha, call.a, call.b, beta, call.c)
+
+
+# (config name, stored algorithm) -> its vendor kernel: one per answer, so an algorithm is
+# checked (or the heuristic asked) once per problem, not per call.
+_vendor_kernels: dict[tuple[str, tuple[str, ...] | None], tuple[Any, Any]] = {}
+_vendor_lock = threading.Lock()
+
+
+def vendor_kernel(name: str, algorithm: tuple[str, ...] | None) -> tuple[Any, Any]:
+    """The :class:`~tuner.gpu.vendor_launch.VendorKernel` and source of a vendor config, kept
+    per process; ``algorithm``: the stored words it replays (None: its rank)."""
+    from tuner.gpu.lt_layouts import algo_words
+    from tuner.gpu.vendor_launch import VendorKernel, vendor_source
+
+    key = (name, algorithm)
+    with _vendor_lock:
+        kept = _vendor_kernels.get(key)
+        if kept is None:
+            config = parse_config(name)
+            stored = algo_words(list(algorithm)) if algorithm else None
+            kept = _vendor_kernels[key] = (VendorKernel(config, stored), vendor_source(config))
+        return kept

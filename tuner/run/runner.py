@@ -54,6 +54,10 @@ DEFAULT_EMULATED_FAMILIES = (
     "wgmma_bf16x3",
     "wgmma_splitk_bf16x3",
 )
+# What every study measures beside its kernels (issue 42): cuBLASLt's top algorithms, so a stored
+# best is never slower than the vendor library on the device; it joins a study only where one of
+# the kernel families computes the shape.
+VENDOR_FAMILIES = ("cublaslt",)
 
 
 class ProgressReport(Protocol):
@@ -108,14 +112,16 @@ def start_gpu(
 def families_for(shape: Shape, accuracy: str = DEFAULT_ACCURACY) -> tuple[str, ...]:
     """The default families that compute ``shape``'s dtype and layout in a class the floor
     ``accuracy`` accepts: ``DEFAULT_FAMILIES`` for float32 NN, ``DEFAULT_HALF_FAMILIES`` for
-    half inputs, and with floor ``bf16x3`` ``DEFAULT_EMULATED_FAMILIES`` for float32."""
+    half inputs, and with floor ``bf16x3`` ``DEFAULT_EMULATED_FAMILIES`` for float32; then
+    ``VENDOR_FAMILIES`` where any of them computes the shape."""
     every = (*DEFAULT_FAMILIES, *DEFAULT_HALF_FAMILIES, *DEFAULT_EMULATED_FAMILIES)
     allowed = accepted(accuracy)
-    return tuple(
+    kernels = tuple(
         f
         for f in every
         if FAMILIES[f].unsupported(shape) is None and FAMILIES[f].accuracy in allowed
     )
+    return (*kernels, *VENDOR_FAMILIES) if kernels else kernels
 
 
 def default_families(
@@ -130,13 +136,16 @@ def default_families(
 
 def check_families_compute(shape: Shape, families: Sequence[str]) -> None:
     """Raise naming the dtype and layout when none of ``families`` computes ``shape`` (its
-    study would have no candidate at all), and which families do, with their classes."""
-    if any(FAMILIES[f].unsupported(shape) is None for f in families):
+    study would have no candidate at all), and which families do, with their classes. The
+    vendor library counts only for a dtype and layout some kernel family computes
+    (:data:`VENDOR_FAMILIES`: it is measured beside kernels, never in place of them)."""
+    kernels_compute = any(f.unsupported(shape) is None and not f.vendor for f in FAMILIES.values())
+    if kernels_compute and any(FAMILIES[f].unsupported(shape) is None for f in families):
         return
     able = [
         name if family.accuracy == DEFAULT_ACCURACY else f"{name} (accuracy {family.accuracy})"
         for name, family in FAMILIES.items()
-        if family.unsupported(shape) is None
+        if family.unsupported(shape) is None and not family.vendor
     ]
     raise InputError(
         f"no family of {', '.join(families) or 'the defaults'} computes {shape.dtype} inputs "
