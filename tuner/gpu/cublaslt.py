@@ -31,6 +31,9 @@ from tuner.gpu.lt_layouts import ALGO_WORDS, LtProblem, MatrixLayout
 
 LIBRARY_ENV_VAR = "GEMMTUNE_CUBLASLT"
 WORKSPACE_BYTES = 32 * 2**20
+# Algorithms asked of the heuristic at once: more than a study's ranks, so that ranks stay
+# filled after repeats in its list are dropped.
+REQUESTED = 16
 CUBLAS_COMPUTE_32F = 68
 CUDA_R_32F = 0
 DESC_TRANSA, DESC_TRANSB = 3, 4  # cublasLtMatmulDescAttributes_t
@@ -278,9 +281,9 @@ def _descriptors_of(problem: LtProblem) -> tuple[ctypes.c_void_p, ...]:
         return kept
 
 
-def heuristic(problem: LtProblem, count: int) -> tuple[Algorithm, ...]:
-    """Up to ``count`` algorithms ``cublasLtMatmulAlgoGetHeuristic`` offers for ``problem`` on
-    the current device, best first (kept per device, problem and count)."""
+def heuristic(problem: LtProblem, count: int = REQUESTED) -> tuple[Algorithm, ...]:
+    """Up to ``count`` distinct algorithms ``cublasLtMatmulAlgoGetHeuristic`` offers for
+    ``problem`` on the current device, best first (kept per device, problem and count)."""
     if count < 1:
         raise ValueError(f"ask the heuristic for at least one algorithm, not {count}")
     key = (_device(), problem, count)
@@ -304,11 +307,14 @@ def heuristic(problem: LtProblem, count: int) -> tuple[Algorithm, ...]:
         results,
         ctypes.byref(returned),
     )
-    offered = tuple(
-        Algorithm(tuple(int(w) for w in r.algo.data), int(r.workspace_size), float(r.waves_count))
-        for r in results[: returned.value]
-        if r.state == 0
-    )
+    # The list may name one algorithm more than once (seen for small float32 and BF16 problems
+    # on the H200, CUDA 13.1): each rank is kept for another one, so no rank times a repeat.
+    distinct: dict[tuple[int, ...], Algorithm] = {}
+    for r in results[: returned.value]:
+        words = tuple(int(w) for w in r.algo.data)
+        if r.state == 0 and words not in distinct:
+            distinct[words] = Algorithm(words, int(r.workspace_size), float(r.waves_count))
+    offered = tuple(distinct.values())
     with _lock:
         _heuristics[key] = offered
     return offered

@@ -75,7 +75,7 @@ class VendorKernel:
         return self._offered(problem, self.rank)
 
     def _offered(self, problem: LtProblem, rank: int) -> cublaslt.Algorithm:
-        offered = cublaslt.heuristic(problem, rank + 1)
+        offered = cublaslt.heuristic(problem)
         if len(offered) <= rank:
             raise cublaslt.LtUnavailable(
                 f"cuBLASLt's heuristic offers {len(offered)} algorithm(s) for this problem "
