@@ -128,10 +128,13 @@ def default_families(
     evaluator: Evaluator, shape: Shape | None = None, accuracy: str = DEFAULT_ACCURACY
 ) -> tuple[str, ...]:
     """The families searched when none are named: a replay's own (it has no answer for any
-    other), else those of :func:`families_for` (``DEFAULT_FAMILIES`` without a shape)."""
+    other), else those of :func:`families_for` (``DEFAULT_FAMILIES`` and the vendor's without a
+    shape)."""
     if evaluator.families:
         return evaluator.families
-    return DEFAULT_FAMILIES if shape is None else families_for(shape, accuracy)
+    if shape is None:
+        return (*DEFAULT_FAMILIES, *VENDOR_FAMILIES)
+    return families_for(shape, accuracy)
 
 
 def check_families_compute(shape: Shape, families: Sequence[str]) -> None:
