@@ -308,7 +308,7 @@ def heuristic(problem: LtProblem, count: int = REQUESTED) -> tuple[Algorithm, ..
         ctypes.byref(returned),
     )
     # The list may name one algorithm more than once (seen for small float32 and BF16 problems
-    # on the H200, CUDA 13.1): each rank is kept for another one, so no rank times a repeat.
+    # on the H200 with cuBLASLt 13.1, benchmarks/notebook.md): each rank is kept for another one.
     distinct: dict[tuple[int, ...], Algorithm] = {}
     for r in results[: returned.value]:
         words = tuple(int(w) for w in r.algo.data)

@@ -58,7 +58,8 @@ def padded_families(
     if not eligible:  # an aligned shape, or no family that could run it padded
         return set()
     # The vendor library off its aligned fast paths lost far more than any copy costs (4097^3
-    # BF16 on the H200: 1.06 ms by cublasGemmEx, 0.30 ms padded first), and the model knows
+    # BF16 on the H100: 1.08 ms by cublasGemmEx, 0.32 ms padded first, copies included:
+    # benchmarks/results/h100-vendor-baseline-2026-11-27.json), and the model knows
     # nothing of its kernels: it is screened padded on every ragged shape, its fastest
     # re-measured unpadded among the finalists (``tuner.search.finalists``).
     vendor = {f for f in eligible if get_family(f).vendor}
