@@ -47,7 +47,8 @@ SETTLE_MS = 15.0
 
 @dataclass(frozen=True)
 class Measure:
-    """Verify ``compiled`` on ``shape``, then time it and cuBLAS for ``budget_ms`` each."""
+    """Verify ``compiled`` (a kernel, or a vendor config) on ``shape``, then time it and cuBLAS
+    for ``budget_ms`` each."""
 
     compiled: Measurable
     shape: Shape
