@@ -34,7 +34,8 @@ def answer_headers(index: BestIndex, snapshot: Snapshot) -> dict[str, str]:
 
 def best_response(answer: Answer, include_source: bool) -> schemas.BestResponse:
     kernel = None
-    if include_source:
+    # A vendor library's answer (cublaslt) has no source: its algorithm is in the provenance.
+    if include_source and not get_family(answer.family).vendor:
         source, geo = answer.kernel(), answer.launch()
         kernel = schemas.KernelOut(
             entry=source.entry,

@@ -10,6 +10,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StrictBool,
     StrictInt,
     ValidationInfo,
@@ -78,12 +79,12 @@ class Strict(BaseModel):
 # Requests the API docs offer to "Try it out": real questions and a real measurement (the
 # H100 suite's 4096^3 float32 winner, tests/api/test_openapi_examples.py sends each of them).
 H100 = "NVIDIA H100 80GB HBM3"
-BEST_EXAMPLES = [
+BEST_EXAMPLES: list[JsonValue] = [
     {"m": 4096, "n": 4096, "k": 4096, "device": H100},
     {"m": 4096, "n": 11008, "k": 4096, "dtype": "bfloat16", "layout": "NT", "device": H100},
     {"m": 3000, "n": 5000, "k": 1000, "dtype": "float16", "layout": "NN"},
 ]
-UPLOAD_EXAMPLES = [
+UPLOAD_EXAMPLES: list[JsonValue] = [
     {
         "device": {"name": H100, "arch": "sm_90", "sm_count": 132},
         "shape": {"m": 4096, "n": 4096, "k": 4096, "dtype": "float32", "layout": "NN"},

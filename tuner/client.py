@@ -153,27 +153,46 @@ def config_name(
     accuracy: str = DEFAULT_ACCURACY,
 ) -> str:
     """The name of the config :func:`matmul` runs for ``shape`` (asked as :func:`best` is, once
-    per process): what ``tuner.torch`` runs too."""
+    per process)."""
+    return chosen(shape, url=url, db=db, device=device, accuracy=accuracy)[0]
+
+
+# What a call runs: the answered config's name and, for a vendor answer (family ``cublaslt``),
+# the library algorithm it replays (``Answer.vendor_algorithm``: hex words), else None.
+Chosen = tuple[str, tuple[str, ...] | None]
+
+
+def chosen(
+    shape: Shape,
+    *,
+    url: str | None = None,
+    db: str | None = None,
+    device: DeviceArg = CURRENT,
+    accuracy: str = DEFAULT_ACCURACY,
+) -> Chosen:
+    """What :func:`matmul` (and ``tuner.torch``) runs for ``shape``: the config's name and the
+    vendor algorithm it replays, if any; asked as :func:`best` is, once per process."""
     check_accuracy(accuracy)
-    return _config_name(shape, url, db, _resolve(device), accuracy)
+    return _chosen(shape, url, db, _resolve(device), accuracy)
 
 
-# (shape, url, db, device, accuracy) -> the answered config name, asked once per process.
-_configs: dict[tuple[Shape, str | None, str | None, DeviceSpec | None, str], str] = {}
+# (shape, url, db, device, accuracy) -> what runs, asked once per process.
+_configs: dict[tuple[Shape, str | None, str | None, DeviceSpec | None, str], Chosen] = {}
 
 
-def _config_name(
+def _chosen(
     shape: Shape, url: str | None, db: str | None, device: DeviceSpec | None, accuracy: str
-) -> str:
+) -> Chosen:
     key = (shape, url, db, device, accuracy)
-    name = _configs.get(key)
-    if name is None:
+    found = _configs.get(key)
+    if found is None:
         m, n, k, dtype, layout = shape.m, shape.n, shape.k, shape.dtype, shape.layout
         answer = best(
             m, n, k, url=url, db=db, device=device, dtype=dtype, layout=layout, accuracy=accuracy
         )
-        name = _configs[key] = answer.name
-    return name
+        algorithm = answer.vendor_algorithm()
+        found = _configs[key] = (answer.name, tuple(algorithm) if algorithm else None)
+    return found
 
 
 def matmul(
@@ -214,6 +233,11 @@ def matmul(
             supported dtype, when their dtypes differ, or when the shapes do not fit.
         ImportError: CuPy is not installed (the message names the extra to install).
 
+    Where the vendor library won the study (family ``cublaslt``), the call is cuBLASLt's
+    ``cublasLtMatmul`` with the algorithm the study measured, replayed from the answer (checked
+    first with ``cublasLtMatmulAlgoCheck``; where it no longer applies the heuristic's first
+    choice runs and a warning is logged).
+
     The kernel runs on the current stream. A call of a kind seen before (the same shapes,
     strides, dtypes, device and lookup arguments) is a lookup and one kernel launch
     (``tuner.gpu.call_plan``; padded and emulated configs also copy or split), so it can be
@@ -227,10 +251,10 @@ def matmul(
     return _run_matmul()(a, b, alpha, beta, c, accuracy, (url, db, device, accuracy), _answer)
 
 
-def _answer(shape: Shape, asked: tuple[str | None, str | None, DeviceArg, str]) -> str:
-    """The config name for ``shape``, asked as :func:`matmul`'s arguments say."""
+def _answer(shape: Shape, asked: tuple[str | None, str | None, DeviceArg, str]) -> Chosen:
+    """What runs for ``shape``, asked as :func:`matmul`'s arguments say."""
     url, db, device, accuracy = asked
-    return _config_name(shape, url, db, _resolve(device), accuracy)
+    return _chosen(shape, url, db, _resolve(device), accuracy)
 
 
 def _run_matmul() -> Any:

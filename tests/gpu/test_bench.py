@@ -42,7 +42,17 @@ def check_row(row: dict[str, Any], tuned: bool) -> None:
     assert len(row["rounds"]["ms"]) == len(row["rounds"]["cublas_ms"]) == 3
     assert row["ms"] == statistics.median(row["rounds"]["ms"])
     assert row["cublas_ms"] == statistics.median(row["rounds"]["cublas_ms"])
-    assert row["ratio"] == pytest.approx(row["cublas_ms"] / row["ms"])
+    # The baseline: the fastest vendor launch, cuBLASLt's algorithms or the default call.
+    assert row["cublas_ratio"] == pytest.approx(row["cublas_ms"] / row["ms"])
+    assert row["vendor_ms"] <= row["cublas_ms"]
+    assert row["ratio"] == pytest.approx(row["vendor_ms"] / row["ms"])
+    launches = row["vendor_launches"]
+    assert [name for name in launches] == [f"cublaslt_rk{rank}" for rank in range(4)]
+    measured = [ms for ms in launches.values() if isinstance(ms, float)]
+    assert measured, launches  # the heuristic's first choice at least ran and was verified
+    assert row["vendor_ms"] == min([row["cublas_ms"], *measured])
+    if row["vendor_launch"] != "cublas":
+        assert len(row["vendor_algo"]) == 8
     flops = 2 * row["m"] * row["n"] * row["k"]
     assert row["tflops"] == pytest.approx(flops / (row["ms"] * 1e9))
     assert row["cublas_tflops"] == pytest.approx(flops / (row["cublas_ms"] * 1e9))

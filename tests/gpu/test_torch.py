@@ -320,7 +320,7 @@ def test_a_repeated_call_skips_the_checks_and_the_lookup(
         raise AssertionError("checked or looked up again")
 
     monkeypatch.setattr(tuner.gpu.matmul, "prepare_call", fail)
-    monkeypatch.setattr(tuner.client, "_config_name", fail)
+    monkeypatch.setattr(tuner.client, "_chosen", fail)
     prepared = tuner.gpu.matmul._prepared
     kinds = [p for p in prepared.values() if p.c_shape == (512, 512)]
     assert kinds and all(p.direct is not None for p in kinds)  # one direct launch each

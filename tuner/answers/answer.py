@@ -140,8 +140,19 @@ class Answer:
     def config(self) -> Config:
         return parse_config(self.name)
 
+    def vendor_algorithm(self) -> list[str] | None:
+        """The cuBLASLt algorithm (eight hex words) a vendor answer (family ``cublaslt``) runs:
+        the one its measurement ran, when that was on this very shape (an exact answer), so the
+        call replays it; None otherwise, and for a kernel of ours (a nearest answer's config
+        asks the library's heuristic for its rank on the asked shape)."""
+        vendor = self.provenance.get("vendor")
+        if self.source != "exact" or not isinstance(vendor, Mapping):
+            return None
+        algo = vendor.get("algo")
+        return list(algo) if isinstance(algo, list) else None
+
     def kernel(self) -> KernelSource:
-        """The rendered CUDA source of the config."""
+        """The rendered CUDA source of the config (a vendor config has none: InputError)."""
         return kernel_source(self.name)
 
     def launch(self) -> Launch:

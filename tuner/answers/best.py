@@ -131,10 +131,12 @@ class UncomputedLayoutError(InputError):
 @lru_cache(maxsize=64)
 def computed(dtype: str, layout: str, accuracy: str = DEFAULT_ACCURACY) -> bool:
     """Whether some family of a class the floor ``accuracy`` accepts computes ``dtype`` inputs
-    in ``layout`` (float32 is computed in NT, TN and TT only by the emulated families)."""
+    in ``layout`` (float32 is computed in NT, TN and TT only by the emulated families). The
+    vendor library (``cublaslt``) computes everything but is not counted: it is a candidate beside
+    our kernels, and the default rule answers where nothing is tuned with a kernel of ours."""
     allowed = accepted(accuracy)
     return any(
-        dtype in f.dtypes and layout in f.layouts and f.accuracy in allowed
+        dtype in f.dtypes and layout in f.layouts and f.accuracy in allowed and not f.vendor
         for f in FAMILIES.values()
     )
 

@@ -28,6 +28,7 @@ from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.data import default_suite, output_dir, write_suite_file
 from tuner.data.location import DEFAULT_SUITE_NAME
 from tuner.data.shape_lists import read_suite
+from tuner.kernels.families.vendor import BASELINE_RANKS, HEURISTIC_RANKS
 from tuner.run.request import DEFAULT_TRIALS, WARM_START, TuneRequest
 from tuner.search.sampler_names import DEFAULT_SAMPLER
 
@@ -86,6 +87,14 @@ def bench(
     budget_ms: Annotated[
         float, typer.Option(min=1.0, help="kernel time per timed block (repeats until spent)")
     ] = 100.0,
+    vendor_ranks: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=HEURISTIC_RANKS,
+            help="cuBLASLt heuristic algorithms timed for the baseline (the best vendor launch)",
+        ),
+    ] = BASELINE_RANKS,
     bandwidth: Annotated[
         float | None,
         typer.Option(min=0.001, help="measured HBM TB/s for the roofline (default: datasheet)"),
@@ -103,13 +112,14 @@ def bench(
     ] = None,
     chart: Annotated[Path | None, typer.Option("--chart", help="default: --out with .svg")] = None,
 ) -> None:
-    """Tune or reuse every suite shape, re-measure it side by side with cuBLAS, write JSON,
+    """Tune or reuse every suite shape, re-measure it side by side with the best vendor launch
+    (cuBLASLt's top algorithms, padded on ragged shapes) and the default cuBLAS call, write JSON,
     a Markdown table (also printed) and an SVG chart."""
     # The bench's machinery (the study loop, SQLAlchemy, CuPy) only when it runs: `gemmtune
     # --help` and the quick commands start without it.
     from storage import open_database
     from tuner.model.roofline import ceilings_for
-    from tuner.report.bench_tables import chart_title, markdown, ratio_chart
+    from tuner.report.bench_tables import baseline_name, chart_title, markdown, ratio_chart
     from tuner.run import bench as logic
     from tuner.run.runner import start_gpu
 
@@ -128,6 +138,7 @@ def bench(
         retune=retune,
         rounds=rounds,
         budget_ms=budget_ms,
+        vendor_ranks=vendor_ranks,
     )
     gpu = start_gpu("gemmtune bench", request.budget_ms)
     try:
@@ -158,6 +169,6 @@ def bench(
     md_path = markdown_file or json_path.with_suffix(".md")
     svg_path = chart or json_path.with_suffix(".svg")
     _write(md_path, text)
-    _write(svg_path, ratio_chart(rows, chart_title(doc)))
+    _write(svg_path, ratio_chart(rows, chart_title(doc), baseline_name(doc)))
     sys.stdout.write(text)
     err.print(f"wrote {json_path}, {md_path}, {svg_path}", markup=False, soft_wrap=True)

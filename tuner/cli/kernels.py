@@ -74,6 +74,13 @@ def space(
     out.print(f"{fam.name} on {dev.name} for {problem.label()}: {counts}")
     for reason, n in sorted(counts.pruned.items(), key=lambda kv: -kv[1]):
         out.print(f"  dropped {n:6d}: {reason}")
+    if fam.vendor:  # no kernel of ours: nothing to compile, and no resources to show
+        out.print("(the library's heuristic ranks; it picks its own resources)")
+        for config in [check.config for check in checks][:limit]:
+            out.print(config.name, markup=False)
+        if compile:
+            out.print(f"{fam.name} is a vendor library: nothing to compile")
+        return
     if compile:
         chosen = choose_compiler(dev.arch, compiler)
         with StepBar("compiling", len(checks)) as bar:

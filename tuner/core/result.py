@@ -7,6 +7,7 @@ results files (sweep tables) are rows of them.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -57,6 +58,9 @@ class Comparison:
     ms_rounds: tuple[float, ...] = ()
     cublas_ms_rounds: tuple[float, ...] = ()
     rel_error: float | None = None
+    # What the re-measurement adds to a result's provenance: a vendor library's algorithm
+    # (``tuner.gpu.vendor_launch``), empty for a kernel of ours.
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ms(self) -> float | None:

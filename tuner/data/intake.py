@@ -122,7 +122,19 @@ def measurement_problems(device: DeviceIn, shape: ShapeIn, m: MeasurementIn) -> 
     config_problem = _config_problem(m) or _family_problem(shape, m)
     if config_problem is not None:
         return [*problems, config_problem]
-    return problems + _time_problems(device, shape, m, FAMILIES[m.family].cost.math)
+    return problems + _time_problems(device, shape, m, _math_of(m.family, shape))
+
+
+def _math_of(family: str, shape: ShapeIn) -> MathUnit:
+    """The unit whose peak bounds a measurement of ``family``: its own, or for the vendor
+    library (``library``), the one cuBLAS uses for the input type (:func:`_baseline_math`)."""
+    math = FAMILIES[family].cost.math
+    return _baseline_math(shape) if math == "library" else math
+
+
+def _baseline_math(shape: ShapeIn) -> MathUnit:
+    """cuBLAS multiplies float32 with FMA (strict FP32), half inputs on the tensor cores."""
+    return "ffma" if shape.dtype == "float32" else "half_tensor"
 
 
 def record_problems(device: DeviceIn, shape: ShapeIn, m: MeasurementIn) -> list[Problem]:
@@ -268,9 +280,7 @@ def _time_problems(
 ) -> list[Problem]:
     problems = _rate_problems(device, shape, ("ms", m.ms), ("tflops", m.tflops), math)
     cublas = ("cublas_ms", m.cublas_ms), ("cublas_tflops", m.cublas_tflops)
-    # cuBLAS multiplies float32 with FMA (strict FP32), half inputs on the tensor cores.
-    baseline: MathUnit = "ffma" if shape.dtype == "float32" else "half_tensor"
-    problems += _rate_problems(device, shape, *cublas, baseline)
+    problems += _rate_problems(device, shape, *cublas, _baseline_math(shape))
     if m.ratio is not None and not m.ratio > 0:
         problems.append(Problem(("ratio",), f"must be > 0, got {m.ratio!r}"))
     return problems

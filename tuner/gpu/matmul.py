@@ -30,6 +30,7 @@ from tuner.gpu.call_plan import (
 )
 from tuner.gpu.half_arrays import describe, dtype_name, operand
 from tuner.gpu.loaded import compiled
+from tuner.kernels.families import is_vendor, parse_config
 
 CUPY_EXTRA = "pip install 'gemmtune[gpu]' (CUDA 13) or 'gemmtune[gpu-cuda12]' (CUDA 12)"
 # Kinds of calls kept; past this many (a program cycling through shapes), the oldest go.
@@ -83,17 +84,49 @@ def prepare_call(a: Any, b: Any, beta: float, c: Any, accuracy: str) -> MatmulCa
     return MatmulCall(Shape(m, n, k, dtype_name(a), layout), a_stored, b_stored, c)
 
 
-def launch_answer(name: str, call: MatmulCall, alpha: float, beta: float) -> None:
-    """Run config ``name`` on ``call``'s operands, on the current stream."""
+def launch_answer(
+    name: str,
+    call: MatmulCall,
+    alpha: float,
+    beta: float,
+    algorithm: tuple[str, ...] | None = None,
+) -> None:
+    """Run config ``name`` on ``call``'s operands, on the current stream; a vendor config
+    (``cublaslt``) through the library, replaying ``algorithm`` (hex words) where given."""
     import cupy
 
     from tuner.gpu.measure import launch
 
-    # The handle alone does not name a stream: each thread's per-thread default stream has
-    # the same one.
-    site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
-    kernel, source = compiled(name, site)
+    if is_vendor(parse_config(name).family):
+        kernel, source = vendor_kernel(name, algorithm)
+    else:
+        # The handle alone does not name a stream: each thread's per-thread default stream has
+        # the same one.
+        site = (cupy.cuda.get_current_stream().ptr, threading.get_ident())
+        kernel, source = compiled(name, site)
     launch(kernel, source, call.shape, alpha, call.a, call.b, beta, call.c)
+
+
+# (config name, stored algorithm) -> its vendor kernel: one per answer, so an algorithm is
+# checked (or the heuristic asked) once per problem, not per call.
+_vendor_kernels: dict[tuple[str, tuple[str, ...] | None], tuple[Any, Any]] = {}
+_vendor_lock = threading.Lock()
+
+
+def vendor_kernel(name: str, algorithm: tuple[str, ...] | None) -> tuple[Any, Any]:
+    """The :class:`~tuner.gpu.vendor_launch.VendorKernel` and source of a vendor config, kept
+    per process; ``algorithm``: the stored words it replays (None: its rank)."""
+    from tuner.gpu.lt_layouts import algo_words
+    from tuner.gpu.vendor_launch import VendorKernel, vendor_source
+
+    key = (name, algorithm)
+    with _vendor_lock:
+        kept = _vendor_kernels.get(key)
+        if kept is None:
+            config = parse_config(name)
+            stored = algo_words(list(algorithm)) if algorithm else None
+            kept = _vendor_kernels[key] = (VendorKernel(config, stored), vendor_source(config))
+        return kept
 
 
 def require_cupy(purpose: str) -> Any:
@@ -111,6 +144,7 @@ class Prepared:
     (None: the general path of :func:`launch_answer`, checks included, on every call)."""
 
     name: str
+    algorithm: tuple[str, ...] | None  # a vendor config's stored algorithm (launch_answer)
     direct: DirectLaunch | None
     c_shape: tuple[int, int]
 
@@ -128,10 +162,11 @@ def run_matmul(
     c: Any,
     accuracy: str,
     asked: Hashable,
-    answer: Callable[[Shape, Any], str],
+    answer: Callable[[Shape, Any], tuple[str, tuple[str, ...] | None]],
 ) -> Any:
     """``alpha * a @ b + beta * c`` for :func:`tuner.client.matmul`: ``answer`` names the config
-    of a shape as asked (``asked``: where and how, ``accuracy`` included), once per kind."""
+    of a shape as asked (``asked``: where and how, ``accuracy`` included), and the vendor
+    algorithm it replays, once per kind."""
     key = _kind(a, b, c, asked)
     prepared = _prepared.get(key)
     if prepared is None:
@@ -139,7 +174,7 @@ def run_matmul(
     direct = prepared.direct
     if direct is None:
         call = prepare_call(a, b, beta, c, accuracy)
-        launch_answer(prepared.name, call, alpha, beta)
+        launch_answer(prepared.name, call, alpha, beta, prepared.algorithm)
         return call.c
     if c is None:
         if beta != 0:
@@ -179,7 +214,7 @@ def _first_call(
     c: Any,
     accuracy: str,
     asked: Hashable,
-    answer: Callable[[Shape, Any], str],
+    answer: Callable[[Shape, Any], tuple[str, tuple[str, ...] | None]],
 ) -> Any:
     global _device, _empty, _float32
     cupy = require_cupy("tuner.matmul")
@@ -189,17 +224,17 @@ def _first_call(
     check_accuracy(accuracy)
     call = prepare_call(a, b, beta, c, accuracy)  # checks every operand, naming it
     refuse_first_call_while_capturing(current_stream_ptr())
-    name = answer(call.shape, asked)
+    name, algorithm = answer(call.shape, asked)
     direct = None
     in_place = call.a.data.ptr == a.data.ptr and call.b.data.ptr == b.data.ptr
-    if in_place and (c is None or call.c is c):
+    if algorithm is None and in_place and (c is None or call.c is c):
         direct = direct_launch(name, call.shape, _pitches(call), _packed(call.shape))
     if key is not None:
         if len(_prepared) >= KEPT_CALLS:
             _prepared.pop(next(iter(_prepared)))
-        _prepared[key] = Prepared(name, direct, (call.shape.m, call.shape.n))
+        _prepared[key] = Prepared(name, algorithm, direct, (call.shape.m, call.shape.n))
     if direct is None:
-        launch_answer(name, call, alpha, beta)
+        launch_answer(name, call, alpha, beta, algorithm)
     else:
         direct.launch(call.a, call.b, alpha, beta, call.c, None)
     return call.c

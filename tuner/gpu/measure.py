@@ -29,7 +29,7 @@ from tuner.core.accuracy import allowance
 from tuner.core.shape import UNIT_ROUNDOFF, Shape
 from tuner.gpu import half_arrays
 from tuner.gpu.stream_gate import held_stream
-from tuner.kernels.families import get_family, rewrites_operands
+from tuner.kernels.families import get_family, is_vendor, rewrites_operands
 from tuner.kernels.operand_padding import row_pitch
 from tuner.kernels.render import KernelSource
 
@@ -108,7 +108,13 @@ def launch(
     """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous); a padded config
     (``_pad4``, ``_pad8``) through its padded buffers, copies included
     (``tuner.gpu.padded_launch``); an emulated one after splitting A and B
-    (``tuner.gpu.split_launch``)."""
+    (``tuner.gpu.split_launch``); a vendor library's (``cublaslt``) through the library
+    (``tuner.gpu.vendor_launch``: ``kernel`` is its :class:`VendorKernel`)."""
+    if is_vendor(source.config.family):
+        from tuner.gpu.vendor_launch import launch_vendor
+
+        launch_vendor(kernel, source, shape, alpha, a, b, beta, c)
+        return
     if rewrites_operands(source.config):
         from tuner.gpu.split_launch import launch_split
 

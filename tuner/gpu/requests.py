@@ -11,6 +11,11 @@ every candidate of a study is verified against them and timed on them.
 * :class:`Compare` (a study's finalists, ``gemmtune bench``): verify each kernel, then
   ``rounds`` rounds in which every kernel and cuBLAS are timed alternately.
 * :class:`Probe`: the device's rates (``tuner.gpu.probes``).
+
+A vendor library's config (``cublaslt``) comes as its :class:`~tuner.core.config.Config` where
+a compiled kernel would (nothing compiles): it is verified and timed the same way, through the
+library (``tuner.gpu.vendor_launch``), and its reply carries the algorithm that ran
+(``vendor``); a rank the library's heuristic does not offer for the shape is ``pruned``.
 """
 
 from __future__ import annotations
@@ -22,8 +27,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.kernels.compile import CompiledKernel
+
+# What a request measures: a compiled kernel, or a vendor library's config (nothing to compile).
+Measurable = CompiledKernel | Config
 
 # cuBLAS blocks whose median is a candidate's baseline (the latest one included).
 CUBLAS_WINDOW = 5
@@ -38,9 +47,10 @@ SETTLE_MS = 15.0
 
 @dataclass(frozen=True)
 class Measure:
-    """Verify ``compiled`` on ``shape``, then time it and cuBLAS for ``budget_ms`` each."""
+    """Verify ``compiled`` (a kernel, or a vendor config) on ``shape``, then time it and cuBLAS
+    for ``budget_ms`` each."""
 
-    compiled: CompiledKernel
+    compiled: Measurable
     shape: Shape
     budget_ms: float
 
@@ -50,7 +60,7 @@ class Compare:
     """Verify each kernel, then time every kernel and cuBLAS alternately for ``rounds`` rounds
     (``budget_ms`` of launches per timed block) on the same operands."""
 
-    kernels: tuple[CompiledKernel, ...]
+    kernels: tuple[Measurable, ...]
     shape: Shape
     rounds: int
     budget_ms: float
@@ -128,16 +138,47 @@ def _wrong(check: Any) -> dict[str, Any]:
     return {"status": "wrong_result", "reason": check.reason, "rel_error": check.rel_error}
 
 
-def measure(request: Measure, state: WorkerState) -> dict[str, Any]:
-    """Verify, then time one kernel and cuBLAS back to back on the shape's operands."""
-    from tuner.gpu.measure import launch, time_launches, verify
+def _loaded(item: Measurable) -> tuple[Any, Any]:
+    """The launchable kernel and source of what a request measures."""
+    if isinstance(item, Config):
+        from tuner.gpu.vendor_launch import VendorKernel, vendor_source
+
+        return VendorKernel(item), vendor_source(item)
     from tuner.gpu.nvrtc import load_kernel
 
-    shape, source = request.shape, request.compiled.source
+    return load_kernel(item), item.source
+
+
+def _vendor_identity(kernel: Any) -> dict[str, Any]:
+    """The reply's ``vendor`` entry: the algorithm a vendor kernel ran (empty for ours)."""
+    from tuner.gpu.vendor_launch import VendorKernel
+
+    return {"vendor": kernel.identity()} if isinstance(kernel, VendorKernel) else {}
+
+
+def _checked(kernel: Any, source: Any, shape: Shape, ops: Any) -> Any:
+    """:func:`tuner.gpu.measure.verify`, or the ``pruned`` reply of a vendor rank the library
+    does not offer for the shape (raised before anything ran)."""
+    from tuner.gpu.cublaslt import LtUnavailable
+    from tuner.gpu.measure import verify
+
+    try:
+        return verify(kernel, source, shape, operands=ops)
+    except LtUnavailable as exc:
+        return {"status": "pruned", "reason": str(exc)}
+
+
+def measure(request: Measure, state: WorkerState) -> dict[str, Any]:
+    """Verify, then time one kernel and cuBLAS back to back on the shape's operands."""
+    from tuner.gpu.measure import launch, time_launches
+
+    shape = request.shape
     kept = state.shape(shape)
     ops = kept.operands
-    kernel = load_kernel(request.compiled)
-    check = verify(kernel, source, shape, operands=ops)
+    kernel, source = _loaded(request.compiled)
+    check = _checked(kernel, source, shape, ops)
+    if isinstance(check, dict):
+        return check
     if not check.ok:
         return _wrong(check)
     # One warm-up launch each: the kernel has just run twice to be verified, and cuBLAS ran
@@ -157,29 +198,38 @@ def measure(request: Measure, state: WorkerState) -> dict[str, Any]:
         "ms": ours.median_ms,
         "cublas_ms": statistics.median(kept.cublas_ms),
         "repeats": ours.repeats,
+        **_vendor_identity(kernel),
     }
 
 
 def compare(request: Compare, state: WorkerState) -> list[dict[str, Any]]:
     """Verify every kernel, then alternate: (kernel 1, cuBLAS, kernel 2, cuBLAS, ...) per round.
     One reply per kernel, in order; a kernel that fails its check is never timed."""
-    from tuner.gpu.measure import launch, time_launches, verify
-    from tuner.gpu.nvrtc import load_kernel
+    from tuner.gpu.measure import launch, time_launches
 
     shape = request.shape
     ops = state.shape(shape).operands
     replies: list[dict[str, Any]] = []
     timed: list[tuple[int, Any, Any]] = []
-    for index, compiled in enumerate(request.kernels):
-        kernel = load_kernel(compiled)
-        check = verify(kernel, compiled.source, shape, operands=ops)
+    for index, item in enumerate(request.kernels):
+        kernel, source = _loaded(item)
+        check = _checked(kernel, source, shape, ops)
+        if isinstance(check, dict):
+            replies.append(check)
+            continue
         if not check.ok:
             replies.append(_wrong(check))
             continue
         replies.append(
-            {"status": "ok", "rel_error": check.rel_error, "ms_rounds": [], "cublas_ms_rounds": []}
+            {
+                "status": "ok",
+                "rel_error": check.rel_error,
+                "ms_rounds": [],
+                "cublas_ms_rounds": [],
+                **_vendor_identity(kernel),
+            }
         )
-        timed.append((index, kernel, compiled.source))
+        timed.append((index, kernel, source))
 
     def ours(kernel: Any, source: Any) -> None:
         launch(kernel, source, shape, 1.0, ops.a, ops.b, 0.0, ops.out)

@@ -51,7 +51,7 @@ class TorchGemm:
     """``c = alpha * a @ b + beta * c`` for 2-D CUDA tensors of one kind (shape, strides, dtype,
     device) and float32 C, (M, N) contiguous."""
 
-    __slots__ = ("a_prep", "b_prep", "device", "direct", "name", "shape")
+    __slots__ = ("a_prep", "algorithm", "b_prep", "device", "direct", "name", "shape")
 
     def __init__(
         self,
@@ -61,8 +61,10 @@ class TorchGemm:
         direct: DirectLaunch | None,
         a_prep: Prep,
         b_prep: Prep,
+        algorithm: tuple[str, ...] | None = None,
     ) -> None:
         self.name = name
+        self.algorithm = algorithm  # a vendor config's stored algorithm (launch_answer)
         self.shape = shape
         self.device = device
         self.direct = direct
@@ -90,7 +92,8 @@ class TorchGemm:
             shape = self.shape
             a_view = as_cupy(a.T if shape.a_transposed else a)
             b_view = as_cupy(b.T if shape.b_transposed else b)
-            launch_answer(self.name, MatmulCall(shape, a_view, b_view, as_cupy(c)), alpha, beta)
+            call = MatmulCall(shape, a_view, b_view, as_cupy(c))
+            launch_answer(self.name, call, alpha, beta, self.algorithm)
 
 
 def prepare_gemm(
@@ -100,14 +103,15 @@ def prepare_gemm(
     b_transposed: bool,
     pitches: tuple[int, int],
     accuracy: str,
-    answer: Callable[[Shape], str],
+    answer: Callable[[Shape], tuple[str, tuple[str, ...] | None]],
 ) -> TorchGemm:
     """The launch of ``a @ b`` (2-D CUDA tensors of one dtype, on one GPU, read in place as
     ``a_transposed``/``b_transposed`` and the stored row ``pitches`` say) into float32 C.
 
-    ``answer`` names the config for the shape; it is asked with the tensors' GPU current. Where
-    no family of the ``accuracy`` class computes the layout (float32 in T layouts at ``exact``),
-    the transposed operands are copied to row-major on every call, and the shape is NN.
+    ``answer`` names the config for the shape (and a vendor config's stored algorithm); it is
+    asked with the tensors' GPU current. Where no family of the ``accuracy`` class computes the
+    layout (float32 in T layouts at ``exact``), the transposed operands are copied to row-major
+    on every call, and the shape is NN.
     Operands in wider rows are copied packed on every call where the config reads packed rows.
     """
     global _raw_stream, _current_device
@@ -131,9 +135,9 @@ def prepare_gemm(
     shape = Shape(m, n, k, dtype, layout)
     with cupy.cuda.Device(device):
         refuse_first_call_while_capturing(_raw_stream(device))
-        name = answer(shape)
+        name, algorithm = answer(shape)
         if not kernel_alone(name):
-            return TorchGemm(name, shape, device, None, a_prep, b_prep)
+            return TorchGemm(name, shape, device, None, a_prep, b_prep, algorithm)
         source = compiled(name)[1]
         packed = (m if a_transposed else k, k if b_transposed else n)
         if not source.leading_dims:

@@ -7,6 +7,10 @@ measures the candidate before, sends the cubin, and waits with a deadline. If th
 misses the deadline it is killed and restarted, the candidate is recorded as ``launch_failed``
 or ``timeout``, and the study goes on.
 
+A vendor library's config (``cublaslt``) skips the compilers and the resource checks: the worker
+asks the library for its algorithm, and the one that ran is kept in the result's provenance
+(``vendor``).
+
 Requests (``tuner.gpu.requests``): :class:`Measure` verifies and times one candidate beside
 cuBLAS; :class:`Compare` re-measures a few kernels and cuBLAS in alternating rounds (a study's
 finalists, ``gemmtune bench``); :class:`Probe` measures the device's rates.
@@ -35,6 +39,7 @@ from tuner.gpu.nvrtc import NvrtcCompiler
 from tuner.gpu.requests import Compare, Measure, Probe, WorkerState, handle, warm_up
 from tuner.kernels.compile import CompiledKernel, CompileError
 from tuner.kernels.compile_pool import CompilePools, Outcome
+from tuner.kernels.families import is_vendor
 from tuner.kernels.resources import DeviceLimits, static_check
 from tuner.model.rates import DeviceRates
 from tuner.search.evaluator import Ticket
@@ -111,7 +116,7 @@ class _Outstanding:
     request: Measure
     provenance: dict[str, Any]
     usage: dict[str, int]
-    occupancy: float
+    occupancy: float | None  # None for a vendor library's config
     sent: float = field(default_factory=time.perf_counter)
 
 
@@ -205,12 +210,13 @@ class GpuEvaluator:
         self.device, self.provenance = self._start()
 
     def prepare(self, config: Config) -> None:
-        """Start compiling ``config`` on a spare core (nothing if it cannot fit the device)."""
-        if static_check(config, self.device).fits:
+        """Start compiling ``config`` on a spare core (nothing if it cannot fit the device, or
+        is a vendor library's: nothing compiles)."""
+        if not is_vendor(config.family) and static_check(config, self.device).fits:
             self.pool.submit(config)
 
     def ready(self, config: Config) -> bool:
-        return self.pool.ready(config)
+        return is_vendor(config.family) or self.pool.ready(config)
 
     def compile(self, config: Config) -> Outcome:
         """The compiled kernel of ``config`` (from the pool, compiled now if not prepared)."""
@@ -225,6 +231,11 @@ class GpuEvaluator:
         the last one's ends while this process records and proposes."""
         prov = {**self.provenance, "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         ticket = Ticket(config, shape)
+        if is_vendor(config.family):  # the library's own kernels: nothing to compile or check
+            request = Measure(config, shape, self.screen_budget_ms)
+            self._outstanding.append(_Outstanding(ticket, request, prov, {}, None))
+            self._send(request)
+            return ticket
         check = static_check(config, self.device)
         if not check.fits:
             ticket.result = Result.failed(config, "pruned", check.problems[0], provenance=prov)
@@ -262,6 +273,8 @@ class GpuEvaluator:
             self._resend_outstanding()
         config, shape, prov = ticket.config, ticket.shape, entry.provenance
         prov["measure_s"] = round(time.perf_counter() - entry.sent, 4)
+        if reply.get("vendor"):  # the algorithm a vendor config ran: what an answer replays
+            prov["vendor"] = reply["vendor"]
         ms, base = reply.get("ms"), reply.get("cublas_ms")
         return Result(
             config.name,
@@ -293,8 +306,11 @@ class GpuEvaluator:
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
         answers: dict[int, Comparison] = {}
-        kernels: list[tuple[int, CompiledKernel]] = []
+        kernels: list[tuple[int, CompiledKernel | Config]] = []
         for index, config in enumerate(configs):
+            if is_vendor(config.family):  # nothing to compile: the worker asks the library
+                kernels.append((index, config))
+                continue
             compiled = self.compile(config)
             if isinstance(compiled, CompileError):
                 answers[index] = Comparison(config.name, "compile_failed", str(compiled))
@@ -318,6 +334,7 @@ class GpuEvaluator:
                     tuple(answer.get("ms_rounds", ())),
                     tuple(answer.get("cublas_ms_rounds", ())),
                     answer.get("rel_error"),
+                    {"vendor": answer["vendor"]} if answer.get("vendor") else {},
                 )
         return [answers[i] for i in range(len(configs))]
 

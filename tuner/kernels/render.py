@@ -104,8 +104,14 @@ class KernelSource:
 
 
 def render(config: Config) -> KernelSource:
-    """Render ``config`` (which must satisfy its family's rules) to CUDA source."""
+    """Render ``config`` (which must satisfy its family's rules) to CUDA source; a vendor
+    library's config (``Family.vendor``) has none, and raises saying so."""
     family = get_family(config.family)
+    if family.vendor:
+        raise InputError(
+            f"config {config.name} is a call of the vendor library {family.name}: it has no "
+            "CUDA source to render or compile"
+        )
     broken = family.broken_rules(config)
     if broken:
         raise InputError(f"config {config.name} is invalid: {broken[0]}")

@@ -31,7 +31,12 @@ estimates a kernel's time in SM clock cycles:
   ``REDUCTIONS_PER_CLK`` chip-wide);
 * a persistent grid (``streamk``) runs every block for the whole launch over an equal share of
   the k tiles, plus the hand-off and atomic adds of its stream-K tiles;
-* a streaming family (``skinny``) has a model of its own, ``_stream_estimate``.
+* a streaming family (``skinny``) has a model of its own, ``_stream_estimate``;
+* the vendor library (``cublaslt``, ``"library"``) is taken to run at the chip's peak: the
+  larger of the FLOPs at its fastest unit for the input type (FFMA for float32, the half tensor
+  cores otherwise) and the least traffic at DRAM bandwidth (``_library_estimate``). Its
+  measurement, not this figure, decides; the figure only places it early among the candidates
+  a model-ranked search tries.
 
 Cycles become milliseconds at the clock the rates imply (the FFMA rate over the FMA lanes),
 plus one launch. The model does not see ``doublebuf``'s one barrier less per k tile.
@@ -49,6 +54,7 @@ from tuner.kernels.families import SPLITK_MAX_TILES, get_family, persistent_bloc
 from tuner.kernels.operand_padding import PaddingPlan, padded_product, plan_padding
 from tuner.kernels.resources import DeviceLimits, ResourceCheck, occupancy
 from tuner.model.rates import DeviceRates
+from tuner.model.roofline import min_bytes
 from tuner.model.throughput import (
     REDUCTIONS_PER_CLK,
     SCHEDULERS,
@@ -217,6 +223,8 @@ def _kernel_estimate(
     """Estimated time of ``candidate``'s kernel on ``shape``."""
     config = candidate.config
     family = get_family(config.family)
+    if family.cost.math == "library":
+        return _library_estimate(shape, device, unit)
     if family.cost.schedule == "stream":
         return _stream_estimate(candidate, shape, device, unit)
     params = config.as_dict()
@@ -239,6 +247,27 @@ def _kernel_estimate(
         adds = (g.split - 1) * g.tiles * bm * bn / 4 / REDUCTIONS_PER_CLK
         cycles += (full_waves + (1 if rest else 0)) * handoff + adds
     return Estimate.of(cycles, g.blocks, g.r_full, (bm, bn), shape, device, unit)
+
+
+def _library_estimate(shape: Shape, device: DeviceLimits, unit: Throughput) -> Estimate:
+    """A vendor library's kernel on ``shape`` at the chip's peak: its multiply-adds at the
+    fastest unit for the input type, or its least DRAM traffic, whichever takes longer."""
+    if shape.dtype == "float32":
+        per_clk = float(unit.fma_lanes)
+    else:
+        per_clk = unit.wgmma_per_clk or unit.hmma_per_clk
+    math = shape.m * shape.n * shape.k / (per_clk * device.sm_count)
+    memory = min_bytes(shape) / unit.dram_bytes_per_clk
+    cycles = max(math, memory)
+    return Estimate(
+        cycles=cycles,
+        ms=cycles / (unit.clock_ghz * 1e6) + unit.launch_us / 1e3,
+        blocks=device.sm_count,
+        blocks_per_sm=1,
+        waves=1.0,
+        wave_efficiency=1.0,
+        edge_efficiency=1.0,
+    )
 
 
 def _persistent_estimate(

@@ -1,5 +1,9 @@
 """The ``gemmtune bench`` JSON as a Markdown table (for the README) and an SVG bar chart.
 
+Ratios are to the file's baseline: the best vendor launch (``tuner.run.bench``), with the default
+cuBLAS call as a second column; files written before the vendor baseline compared with cuBLAS,
+and render as they always did, with "-" in the vendor columns.
+
 Both read only the document, so they re-render a committed result without a GPU. The chart is
 drawn by :mod:`tuner.report.svg_charts`, the builder the dashboard draws with too. Rows without a
 roofline or cuBLAS ms (older per-shape tuning files) render too, with "-" where a figure is
@@ -31,25 +35,53 @@ def _shape(row: dict[str, Any]) -> str:
 
 
 def _bound(row: dict[str, Any]) -> tuple[str, str, str]:
-    """The roofline columns: bound (limit), ours as % of it, cuBLAS as % of it."""
+    """The roofline columns: bound (limit), ours as % of it, the baseline as % of it (the best
+    vendor launch; in files from before it, cuBLAS)."""
     roof = row.get("roofline")
     if not roof:
         return DASH, DASH, DASH
     bound = f"{roof['bound_tflops']:.1f} ({roof['limit']})"
-    return bound, _pct(roof.get("pct_of_bound")), _pct(roof.get("cublas_pct_of_bound"))
+    baseline = roof.get("vendor_pct_of_bound", roof.get("cublas_pct_of_bound"))
+    return bound, _pct(roof.get("pct_of_bound")), _pct(baseline)
 
 
 def _pct(value: float | None) -> str:
     return DASH if value is None else f"{value:.0f} %"
 
 
+def has_vendor_baseline(row: dict[str, Any]) -> bool:
+    """Whether a row's ``ratio`` is to the best vendor launch (``tuner.run.bench``); rows of
+    files from before it compared with the default cuBLAS call."""
+    return "vendor_ms" in row
+
+
+def cublas_ratio(row: dict[str, Any]) -> float | None:
+    """The default cuBLAS call's time over ours, in any file's rows."""
+    if "cublas_ratio" in row:
+        return row["cublas_ratio"]  # type: ignore[no-any-return]
+    return None if has_vendor_baseline(row) else row.get("ratio")
+
+
+def _vendor(row: dict[str, Any]) -> tuple[str, str, str]:
+    """The baseline columns: which vendor launch was fastest, its ms, its time over ours."""
+    if not has_vendor_baseline(row):
+        return DASH, DASH, DASH
+    launch = row.get("vendor_launch") or DASH
+    return f"`{launch}`", _num(row.get("vendor_ms"), ".3f"), _num(row.get("ratio"), ".2f")
+
+
+TABLE_HEAD = (
+    "| class | MxNxK | config | ms | TFLOP/s | best vendor launch | vendor ms "
+    "| vendor time / ours | cuBLAS ms | cuBLAS TFLOP/s | cuBLAS time / ours "
+    "| roofline bound, TFLOP/s | ours, % of bound | vendor, % of bound | evaluated |"
+)
+
+
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    lines = [
-        "| class | MxNxK | config | ms | TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s "
-        "| cuBLAS time / ours | roofline bound, TFLOP/s | ours, % of bound "
-        "| cuBLAS, % of bound | evaluated |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    """One line a shape: ours, the baseline (the fastest vendor launch: cuBLASLt's algorithms,
+    padded on ragged shapes, or the default call) and the default cuBLAS call as a second
+    column, then the roofline."""
+    lines = [TABLE_HEAD, "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         config = f"`{row['config']}`" if row.get("config") else DASH
         bound, ours, theirs = _bound(row)
@@ -57,16 +89,19 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         if row.get("ratio") is None:
             status = row.get("status") or "not measured"
             why = f"{status}: {row['reason']}" if row.get("reason") else status
+            blanks = " | ".join([DASH] * 7)
             lines.append(
                 f"| {row.get('class') or DASH} | {_shape(row)} | {config} | {_cell(why)} "
-                f"| {DASH} | {DASH} | {DASH} | {DASH} | {bound} | {DASH} | {DASH} | {evaluated} |"
+                f"| {blanks} | {bound} | {DASH} | {DASH} | {evaluated} |"
             )
             continue
+        launch, vendor_ms, vendor_ratio = _vendor(row)
         lines.append(
             f"| {row.get('class') or DASH} | {_shape(row)} | {config} "
             f"| {_num(row.get('ms'), '.3f')} | {_num(row.get('tflops'), '.1f')} "
+            f"| {launch} | {vendor_ms} | {vendor_ratio} "
             f"| {_num(row.get('cublas_ms'), '.3f')} | {_num(row.get('cublas_tflops'), '.1f')} "
-            f"| {row['ratio']:.2f} | {bound} | {ours} | {theirs} | {evaluated} |"
+            f"| {_num(cublas_ratio(row), '.2f')} | {bound} | {ours} | {theirs} | {evaluated} |"
         )
     return "\n".join(lines)
 
@@ -150,8 +185,9 @@ def markdown(doc: dict[str, Any]) -> str:
     by_class = ", ".join(
         f"{name} {_num(c['geomean_ratio'], '.2f')}" for name, c in summary["by_class"].items()
     )
+    baseline = baseline_name(doc)
     parts.append(
-        f"Geometric mean of cuBLAS time / our time: **{_num(geo, '.2f')}** over "
+        f"Geometric mean of {baseline} time / our time: **{_num(geo, '.2f')}** over "
         f"{summary['measured']} of {summary['shapes']} shapes; by class: {by_class}."
     )
     parts += ["", targets_table(summary), ""] if summary["targets"] else [""]
@@ -162,6 +198,16 @@ def markdown(doc: dict[str, Any]) -> str:
             f"Times: median of {method['rounds']} alternating rounds (ours, cuBLAS, ours, ...), "
             "each the median of repeated launches with L2 flushed, alpha = 1, beta = 0, after "
             f"{_check_words(dtype)}.",
+            "",
+        ]
+    if method.get("baseline"):
+        parts += [
+            f"Baseline: the {method['baseline']}, the fastest of the default cuBLAS call, "
+            f"cuBLASLt's first {method.get('vendor_ranks', '?')} heuristic algorithms "
+            "(CUBLAS_COMPUTE_32F) and, on shapes with ragged rows, the same on operands "
+            "zero-padded to whole 16-byte vectors (copies timed), all timed in the same rounds; "
+            "the default call (cublasSgemm for float32 NN, cublasGemmEx otherwise) is the "
+            "cuBLAS column.",
             "",
         ]
     parts += _accuracy_line(method.get("accuracy"))
@@ -186,13 +232,20 @@ def _accuracy_line(accuracy: str | None) -> list[str]:
     ]
 
 
-# The chart: one horizontal bar per shape, ratio = cuBLAS time / our time, a line at 1.0.
+def baseline_name(doc: dict[str, Any]) -> str:
+    """What a file's ratios compare with: the best vendor launch, or (files from before it)
+    cuBLAS."""
+    return "best vendor" if (doc.get("method") or {}).get("baseline") else "cuBLAS"
+
+
+# The chart: one horizontal bar per shape, ratio = baseline time / our time, a line at 1.0.
 RATIO_LAYOUT = BarLayout(label_width=190, right=230, width=880)
 
 
-def ratio_chart(rows: Sequence[dict[str, Any]], title: str) -> str:
-    """SVG: one bar per shape (blue at or above 1.0, orange below), labelled with the ratio and
-    the roofline position; failed shapes get a note instead of a bar."""
+def ratio_chart(rows: Sequence[dict[str, Any]], title: str, baseline: str = "cuBLAS") -> str:
+    """SVG: one bar per shape (blue at or above 1.0, orange below), labelled with the ratio to
+    ``baseline`` (what the rows' ratios compare with: :func:`baseline_name`) and the roofline
+    position; failed shapes get a note instead of a bar."""
     bars = []
     for row in rows:
         label = f"{row.get('class') or ''} {_shape(row)}".strip()
@@ -211,8 +264,8 @@ def ratio_chart(rows: Sequence[dict[str, Any]], title: str) -> str:
         bars,
         title=title,
         reference=1.0,
-        reference_label="cuBLAS = 1.0",
-        caption="cuBLAS time / our time (higher is better)",
+        reference_label=f"{baseline} = 1.0",
+        caption=f"{baseline} time / our time (higher is better)",
         layout=RATIO_LAYOUT,
         standalone=True,
     )
@@ -226,6 +279,6 @@ def chart_title(doc: dict[str, Any]) -> str:
         "" if (dtype, layout) == ("float32", "NN") else f" {layout}"
     )
     return (
-        f"gemmtune vs cuBLAS {kind} on {doc.get('device', 'GPU')}, "
+        f"gemmtune vs {baseline_name(doc)} {kind} on {doc.get('device', 'GPU')}, "
         f"{str(doc.get('date', ''))[:10]}: geometric mean {_num(geo, '.2f')}"
     )

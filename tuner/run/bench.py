@@ -8,6 +8,14 @@ For each shape: the best config stored for it on this device is used; the shape 
 cuBLAS in alternating rounds in the same worker process (:meth:`GpuEvaluator.compare`); the
 round medians give the reported times. Everything here but the comparison itself runs without a
 GPU (tests use the replay evaluator and a fake comparison).
+
+The baseline is the best vendor launch, not only the default cuBLAS call: in the same rounds the
+bench times cuBLASLt's first :data:`BASELINE_RANKS` heuristic algorithms (``cublaslt``) and, on a
+shape with ragged rows, the same on zero-padded operands (pad to whole 16-byte vectors, then the
+library; the copies timed). A row's ``ratio`` is the fastest of those and the default call
+(``vendor_ms``) over ours; ``cublas_ratio`` keeps the default call's (cublasSgemm for float32 NN,
+cublasGemmEx otherwise) as a second column. A launch the evaluator cannot measure (a replay
+table holds no vendor rows) is left out, so there the baseline is the default call.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ from tuner.core.shape import Shape
 from tuner.data import suite_document
 from tuner.data.location import DEFAULT_SUITE_NAME
 from tuner.data.shape_lists import SuiteEntry
-from tuner.kernels.families import get_family, parse_config
+from tuner.kernels.families import CUBLASLT, HEURISTIC_RANKS, get_family, parse_config
+from tuner.kernels.families.vendor import BASELINE_RANKS
+from tuner.kernels.operand_padding import pad_multiple, padding_refusal
 from tuner.model.roofline import Ceilings, roofline
 from tuner.run.multi_gpu import Worker, Workers
 from tuner.run.request import TuneRequest
@@ -44,9 +54,15 @@ TIMING = (
     "after a correctness check against cuBLAS (in the shape's dtype with FP32 sums, never TF32; "
     "half inputs also against FP32 on the unrounded values; relative Frobenius error), our kernel "
     "and cuBLAS are timed alternately (ours, cuBLAS, ours, ...) on the same random normal "
-    "operands, alpha = 1, beta = 0; each round is the median of repeated launches (CUDA events, "
-    "3 warm-ups, L2 flushed before each repeat); reported: the median of the rounds"
+    "operands, alpha = 1, beta = 0, and so are the vendor launches of the baseline (cuBLASLt's "
+    "heuristic algorithms; on ragged shapes also on zero-padded operands, copies timed); each "
+    "round is the median of repeated launches (CUDA events, 3 warm-ups, L2 flushed before each "
+    "repeat); reported: the median of the rounds"
 )
+# What a row's ``ratio`` compares with (``method.baseline`` of the file; files without it
+# compared with the default cuBLAS call).
+BASELINE = "best vendor launch"
+DEFAULT_CALL = "cublas"  # the default cuBLAS call, as the baseline's launches name it
 
 
 @dataclass(frozen=True)
@@ -60,6 +76,7 @@ class BenchRequest:
     retune: bool = False  # tune ``tune.trials`` more candidates even where a best is stored
     rounds: int = 5  # alternating rounds of ours and cuBLAS per shape
     budget_ms: float = 100.0  # kernel time per timed block
+    vendor_ranks: int = BASELINE_RANKS  # cuBLASLt algorithms timed for the baseline (0: none)
 
     def __post_init__(self) -> None:
         first = self.tune.shapes[0]
@@ -70,6 +87,10 @@ class BenchRequest:
             raise InputError(f"`rounds` must be at least 1, got {self.rounds}")
         if self.budget_ms < 1.0:
             raise InputError(f"`budget_ms` must be at least 1.0, got {self.budget_ms}")
+        if not 0 <= self.vendor_ranks <= HEURISTIC_RANKS:
+            raise InputError(
+                f"`vendor_ranks` must be 0 to {HEURISTIC_RANKS}, got {self.vendor_ranks}"
+            )
 
     @property
     def families(self) -> tuple[str, ...]:
@@ -186,10 +207,36 @@ def choose_config(
     return Choice(None, True, progress.study, progress.evaluated, reason=reason)
 
 
+def vendor_configs(shape: Shape, ranks: int = BASELINE_RANKS) -> list[Config]:
+    """The vendor launches timed for ``shape``'s baseline: cuBLASLt's first ``ranks`` heuristic
+    algorithms, and on a shape with ragged rows the same on zero-padded operands."""
+    configs = [CUBLASLT.config({"RANK": rank}) for rank in range(ranks)]
+    if padding_refusal(shape) is None:
+        configs += [config.padded(pad_multiple(shape.dtype)) for config in configs]
+    return configs
+
+
+def best_vendor(cublas_ms: float, vendor: Sequence[Comparison]) -> tuple[str, float, Any]:
+    """The fastest vendor launch: (its name, its ms, its algorithm or None) among the default
+    cuBLAS call (``cublas_ms``) and the ``vendor`` launches that ran correctly."""
+    name, ms, algo = DEFAULT_CALL, cublas_ms, None
+    for launch in vendor:
+        if launch.status == "ok" and launch.ms is not None and launch.ms < ms:
+            name, ms = launch.config_name, launch.ms
+            algo = dict(launch.provenance.get("vendor") or {}).get("algo")
+    return name, ms, algo
+
+
 def shape_row(
-    entry: SuiteEntry, choice: Choice, reply: Comparison | None, ceilings: Ceilings | None
+    entry: SuiteEntry,
+    choice: Choice,
+    reply: Comparison | None,
+    ceilings: Ceilings | None,
+    vendor: Sequence[Comparison] = (),
 ) -> dict[str, Any]:
-    """One shape's JSON row from its choice and its re-measurement (None: not compared)."""
+    """One shape's JSON row from its choice and its re-measurement (None: not compared);
+    ``vendor``: the baseline's vendor launches measured in the same rounds
+    (:func:`vendor_configs`)."""
     shape = entry.shape
     row: dict[str, Any] = {
         "class": entry.label,
@@ -220,17 +267,30 @@ def shape_row(
     mine, base = list(reply.ms_rounds), list(reply.cublas_ms_rounds)
     ms, cublas_ms = reply.ms, reply.cublas_ms
     tflops, cublas_tflops = shape.tflops(ms), shape.tflops(cublas_ms)
+    launch, vendor_ms, algo = best_vendor(cublas_ms, vendor)
+    vendor_tflops = shape.tflops(vendor_ms)
     row.update(
         ms=ms,
         tflops=tflops,
+        vendor_launch=launch,
+        vendor_algo=algo,
+        vendor_ms=vendor_ms,
+        vendor_tflops=vendor_tflops,
+        ratio=vendor_ms / ms,
         cublas_ms=cublas_ms,
         cublas_tflops=cublas_tflops,
-        ratio=cublas_ms / ms,
+        cublas_ratio=cublas_ms / ms,
         rounds={"ms": mine, "cublas_ms": base},
+        vendor_launches={
+            launch.config_name: launch.ms if launch.status == "ok" else launch.status
+            for launch in vendor
+        },
     )
     if roof is not None:
         row["roofline"].update(
-            pct_of_bound=roof.percent(tflops), cublas_pct_of_bound=roof.percent(cublas_tflops)
+            pct_of_bound=roof.percent(tflops),
+            vendor_pct_of_bound=roof.percent(vendor_tflops),
+            cublas_pct_of_bound=roof.percent(cublas_tflops),
         )
     return row
 
@@ -249,16 +309,19 @@ def run_bench(
     rows: list[dict[str, Any]] = []
     for entry in suite:
         choice = choose_config(entry.shape, bench, sessions, request, report)
-        reply = None
+        reply, vendor = None, []
         if choice.config is not None:
-            reply = bench.compare([choice.config], entry.shape, request.rounds)[0]
-        rows.append(shape_row(entry, choice, reply, ceilings))
+            # Ours and the baseline's vendor launches in the same alternating rounds.
+            launches = [choice.config, *vendor_configs(entry.shape, request.vendor_ranks)]
+            reply, *vendor = bench.compare(launches, entry.shape, request.rounds)
+        rows.append(shape_row(entry, choice, reply, ceilings, vendor))
         if on_row is not None:
             on_row(rows)
     return rows
 
 
-# The summary, and the targets a bench is judged by: ratios to cuBLAS the service aims to reach.
+# The summary, and the targets a bench is judged by: ratios to the baseline (the best vendor launch;
+# the default cuBLAS call in files from before it) the service aims to reach.
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -268,7 +331,7 @@ def geomean(values: Iterable[float]) -> float | None:
 
 @dataclass(frozen=True)
 class Target:
-    """A claim about ratios (cuBLAS time / ours): over the suite, one shape, or one class."""
+    """A claim about ratios (baseline time / ours): over the suite, one shape, or one class."""
 
     name: str
     scope: str  # "suite", "shape" or "class"
@@ -388,6 +451,8 @@ def document(
             "rounds": request.rounds,
             "timing_budget_ms": request.budget_ms,
             "timing": TIMING,
+            "baseline": BASELINE,
+            "vendor_ranks": request.vendor_ranks,
         },
         roofline=ceilings.as_dict() if ceilings is not None else None,
         summary=summarize(rows, suite),

@@ -29,6 +29,7 @@ from tuner.run.default_families import (
     DEFAULT_EMULATED_FAMILIES,
     DEFAULT_FAMILIES,
     DEFAULT_HALF_FAMILIES,
+    VENDOR_FAMILIES,
 )
 from tuner.run.request import TuneRequest
 from tuner.search.evaluator import Evaluator
@@ -94,35 +95,43 @@ def start_gpu(
 def families_for(shape: Shape, accuracy: str = DEFAULT_ACCURACY) -> tuple[str, ...]:
     """The default families that compute ``shape``'s dtype and layout in a class the floor
     ``accuracy`` accepts: ``DEFAULT_FAMILIES`` for float32 NN, ``DEFAULT_HALF_FAMILIES`` for
-    half inputs, and with floor ``bf16x3`` ``DEFAULT_EMULATED_FAMILIES`` for float32."""
+    half inputs, and with floor ``bf16x3`` ``DEFAULT_EMULATED_FAMILIES`` for float32; then
+    ``VENDOR_FAMILIES`` where any of them computes the shape."""
     every = (*DEFAULT_FAMILIES, *DEFAULT_HALF_FAMILIES, *DEFAULT_EMULATED_FAMILIES)
     allowed = accepted(accuracy)
-    return tuple(
+    kernels = tuple(
         f
         for f in every
         if FAMILIES[f].unsupported(shape) is None and FAMILIES[f].accuracy in allowed
     )
+    return (*kernels, *VENDOR_FAMILIES) if kernels else kernels
 
 
 def default_families(
     evaluator: Evaluator, shape: Shape | None = None, accuracy: str = DEFAULT_ACCURACY
 ) -> tuple[str, ...]:
     """The families searched when none are named: a replay's own (it has no answer for any
-    other), else those of :func:`families_for` (``DEFAULT_FAMILIES`` without a shape)."""
+    other), else those of :func:`families_for` (``DEFAULT_FAMILIES`` and the vendor's without a
+    shape)."""
     if evaluator.families:
         return evaluator.families
-    return DEFAULT_FAMILIES if shape is None else families_for(shape, accuracy)
+    if shape is None:
+        return (*DEFAULT_FAMILIES, *VENDOR_FAMILIES)
+    return families_for(shape, accuracy)
 
 
 def check_families_compute(shape: Shape, families: Sequence[str]) -> None:
     """Raise naming the dtype and layout when none of ``families`` computes ``shape`` (its
-    study would have no candidate at all), and which families do, with their classes."""
-    if any(FAMILIES[f].unsupported(shape) is None for f in families):
+    study would have no candidate at all), and which families do, with their classes. The
+    vendor library counts only for a dtype and layout some kernel family computes
+    (:data:`VENDOR_FAMILIES`: it is measured beside kernels, never in place of them)."""
+    kernels_compute = any(f.unsupported(shape) is None and not f.vendor for f in FAMILIES.values())
+    if kernels_compute and any(FAMILIES[f].unsupported(shape) is None for f in families):
         return
     able = [
         name if family.accuracy == DEFAULT_ACCURACY else f"{name} (accuracy {family.accuracy})"
         for name, family in FAMILIES.items()
-        if family.unsupported(shape) is None
+        if family.unsupported(shape) is None and not family.vendor
     ]
     raise InputError(
         f"no family of {', '.join(families) or 'the defaults'} computes {shape.dtype} inputs "

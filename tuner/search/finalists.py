@@ -71,6 +71,7 @@ def final_result(screened: Result, comparison: Comparison, shape: Shape) -> Resu
         return None
     provenance = {
         **screened.provenance,
+        **comparison.provenance,  # a vendor's algorithm as re-measured (a padded twin's own)
         "rounds": len(comparison.ms_rounds),
         "ms_rounds": list(comparison.ms_rounds),
         "cublas_ms_rounds": list(comparison.cublas_ms_rounds),

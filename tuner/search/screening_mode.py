@@ -14,7 +14,8 @@ operand. On the H100, ``dmma_pipelined`` on the caller's ragged rows took longer
 whole vectors by 9.5 to 33 % (median 20 %) on seven shapes with both operands ragged, and by 2.5,
 4, 13 and 21 % on four with one (in-sample odd shapes). Half-input families follow the same
 rule, unmeasured. Either way the study re-measures its fastest finalists in the other mode too
-(``tuner.search.finalists``).
+(``tuner.search.finalists``). The vendor library (``cublaslt``) is screened padded on every
+ragged shape (:func:`padded_families` says why), and its fastest is re-measured unpadded.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ NARROW_COPY_COST = 0.10
 
 def may_screen_padded(family: str, shape: Shape) -> bool:
     """Whether :func:`padded_families` may choose ``family`` on ``shape``: the shape has ragged
-    rows, and the family takes leading dimensions and does not rewrite the operands."""
+    rows, and the family takes leading dimensions (or is the vendor library's) and does not
+    rewrite the operands."""
     fam = get_family(family)
-    return padding_refusal(shape) is None and fam.leading_dims and not fam.rewrites_operands
+    eligible = fam.leading_dims or fam.vendor
+    return padding_refusal(shape) is None and eligible and not fam.rewrites_operands
 
 
 def padded_families(
@@ -54,6 +57,13 @@ def padded_families(
     eligible = {f for f in {c.family for c in candidates} if may_screen_padded(f, shape)}
     if not eligible:  # an aligned shape, or no family that could run it padded
         return set()
+    # The vendor library off its aligned fast paths lost far more than any copy costs (4097^3
+    # BF16 on the H100: 1.08 ms by cublasGemmEx, 0.32 ms padded first, copies included:
+    # benchmarks/results/h100-vendor-baseline-2026-11-27.json), and the model knows
+    # nothing of its kernels: it is screened padded on every ragged shape, its fastest
+    # re-measured unpadded among the finalists (``tuner.search.finalists``).
+    vendor = {f for f in eligible if get_family(f).vendor}
+    eligible -= vendor
     plan = plan_padding(shape, leading_dims=True)  # the copies of every eligible family
     share = NARROW_COPY_COST * (plan.copy_a + plan.copy_b)
     fastest: dict[str, float] = {}
@@ -63,9 +73,9 @@ def padded_families(
         ms = estimate(candidate, shape, device, rates).ms
         fastest[candidate.family] = min(ms, fastest.get(candidate.family, ms))
     if not fastest:
-        return set()
+        return vendor
     copies = copies_ms(plan, device, rates)
-    return {f for f, ms in fastest.items() if copies <= share * ms}
+    return vendor | {f for f, ms in fastest.items() if copies <= share * ms}
 
 
 def screened_as(

@@ -489,11 +489,14 @@ class Study:
         self, done: dict[str, Result], fastest: list[str], held: set[str] | None
     ) -> dict[str, Config]:
         """Where the shape has ragged rows: the fastest finalists, and the fastest candidate of
-        each family that takes leading dimensions, in the operand mode they were not screened
+        each family that takes leading dimensions (and the vendor's), in the operand mode they were
+        not screened
         in (padded, or on the caller's arrays; ``tuner.search.screening_mode.other_mode``), by the
         screened candidate's name, where the evaluator can measure them (``held``: the names it
         can, or None for any; ``tuner.search.finalists.padding_candidates``)."""
-        leading = [f for f in self.families if get_family(f).leading_dims]
+        # The vendor library too: its fastest algorithm is re-measured in the other mode, so
+        # the best is never slower than the vendor in either mode.
+        leading = [f for f in self.families if get_family(f).leading_dims or get_family(f).vendor]
         others = {}
         for name in padding_candidates(done, fastest, leading):
             other = other_mode(self.candidates[name], self.shape)

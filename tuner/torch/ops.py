@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 import tuner.torch.checks as checks
-from tuner.client import config_name
+from tuner.client import Chosen, chosen
 from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
@@ -242,8 +242,8 @@ def _prepare(
     b_stored = checks.stored(b_name, tuple(b2.shape), tuple(b2.stride()))
     url, db, accuracy = asked
 
-    def answer(shape: Shape) -> str:
-        return config_name(shape, url=url, db=db, accuracy=accuracy)
+    def answer(shape: Shape) -> Chosen:
+        return chosen(shape, url=url, db=db, accuracy=accuracy)
 
     gemm = prepare_gemm(
         a2,

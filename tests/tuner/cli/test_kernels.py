@@ -35,6 +35,21 @@ def test_space_takes_a_dtype_and_layout_and_says_which_families_compute_them() -
     assert old.returncode == 0 and "fits 0" not in old.stdout, old.stderr
 
 
+def test_the_vendor_family_lists_its_ranks_and_has_nothing_to_render() -> None:
+    args = ("--family", "cublaslt", "--shape", "4097x4097x4097", "--dtype", "bfloat16")
+    space = run("space", *args, "--compile", "--limit", "3")
+    assert space.returncode == 0, space.stderr
+    assert "raw 8 -> valid 8" in " ".join(space.stdout.split())
+    assert [line for line in space.stdout.splitlines() if line.startswith("cublaslt_rk")] == [
+        "cublaslt_rk0",
+        "cublaslt_rk1",
+        "cublaslt_rk2",
+    ]
+    assert "nothing to compile" in space.stdout
+    rendered = run("render", "--config", "cublaslt_rk0_pad8")
+    assert rendered.returncode == 2 and "has no CUDA source" in rendered.stderr
+
+
 def test_render_prints_cuda_source() -> None:
     result = run("render", "--config", "BM=32,BN=32,BK=32", "--family", "smem_tiling")
     assert result.returncode == 0, result.stderr

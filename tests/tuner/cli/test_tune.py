@@ -30,7 +30,12 @@ from tests.tuner.cli.running import cli, one_error_line
 from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.data import results_dir
-from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, default_families
+from tuner.run.runner import (
+    DEFAULT_FAMILIES,
+    DEFAULT_HALF_FAMILIES,
+    VENDOR_FAMILIES,
+    default_families,
+)
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.study import study_name
 
@@ -431,12 +436,13 @@ def test_default_families_are_a_replay_tables_own_or_the_gpu_set(replay: ReplayE
     class NoTable:  # the GPU evaluator answers for every family
         families: tuple[str, ...] = ()
 
-    assert default_families(NoTable()) == DEFAULT_FAMILIES  # type: ignore[arg-type]
-    # Without a replay table, the defaults that compute the shape's dtype and layout.
+    # Without a replay table, the defaults that compute the shape's dtype and layout, and the
+    # vendor library beside them.
+    assert default_families(NoTable()) == (*DEFAULT_FAMILIES, *VENDOR_FAMILIES)  # type: ignore[arg-type]
     half = Shape(64, 64, 64, "bfloat16", "NT")
-    assert default_families(NoTable(), half) == DEFAULT_HALF_FAMILIES  # type: ignore[arg-type]
+    assert default_families(NoTable(), half) == (*DEFAULT_HALF_FAMILIES, *VENDOR_FAMILIES)  # type: ignore[arg-type]
     assert {"hmma", "wgmma"} <= set(DEFAULT_HALF_FAMILIES)
-    assert default_families(NoTable(), Shape(64, 64, 64)) == DEFAULT_FAMILIES  # type: ignore[arg-type]
+    assert default_families(NoTable(), Shape(64, 64, 64)) == (*DEFAULT_FAMILIES, *VENDOR_FAMILIES)  # type: ignore[arg-type]
     assert default_families(replay, half) == (
         "warptile",
         "pipelined",

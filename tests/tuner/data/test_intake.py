@@ -156,3 +156,11 @@ def test_half_inputs_are_held_to_the_tensor_core_peak_for_hmma_and_cublas() -> N
     assert fields(H100, half, good(name, ms=too_fast, cublas_ms=too_fast)) == {"ms", "cublas_ms"}
     # float32: cuBLAS is held to FMA, so the same cuBLAS time is refused there.
     assert "cublas_ms" in fields(H100, CUBE, good(cublas_ms=0.19))
+
+
+def test_a_vendor_measurement_is_bounded_by_the_unit_cublas_uses_for_its_input_type() -> None:
+    ragged = storage.ShapeIn(4097, 4097, 4097, "bfloat16", "NN")
+    # 4097^3 BF16 in 0.32 ms is 430 TFLOP/s: beyond any FFMA peak, within the tensor cores'.
+    assert record_problems(H100, ragged, good("cublaslt_rk0_pad8", ms=0.32, cublas_ms=1.08)) == []
+    too_fast = good("cublaslt_rk0", ms=0.32)  # 430 TFLOP/s of float32 would beat the FMA pipes
+    assert fields(H100, CUBE, too_fast) == {"ms"}

@@ -7,7 +7,7 @@ import pytest
 
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
-from tuner.kernels.families import FAMILIES, get_family, parse_config
+from tuner.kernels.families import KERNEL_FAMILIES, get_family, parse_config
 from tuner.kernels.render import _environment, render
 from tuner.kernels.representative import ALL_REPRESENTATIVE, REPRESENTATIVE
 from tuner.kernels.resources import DEVICE_TABLE
@@ -25,7 +25,9 @@ def _several(family: str) -> list[str]:
     return sorted(c.name for c in picks)
 
 
-@pytest.mark.parametrize("name", ALL_REPRESENTATIVE + [n for f in FAMILIES for n in _several(f)])
+@pytest.mark.parametrize(
+    "name", ALL_REPRESENTATIVE + [n for f in KERNEL_FAMILIES for n in _several(f)]
+)
 def test_every_family_renders_a_kernel_named_after_its_config(name: str) -> None:
     config = parse_config(name)
     source = render(config)
@@ -60,7 +62,7 @@ def test_missing_template_variable_fails_loudly() -> None:
         template.render(KERNEL_NAME="k", **values)
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", list(KERNEL_FAMILIES))
 def test_each_template_uses_no_undeclared_names(family: str) -> None:
     """Every name a template reads (with the templates it extends, includes and imports) is a
     family constant or KERNEL_NAME: nothing else leaks in; and every constant the family derives

@@ -17,7 +17,7 @@ import pytest
 
 from tuner.core.config import Config
 from tuner.core.shape import Shape
-from tuner.kernels.families import FAMILIES, get_family, parse_config
+from tuner.kernels.families import KERNEL_FAMILIES, get_family, parse_config
 from tuner.kernels.render import render
 from tuner.kernels.representative import REPRESENTATIVE
 
@@ -227,7 +227,7 @@ LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
 }
 DYNAMIC = [
     name
-    for name, family in FAMILIES.items()
+    for name, family in KERNEL_FAMILIES.items()
     if family.footprint(parse_config(REPRESENTATIVE[name][0]).as_dict()).dynamic_smem
 ]
 # Every stage count, k tile depth, widening and B fragment width of the dynamic families.

@@ -21,7 +21,7 @@ import pytest
 
 from tuner.core.shape import Shape
 from tuner.kernels.candidate import Candidate
-from tuner.kernels.families import FAMILIES, get_family, parse_config
+from tuner.kernels.families import KERNEL_FAMILIES, get_family, parse_config
 from tuner.kernels.operand_padding import padding_refusal
 from tuner.kernels.resources import DeviceLimits, table_device
 from tuner.kernels.space import Space
@@ -73,7 +73,7 @@ def figures() -> Iterator[tuple[str, list[float] | list[str]]]:
         for shape in shapes:
             where = f"{label}|{shape.label()}"
             everyone: list[Candidate] = []
-            for name, family in FAMILIES.items():
+            for name, family in KERNEL_FAMILIES.items():
                 if family.unsupported(shape) is not None:
                     continue
                 candidates = Space(name, shape, device).built_candidates()

@@ -20,6 +20,7 @@ from tests.tuner.cli.test_progress import terminal
 from tests.tuner.cli.test_tune import cli, one_error_line
 from tests.tuner.fakes import Forwarding
 from tuner.core.config import Config
+from tuner.core.errors import InputError
 from tuner.core.result import Comparison
 from tuner.core.shape import Shape
 from tuner.data import default_suite
@@ -40,10 +41,11 @@ from tuner.run.bench import (
     run_bench,
     shape_row,
     summarize,
+    vendor_configs,
 )
 from tuner.run.multi_gpu import Worker, Workers
 from tuner.run.request import TuneRequest
-from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES
+from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, VENDOR_FAMILIES
 from tuner.run.tune import tune
 from tuner.search.finalists import FINAL_ROUNDS
 from tuner.search.replay import ReplayEvaluator
@@ -242,8 +244,10 @@ def test_markdown_table() -> None:
     width = lines[0].count("|")
     table = [line for line in lines[: lines.index("")]]
     assert len(table) == 2 + 8 and all(line.count("|") == width for line in table)
+    # No vendor launch was measured beside these rows: the baseline is the default call.
     assert (
-        f"| square | 4096x4096x4096 | `{CONFIG}` | 1.000 | 137.4 | 0.960 | 143.2 | 0.96 |" in text
+        f"| square | 4096x4096x4096 | `{CONFIG}` | 1.000 | 137.4 | `cublas` | 0.960 | 0.96 "
+        "| 0.960 | 143.2 | 0.96 |" in text
     )
     assert "| 63.7 (compute) | 216 % | 225 % | 12 |" in text
     assert "| 26.6 (memory) |" in text  # 16x4096x4096
@@ -268,8 +272,57 @@ def test_markdown_of_an_old_suite_file() -> None:
                     "tflops": 0.05, "cublas_tflops": 0.06, "ratio": 1.2}],
     }  # fmt: skip
     text = markdown(doc)
-    assert "| 0.010 | 0.1 | - | 0.1 | 1.20 | - | - | - | - |" in text
+    # Its ratio was to cuBLAS: the cuBLAS column holds it, the vendor columns are empty.
+    assert "| 0.010 | 0.1 | - | - | - | - | 0.1 | 1.20 | - | - | - | - |" in text
     assert "**1.20** over 1 of 1 shapes" in text and "2026-11-22" in text
+    assert "Geometric mean of cuBLAS time / our time" in text and "Baseline:" not in text
+
+
+def test_the_baseline_is_the_fastest_vendor_launch_and_cublas_stays_a_column() -> None:
+    shape = Shape(4097, 4097, 4097, "bfloat16", "NN")
+    entry = SuiteEntry("odd", shape)
+    choice = Choice(parse_config(CONFIG), tuned=False, study="s", evaluated=12)
+    ours = Comparison(CONFIG, "ok", None, (0.5, 0.5, 0.5), (1.0, 1.0, 1.0))
+    algo = [format(word, "016x") for word in range(8)]
+    vendor = [
+        Comparison("cublaslt_rk0", "ok", None, (0.9,) * 3, (1.0,) * 3),
+        Comparison("cublaslt_rk1", "pruned", "the heuristic offers 1 algorithm"),
+        Comparison(
+            "cublaslt_rk0_pad8", "ok", None, (0.3,) * 3, (1.0,) * 3, 0.0, {"vendor": {"algo": algo}}
+        ),
+        Comparison("cublaslt_rk1_pad8", "wrong_result", "relative error 1e-1 > 1e-5"),
+    ]
+    row_ = shape_row(entry, choice, ours, H100_SXM, vendor)
+    assert row_["vendor_launch"] == "cublaslt_rk0_pad8" and row_["vendor_algo"] == algo
+    assert row_["vendor_ms"] == 0.3 and row_["ratio"] == pytest.approx(0.6)
+    assert row_["cublas_ms"] == 1.0 and row_["cublas_ratio"] == pytest.approx(2.0)
+    assert row_["vendor_launches"] == {
+        "cublaslt_rk0": 0.9,
+        "cublaslt_rk1": "pruned",
+        "cublaslt_rk0_pad8": 0.3,
+        "cublaslt_rk1_pad8": "wrong_result",
+    }
+    roof = row_["roofline"]
+    assert roof["vendor_pct_of_bound"] == pytest.approx(roof["cublas_pct_of_bound"] / 0.3)
+    method = {"baseline": "best vendor launch", "vendor_ranks": 2}
+    text = markdown({"device": H100, "method": method, "shapes": [row_]})
+    assert "| `cublaslt_rk0_pad8` | 0.300 | 0.60 | 1.000 |" in text and "| 2.00 |" in text
+    assert "Geometric mean of best vendor time / our time: **0.60**" in text
+    assert "cuBLASLt's first 2 heuristic algorithms" in text
+    # A slower vendor launch than the default call leaves the default call the baseline.
+    slow = [Comparison("cublaslt_rk0", "ok", None, (1.2,) * 3, (1.0,) * 3)]
+    assert shape_row(entry, choice, ours, H100_SXM, slow)["vendor_launch"] == "cublas"
+
+
+def test_vendor_launches_of_the_baseline_are_padded_only_on_ragged_shapes() -> None:
+    square = [c.name for c in vendor_configs(Shape(4096, 4096, 4096, "bfloat16", "NT"), 2)]
+    assert square == ["cublaslt_rk0", "cublaslt_rk1"]
+    ragged = [c.name for c in vendor_configs(Shape(4097, 4096, 4097, "bfloat16", "NN"), 2)]
+    assert ragged == [*square, "cublaslt_rk0_pad8", "cublaslt_rk1_pad8"]
+    assert vendor_configs(Shape(33, 4096, 4093), 1)[-1].name == "cublaslt_rk0_pad4"
+    assert vendor_configs(Shape(33, 4096, 4093), 0) == []
+    with pytest.raises(InputError, match="`vendor_ranks` must be 0 to 8, got 9"):
+        BenchRequest(TuneRequest((Shape(64, 64, 64),), ("warptile",)), vendor_ranks=9)
 
 
 def test_svg_chart() -> None:
@@ -468,10 +521,17 @@ def test_run_bench_reuses_tunes_and_compares(tuned_db: str, replay: ReplayEvalua
     assert [r["tuned"] for r in rows] == [False, True, True]
     assert [r["candidates_evaluated"] for r in rows] == [4, 3, 3]
     # Tuning a shape re-measures its finalists (FINAL_ROUNDS); the bench then compares the
-    # chosen config in its own rounds.
-    assert [c for c in bench.compared if c[2] == request.rounds] == [
+    # chosen config in its own rounds, with the baseline's vendor launches in the same request.
+    benched = [c for c in bench.compared if c[2] == request.rounds]
+    assert [c for c in benched if not c[0].startswith("cublaslt")] == [
         (r["config"], Shape(r["m"], r["n"], r["k"]), 2) for r in rows
     ]
+    for r in rows:
+        shape = Shape(r["m"], r["n"], r["k"])
+        vendor = [c[0] for c in benched if c[0].startswith("cublaslt") and c[1] == shape]
+        assert vendor == [c.name for c in vendor_configs(shape, request.vendor_ranks)]
+        # The replay table holds no vendor rows: the baseline is the default call.
+        assert r["vendor_launch"] == "cublas" and r["vendor_ms"] == r["cublas_ms"]
     assert {c[2] for c in bench.compared} == {request.rounds, FINAL_ROUNDS}
     for r in rows:
         recorded = replay.rows[(Shape(r["m"], r["n"], r["k"]), r["config"])]
@@ -575,7 +635,8 @@ def test_without_family_bench_searches_the_default_families(
                        "--warm-start", "0", "--out", str(out))  # fmt: skip
     assert code == 0, err
     method = json.loads(out.read_text())["method"]
-    assert method["families"] == list(DEFAULT_FAMILIES) and "streamk" in DEFAULT_FAMILIES
+    assert method["families"] == [*DEFAULT_FAMILIES, *VENDOR_FAMILIES]
+    assert "streamk" in DEFAULT_FAMILIES and method["baseline"] == "best vendor launch"
     assert method["warm_start"] == 0
 
 
@@ -647,8 +708,10 @@ def test_markdown_and_chart_of_a_half_bench() -> None:
     assert "FP16/BF16 tensor-core ceiling 989.5 TFLOP/s" in text and "2(MK + KN) + 4MN" in text
     from tuner.report.bench_tables import chart_title
 
-    assert chart_title(doc).startswith("gemmtune vs cuBLAS BF16 NT on NVIDIA H100 80GB HBM3")
-    assert chart_title(hand_made_doc()).startswith("gemmtune vs cuBLAS FP32 on")
+    assert chart_title(doc).startswith("gemmtune vs best vendor BF16 NT on NVIDIA H100 80GB HBM3")
+    assert chart_title(hand_made_doc()).startswith("gemmtune vs best vendor FP32 on")
+    older = {**hand_made_doc(), "method": {"rounds": 5}}  # written before the vendor baseline
+    assert chart_title(older).startswith("gemmtune vs cuBLAS FP32 on")
 
 
 def test_the_command_end_to_end_for_bfloat16_nt(
@@ -671,11 +734,11 @@ def test_the_command_end_to_end_for_bfloat16_nt(
     assert code == 0, err
     path = folder / "h100-suite-bfloat16-nt.json"
     doc = json.loads(path.read_text())
-    assert doc["method"]["families"] == list(DEFAULT_HALF_FAMILIES)
+    assert doc["method"]["families"] == [*DEFAULT_HALF_FAMILIES, *VENDOR_FAMILIES]
     assert doc["method"]["dtype"] == "bfloat16"
     assert {(r["dtype"], r["layout"]) for r in doc["shapes"]} == {("bfloat16", "NT")}
-    assert all(r["config"].startswith(("hmma", "wgmma")) and r["config"].endswith("_dt1_ly1")
-               for r in doc["shapes"])  # fmt: skip
+    assert all(r["config"].startswith("cublaslt") or (r["config"].startswith(("hmma", "wgmma"))
+               and r["config"].endswith("_dt1_ly1")) for r in doc["shapes"])  # fmt: skip
     roofs = [(r["roofline"]["bound_tflops"], r["roofline"]["limit"]) for r in doc["shapes"]]
     # 1000^3: 2e9 flop / (2*2e6 + 4e6) B = 250 flop/B x 3.35 TB/s = 837.5 < 989.5 TFLOP/s.
     assert roofs == [(989.5, "compute"), (pytest.approx(837.5), "memory")]
@@ -683,7 +746,7 @@ def test_the_command_end_to_end_for_bfloat16_nt(
         "geometric mean over the public suite"
     ]
     assert out == path.with_suffix(".md").read_text() == markdown(doc)
-    assert "cuBLAS BF16 NT" in path.with_suffix(".svg").read_text()
+    assert "best vendor BF16 NT" in path.with_suffix(".svg").read_text()
     # The stored results are keyed by dtype and layout: a float32 best is not this one.
     sessions = open_database(db)
     with sessions() as session:
@@ -710,4 +773,5 @@ def test_a_half_bench_on_an_a100_runs_without_the_hopper_families(
                          "--warm-start", "0")  # fmt: skip
     assert code == 0, err
     asked = bench.asked + bench.prepared
-    assert asked and all(name.startswith("hmma") for name in asked), asked
+    # The vendor library is measured beside the kernels (``cublaslt``: no compile).
+    assert asked and all(name.startswith(("hmma", "cublaslt")) for name in asked), asked

@@ -12,7 +12,7 @@ from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.run.bench import BenchRequest
 from tuner.run.request import TuneRequest
-from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES
+from tuner.run.runner import DEFAULT_FAMILIES, DEFAULT_HALF_FAMILIES, VENDOR_FAMILIES
 
 MID = Shape(1000, 1000, 1000)
 
@@ -60,9 +60,9 @@ def test_the_seed_of_each_worker_that_joins_a_study() -> None:
 
 def test_a_bench_searches_the_default_families_of_its_first_shape() -> None:
     floats = BenchRequest(TuneRequest((MID, Shape(64, 64, 64))))
-    assert floats.families == DEFAULT_FAMILIES
+    assert floats.families == (*DEFAULT_FAMILIES, *VENDOR_FAMILIES)
     half = Shape(4096, 4096, 4096, "bfloat16", "NT")
-    assert BenchRequest(TuneRequest((half,))).families == DEFAULT_HALF_FAMILIES
+    assert BenchRequest(TuneRequest((half,))).families == (*DEFAULT_HALF_FAMILIES, *VENDOR_FAMILIES)
     named = BenchRequest(TuneRequest((MID,), ("warptile",)))
     assert named.families == ("warptile",)
 

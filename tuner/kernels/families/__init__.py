@@ -5,7 +5,8 @@ group: ``ladder`` (the first SGEMM rungs), ``warptile`` (warp-tiled, one block p
 ``split`` (K split across blocks: split-K and stream-K), ``skinny`` (B streamed for small M),
 ``dmma`` (FP32 on the FP64 tensor cores), ``hmma`` (FP16/BF16 inputs on the tensor cores, by
 warp) and ``wgmma`` (the same by warpgroup, on Hopper); ``emulated`` runs the half families
-on float32 inputs split into BF16 parts (accuracy class ``bf16x3``).
+on float32 inputs split into BF16 parts (accuracy class ``bf16x3``); ``vendor`` is cuBLASLt as a
+candidate (no template).
 The building blocks are in ``_base``; the registry of names and the config-name parser in
 ``registry``.
 """
@@ -39,9 +40,11 @@ from tuner.kernels.families.hmma import HMMA, HMMA_SPLITK
 from tuner.kernels.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
 from tuner.kernels.families.registry import (
     FAMILIES,
+    KERNEL_FAMILIES,
     accuracy_of,
     checked_config,
     get_family,
+    is_vendor,
     parse_config,
     rewrites_operands,
 )
@@ -54,6 +57,7 @@ from tuner.kernels.families.split import (
     WARPTILE_SPLITK,
     persistent_blocks,
 )
+from tuner.kernels.families.vendor import CUBLASLT, HEURISTIC_RANKS
 from tuner.kernels.families.warptile import (
     DOUBLEBUF,
     PIPELINED,
@@ -67,6 +71,7 @@ __all__ = [
     "A_PAD",
     "BLOCKTILE_1D",
     "BLOCKTILE_2D",
+    "CUBLASLT",
     "DMMA",
     "DMMA_PIPELINED",
     "DMMA_PIPELINED_A_PADS",
@@ -75,10 +80,12 @@ __all__ = [
     "DOUBLEBUF",
     "FAMILIES",
     "FLOAT_BYTES",
+    "HEURISTIC_RANKS",
     "HMMA",
     "HMMA_BF16X3",
     "HMMA_SPLITK",
     "HMMA_SPLITK_BF16X3",
+    "KERNEL_FAMILIES",
     "PIPELINED",
     "SKINNY",
     "SKINNY_MAX_ROW_BLOCKS",
@@ -103,6 +110,7 @@ __all__ = [
     "accuracy_of",
     "checked_config",
     "get_family",
+    "is_vendor",
     "parse_config",
     "persistent_blocks",
     "rewrites_operands",

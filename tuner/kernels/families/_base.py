@@ -62,7 +62,7 @@ class Footprint:
 
 
 Schedule = Literal["grid", "persistent", "stream"]
-MathUnit = Literal["ffma", "fp64_tensor", "half_tensor", "half_wgmma"]
+MathUnit = Literal["ffma", "fp64_tensor", "half_tensor", "half_wgmma", "library"]
 
 
 def _no_loads_ahead(p: Params) -> int:
@@ -79,7 +79,8 @@ class CostTraits:
     keeps no shared-memory tiles and streams B from memory (``skinny``).
     ``math``: the unit that does the products, FP32 FMA pipes, the FP64 tensor cores, the
     FP16/BF16 tensor cores fed by warps (``mma.sync``) or by warpgroups from shared memory
-    (``wgmma``, Hopper).
+    (``wgmma``, Hopper), or a vendor library's own kernels (``library``: ``cublaslt``, whose
+    time the model takes as the chip's peak rate, and its measurement as what it is).
     ``loads_ahead``: how many k tiles a block requests before it needs them (0: each tile's
     load latency is exposed).
     ``warp_tile``: rows and columns of C one warp computes, for families whose parameters do not
@@ -154,6 +155,9 @@ class Family:
     kernel_shape: Callable[[Shape], Shape] | None = None
     # The template it renders, when another family's (else ``<name>.cu.j2``).
     template_name: str | None = None
+    # Computed by a vendor library rather than a template (``tuner.kernels.families.vendor``):
+    # nothing renders or compiles, a config names which of the library's algorithms runs.
+    vendor: bool = False
 
     @property
     def template(self) -> str:

@@ -19,6 +19,7 @@ from tuner.kernels.families.hmma import HMMA, HMMA_SPLITK
 from tuner.kernels.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
 from tuner.kernels.families.skinny import SKINNY
 from tuner.kernels.families.split import SPLITK, STREAMK, WARPTILE_SPLITK
+from tuner.kernels.families.vendor import CUBLASLT
 from tuner.kernels.families.warptile import DOUBLEBUF, PIPELINED, WARPTILE
 from tuner.kernels.families.wgmma import WGMMA, WGMMA_SPLITK
 from tuner.kernels.operand_padding import pad_multiple
@@ -48,8 +49,13 @@ FAMILIES: dict[str, Family] = {
         HMMA_SPLITK_BF16X3,
         WGMMA_BF16X3,
         WGMMA_SPLITK_BF16X3,
+        CUBLASLT,
     )
 }
+
+
+# The families with a template: every family but the vendor library's (``Family.vendor``).
+KERNEL_FAMILIES: dict[str, Family] = {name: f for name, f in FAMILIES.items() if not f.vendor}
 
 
 def get_family(name: str) -> Family:
@@ -58,6 +64,13 @@ def get_family(name: str) -> Family:
         return FAMILIES[name]
     except KeyError:
         raise InputError(f"unknown family {name!r}; choose one of {', '.join(FAMILIES)}") from None
+
+
+def is_vendor(name: str) -> bool:
+    """Whether family ``name`` is a vendor library rather than a template (``Family.vendor``);
+    False for a name this version does not know."""
+    family = FAMILIES.get(name)
+    return family is not None and family.vendor
 
 
 def rewrites_operands(config: Config) -> bool:

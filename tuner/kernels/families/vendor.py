@@ -1,0 +1,52 @@
+"""``cublaslt``: the vendor library as a candidate beside our kernel families.
+
+A study should never store a best that is slower than what the user already has, so cuBLASLt's
+own algorithms are measured like any candidate (verified, then timed with CUDA events;
+``tuner.gpu.vendor_launch``). A config does not describe a kernel: RANK names the place of an
+algorithm in the list ``cublasLtMatmulAlgoGetHeuristic`` returns for the problem, and the operand
+mode (``_pad4``, ``_pad8``) runs it on zero-padded copies whose dimensions are whole 16-byte
+vectors (``tuner.kernels.operand_padding``, the plan of a family without leading dimensions; the
+copies are timed). The algorithm a measurement ran is stored beside it as its provenance (its
+eight opaque words and the library version), so an answer replays that very algorithm.
+
+Nothing renders or compiles (``Family.vendor``): there is no template, and the footprint below
+is nominal (one block of 128 threads, nothing in shared memory), enough for the generic checks
+of the space to let every rank through; the library picks its own resources.
+"""
+
+from __future__ import annotations
+
+from tuner.core.shape import SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
+from tuner.kernels.families._base import CostTraits, Family, Footprint, Param
+
+# How many of the heuristic's algorithms a study measures: its first choice and the next ones
+# while they may still be faster on this exact problem.
+HEURISTIC_RANKS = 8
+# cuBLASLt algorithms the bench times for its baseline, the best vendor launch (``gemmtune bench
+# --vendor-ranks``).
+BASELINE_RANKS = 4
+NOMINAL_THREADS = 128
+
+CUBLASLT = Family(
+    name="cublaslt",
+    doc="The vendor library: cuBLASLt's heuristic's RANK-th algorithm for the problem "
+    "(FP32 sums, CUBLAS_COMPUTE_32F, never TF32), optionally on operands zero-padded to whole "
+    "16-byte vectors; no template.",
+    params=(
+        Param(
+            "RANK",
+            tuple(range(HEURISTIC_RANKS)),
+            "place in cublasLtMatmulAlgoGetHeuristic's list (0: its first choice)",
+        ),
+    ),
+    rules=(),
+    threads=lambda p: NOMINAL_THREADS,
+    footprint=lambda p: Footprint(
+        threads=NOMINAL_THREADS, smem_bytes=0, dynamic_smem=False, accumulators=0, fragments=0
+    ),
+    k_step=lambda p: 1,
+    cost=CostTraits(math="library"),
+    dtypes=SUPPORTED_DTYPES,
+    layouts=SUPPORTED_LAYOUTS,
+    vendor=True,
+)
