@@ -21,6 +21,7 @@ from tuner.answers.answer import Answer, DeviceInfo, answer_types, held_type
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec
 from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
 from tuner.core.dims import Dims
+from tuner.core.evaluators import EVALUATORS
 from tuner.core.phases import PHASES
 from tuner.core.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
 from tuner.core.statuses import STATUSES
@@ -50,6 +51,7 @@ Accuracy = Annotated[
 ]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
 Phase = Literal[PHASES]  # type: ignore[valid-type]
+EvaluatorName = Literal[EVALUATORS]  # type: ignore[valid-type]
 FamilyName = Literal[tuple(FAMILIES)]  # type: ignore[valid-type]
 NON_BLANK = r"\S"  # somewhere a character that is not white space (patterns search)
 CONFIG_NAME = r"^[a-z][a-z0-9_]*$"
@@ -290,6 +292,11 @@ class MeasurementIn(Strict):
         description="when in its study it was measured: `final` for a finalist re-measured side "
         "by side with cuBLAS, which outranks screening times for the best config",
     )
+    evaluator: EvaluatorName = Field(
+        default="gpu",
+        description="what produced it: `gpu` (timed on the device) or `replay` (answered from "
+        "a replay table: stored and listed, never the best config)",
+    )
 
 
 class ResultsUpload(Strict):
@@ -333,6 +340,10 @@ class MeasurementOut(BaseModel):
     phase: Phase
     trusted: bool = Field(description="false for an upload without the trusted token: never best")
     created_at: str
+    evaluator: EvaluatorName = Field(
+        description="`gpu`: timed on the device; `replay`: answered from a replay table, never "
+        "the best config"
+    )
 
 
 class ResultsPage(BaseModel):

@@ -40,6 +40,7 @@ from storage.queries import (
     count_measurements,
     devices_after,
     fastest_ok_times,
+    fastest_replayed,
     find_device,
     find_shape,
     holds_measurements,
@@ -47,6 +48,7 @@ from storage.queries import (
     list_measurements,
     measurements_for_study,
     ping,
+    replayed_fastest_per_shape,
 )
 from storage.rates import device_rates, latest_device_rates, record_device_rates
 from storage.records import number_measurement, record_measurement
@@ -109,6 +111,7 @@ __all__ = [
     "downgrade",
     "export_json",
     "fastest_ok_times",
+    "fastest_replayed",
     "find_device",
     "find_shape",
     "from_legacy",
@@ -134,6 +137,7 @@ __all__ = [
     "record_measurements",
     "release_claim",
     "renew_claims",
+    "replayed_fastest_per_shape",
     "settle_claim",
     "study_progress",
     "study_summaries",
