@@ -33,19 +33,59 @@ def answer_headers(index: BestIndex, snapshot: Snapshot) -> dict[str, str]:
 
 
 def best_response(answer: Answer, include_source: bool) -> schemas.BestResponse:
-    kernel = None
     # A vendor library's answer (cublaslt) has no source: its algorithm is in the provenance.
-    if include_source and not get_family(answer.family).vendor:
-        source, geo = answer.kernel(), answer.launch()
-        kernel = schemas.KernelOut(
-            entry=source.entry,
-            code=source.code,
-            grid=geo.grid,
-            block=geo.block,
-            dynamic_smem_bytes=geo.dynamic_smem_bytes,
-            module_per_stream=get_family(answer.family).module_counters,
-        )
+    vendor = get_family(answer.family).vendor
+    kernel = kernel_out(answer) if include_source and not vendor else None
     return schemas.BestResponse(**answer.as_json(), kernel=kernel)
+
+
+def kernel_out(answer: Answer) -> schemas.KernelOut:
+    """The answer's source and launch recipe (``Answer.recipe``) as the ``kernel`` block."""
+    source, recipe = answer.kernel(), answer.recipe()
+    m, n, k = recipe.kernel_shape
+    return schemas.KernelOut(
+        entry=recipe.entry,
+        code=source.code,
+        signature=recipe.signature,
+        grid=recipe.grid,
+        grid_rule=recipe.grid_rule,
+        block=recipe.block,
+        dynamic_smem_bytes=recipe.dynamic_smem_bytes,
+        module_per_stream=recipe.module_per_stream,
+        arguments=recipe.parameter_list,
+        argument_list=[
+            schemas.KernelArgumentOut(
+                name=a.parameter.name,
+                type=a.parameter.ctype,
+                meaning=a.parameter.meaning,
+                value=a.value,
+                passes=a.passes,
+            )
+            for a in recipe.arguments
+        ],
+        kernel_shape=schemas.ShapeOut(m=m, n=n, k=k),
+        buffers=[
+            schemas.OperandBufferOut(
+                operand=b.operand,  # type: ignore[arg-type]
+                array=b.array,
+                buffer=b.buffer,
+                element=b.element,
+                split_parts=list(b.split_parts),
+                part_offset=b.part_offset,
+                copy_back=b.copy_back,
+            )
+            for b in recipe.buffers
+        ],
+        before_launch=list(recipe.before),
+        after_launch=list(recipe.after),
+        compile=schemas.CompileOut(
+            arch=recipe.compile.arch,
+            options=list(recipe.compile.options),
+            defines=dict(recipe.compile.defines),
+            note=recipe.compile.note,
+        ),
+        types=dict(recipe.types),
+    )
 
 
 def measurement_out(row: storage.Measurement) -> schemas.MeasurementOut:

@@ -22,6 +22,7 @@ from tuner.answers.answer import Answer, DeviceInfo, answer_types, held_type
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec
 from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURACY
 from tuner.core.dims import Dims
+from tuner.core.evaluators import EVALUATORS
 from tuner.core.phases import PHASES
 from tuner.core.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
 from tuner.core.statuses import STATUSES
@@ -51,6 +52,7 @@ Accuracy = Annotated[
 ]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
 Phase = Literal[PHASES]  # type: ignore[valid-type]
+EvaluatorName = Literal[EVALUATORS]  # type: ignore[valid-type]
 FamilyName = Literal[tuple(FAMILIES)]  # type: ignore[valid-type]
 NON_BLANK = r"\S"  # somewhere a character that is not white space (patterns search)
 CONFIG_NAME = r"^[a-z][a-z0-9_]*$"
@@ -173,12 +175,61 @@ class ShapeOut(BaseModel):
     k: int
 
 
+class KernelArgumentOut(BaseModel):
+    """One kernel parameter, in the order the kernel takes them."""
+
+    name: str = Field(description="as the source declares it: M, N, K, alpha, A, lda, ...")
+    type: str = Field(description="its C type as declared (pointers are also __restrict__)")
+    meaning: str
+    value: int | None = Field(
+        description="what to pass for the asked shape (dimensions and leading dimensions, for "
+        "row-major packed arrays); null where the caller supplies it (alpha, beta, arrays)"
+    )
+    passes: str = Field(description="what the argument is: the caller's array or a buffer")
+
+
+class OperandBufferOut(BaseModel):
+    """An array the kernel runs on instead of the caller's (a padded copy, or the bf16x3 split):
+    zeroed once and kept; the caller's array copied or split into its top left before each
+    launch (C's top left copied back after)."""
+
+    operand: Literal["A", "B", "C"]
+    array: tuple[int, int] = Field(description="the caller's array as stored: rows, columns")
+    buffer: tuple[int, int] = Field(description="the buffer: rows, columns (its row pitch)")
+    element: str = Field(description="the buffer's element type")
+    split_parts: list[str] = Field(
+        description="bf16x3 split: the parts in order (hi = bf16(x), lo = bf16(x - hi)); "
+        "empty for a plain copy"
+    )
+    part_offset: tuple[int, int] = Field(
+        description="rows and columns from one split part's top left to the next"
+    )
+    copy_back: bool = Field(description="copied back into the caller's array after the launch")
+
+
+class CompileOut(BaseModel):
+    """What to compile the source with, by NVRTC or ``nvcc -cubin``."""
+
+    arch: str = Field(description="target architecture (sm_90a for the wgmma families)")
+    options: list[str] = Field(description="compiler options, the target included")
+    defines: dict[str, str] = Field(
+        description="preprocessor defines: none, every constant is rendered into the source"
+    )
+    note: str
+
+
 class KernelOut(BaseModel):
-    """Everything needed to compile and launch the config for the requested shape."""
+    """Everything needed to compile and launch the config for the requested shape, computed
+    by the function the tuner's own launches use (``tuner.kernels.launch_recipe``)."""
 
     entry: str = Field(description='extern "C" kernel symbol')
     code: str = Field(description="CUDA C++ source")
-    grid: tuple[int, int, int]
+    signature: str = Field(description='the kernel\'s extern "C" declaration, as in the source')
+    grid: tuple[int, int, int] | None = Field(
+        description="grid for the requested shape; null for a persistent grid when the SM "
+        "count is unknown (see grid_rule)"
+    )
+    grid_rule: str = Field(description="how the grid follows from another shape (or the GPU)")
     block: tuple[int, int, int]
     dynamic_smem_bytes: int
     module_per_stream: bool = Field(
@@ -186,11 +237,20 @@ class KernelOut(BaseModel):
         "that may overlap (on different streams) each need a module of their own; launches "
         "on one stream may share one"
     )
-    arguments: str = (
-        "(int M, int N, int K, float alpha, const T* A, const T* B, float beta, float* C): T is "
-        "float for float32, the 16-bit values for float16 and bfloat16; A and B stored as the "
-        "layout says, C float32 M x N, all row-major"
+    arguments: str = Field(
+        description="the kernel's parameter list as declared, in parentheses (argument_list "
+        "gives each with its value)"
     )
+    argument_list: list[KernelArgumentOut]
+    kernel_shape: ShapeOut = Field(
+        description="the M, N, K the kernel is passed: the asked shape, or the padded or split "
+        "product its buffers hold"
+    )
+    buffers: list[OperandBufferOut]
+    before_launch: list[str] = Field(description="steps before each launch, in order")
+    after_launch: list[str] = Field(description="steps after each launch, in order")
+    compile: CompileOut
+    types: dict[str, str] = Field(description="types of the signature that are not standard C")
 
 
 # How an answer's field types are written in JSON, where the type is not its own schema.
@@ -272,6 +332,11 @@ class MeasurementIn(Strict):
         description="when in its study it was measured: `final` for a finalist re-measured side "
         "by side with cuBLAS, which outranks screening times for the best config",
     )
+    evaluator: EvaluatorName = Field(
+        default="gpu",
+        description="what produced it: `gpu` (timed on the device) or `replay` (answered from "
+        "a replay table: stored and listed, never the best config)",
+    )
 
 
 class ResultsUpload(Strict):
@@ -317,6 +382,10 @@ class MeasurementOut(BaseModel):
     phase: Phase
     trusted: bool = Field(description="false for an upload without the trusted token: never best")
     created_at: str
+    evaluator: EvaluatorName = Field(
+        description="`gpu`: timed on the device; `replay`: answered from a replay table, never "
+        "the best config"
+    )
 
 
 class ResultsPage(BaseModel):

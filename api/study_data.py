@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 import storage
 from api.study_names import study_title
 from tuner.core.dims import tflops as gemm_tflops
+from tuner.core.evaluators import EvaluatorKind
 from tuner.core.phases import Phase
 
 # A study whose last trial is younger than this is shown as running (and refreshed live).
@@ -42,6 +43,7 @@ class StudyTrial:
     created_at: datetime
     best_so_far: float | None  # the highest ok TFLOP/s up to this trial
     cublas_tflops: float | None = None  # what cuBLAS ran beside it (ok trials)
+    evaluator: str = EvaluatorKind.GPU.value  # "replay": from a replay table, not measured
 
     @property
     def ok(self) -> bool:
@@ -65,7 +67,12 @@ class Study:
     def title(self) -> str:
         m, n, k = self.shape
         where = storage.StudyShape(m, n, k, self.dtype, self.layout)
-        return study_title(self.name, self.phase, self.device, where, self.families)
+        return study_title(self.name, self.phase, self.device, where, self.families, self.replayed)
+
+    @cached_property
+    def replayed(self) -> bool:
+        """Whether any trial was replayed from a table rather than measured on the device."""
+        return any(t.evaluator == EvaluatorKind.REPLAY for t in self.trials)
 
     @cached_property
     def ok(self) -> list[StudyTrial]:
@@ -162,6 +169,7 @@ def _trials(
                 created_at=row.created_at,
                 best_so_far=best,
                 cublas_tflops=theirs,
+                evaluator=row.evaluator,
             )
         )
     return trials

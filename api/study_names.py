@@ -17,6 +17,7 @@ from tuner.core.phases import Phase
 from tuner.kernels.families import FAMILIES
 
 TIMES = "\u00d7"
+REPLAYED = "replayed, not measured"
 _FAMILY_ORDER = {name: index for index, name in enumerate(FAMILIES)}
 
 
@@ -26,11 +27,25 @@ def study_title(
     device: str | None,
     shape: StudyShape | None,
     families: Iterable[str],
+    replayed: bool = False,
 ) -> str:
     """``4096x4096x4096 on NVIDIA H100 80GB HBM3 · warptile, pipelined`` (with multiplication
     signs) for a study of one device and shape (``4096x4096x4096 bfloat16 NT on ...`` for inputs
     other than float32 NN; ``... · finalists re-measured`` for its final phase),
-    ``4096x4096x4096 · sweep table h100-sweep`` for a preloaded sweep table; else the key."""
+    ``4096x4096x4096 · sweep table h100-sweep`` for a preloaded sweep table; else the key.
+    A study replayed from tables (``replayed``) says so at the end of any of these, so its
+    times are never read as the device's."""
+    title = _title(name, phase, device, shape, families)
+    return f"{title} · {REPLAYED}" if replayed else title
+
+
+def _title(
+    name: str,
+    phase: Phase,
+    device: str | None,
+    shape: StudyShape | None,
+    families: Iterable[str],
+) -> str:
     if shape is None:
         return name
     dims = TIMES.join(str(d) for d in (shape.m, shape.n, shape.k))
@@ -58,4 +73,11 @@ def _sweep_table(name: str, shape: StudyShape) -> str | None:
 
 def summary_title(summary: StudySummary) -> str:
     """:func:`study_title` of a :class:`storage.StudySummary` (the study lists' titles)."""
-    return study_title(summary.name, summary.phase, summary.device, summary.shape, summary.families)
+    return study_title(
+        summary.name,
+        summary.phase,
+        summary.device,
+        summary.shape,
+        summary.families,
+        summary.replayed,
+    )

@@ -129,12 +129,12 @@ def record_measurements(
 def best_offers(written: Iterable[Offer]) -> list[Offer]:
     """Of measurements written in this order, the one each (device, shape, accuracy class) key
     offers as its best: the first of its fastest final re-measurements, or without any, of its
-    fastest ok measurements (``record_measurement``'s rule: no other could win). Trusted ones
-    only."""
+    fastest ok measurements (``record_measurement``'s rule: no other could win). Only those
+    that compete (``MeasurementIn.competes``: trusted, measured on the device)."""
     fastest: dict[tuple[int, int, str], Offer] = {}
     for offer in written:
         m = offer.measurement
-        if m.status != "ok" or m.ms is None or not m.trusted:
+        if not m.competes:
             continue
         held = fastest.get(offer.key)
         if held is None or _rank(m) < _rank(held.measurement):

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from tuner.core.accuracy import UNLABELLED
+from tuner.core.evaluators import EVALUATORS, EvaluatorKind
 from tuner.core.phases import Phase, check_phase
 from tuner.core.provenance import check_provenance
 from tuner.core.shape import LEGACY_LAYOUTS
@@ -123,7 +124,8 @@ class MeasurementIn:
     :mod:`tuner.core.phases`); ``trusted`` is False for a result whoever stored it cannot vouch
     for (an upload without the trusted token): kept and listed, never the best. ``created_at``
     is normally left to the database; imports pass the original timestamp so that re-importing
-    is idempotent.
+    is idempotent. ``evaluator`` says what produced it (:mod:`tuner.core.evaluators`): ``replay``
+    for a time replayed from a table, kept and listed, never the best.
     """
 
     family: str
@@ -147,6 +149,7 @@ class MeasurementIn:
     phase: str = Phase.SCREENING.value
     trusted: bool = True
     created_at: datetime | None = None
+    evaluator: str = EvaluatorKind.GPU.value
 
     def __post_init__(self) -> None:
         _check_text("family", self.family)
@@ -174,6 +177,21 @@ class MeasurementIn:
         if not isinstance(self.trusted, bool):
             raise ValueError(f"`trusted` must be true or false, got {self.trusted!r}")
         _check_time("created_at", self.created_at)
+        if self.evaluator not in EVALUATORS:
+            raise ValueError(
+                f"`evaluator` must be one of {', '.join(EVALUATORS)}, got {self.evaluator!r}"
+            )
+
+    @property
+    def competes(self) -> bool:
+        """Whether it may become the best config of its device, shape and class: an ``ok``
+        time, trusted, and measured on the device (a replayed time never is the device's)."""
+        return (
+            self.status == "ok"
+            and self.ms is not None
+            and self.trusted
+            and self.evaluator == EvaluatorKind.GPU
+        )
 
     def effective_ratio(self) -> float | None:
         """The stored ratio: the given one, else ``cublas_ms / ms`` when both are known."""

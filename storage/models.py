@@ -37,6 +37,7 @@ from sqlalchemy.types import TypeDecorator
 
 from storage.inputs import DEVICE_NAME_LENGTH, FAMILY_LENGTH, LABEL_LENGTH, NAME_LENGTH
 from tuner.core.accuracy import UNLABELLED
+from tuner.core.evaluators import EvaluatorKind
 from tuner.core.phases import Phase
 from tuner.core.statuses import STATUSES
 
@@ -176,6 +177,12 @@ class Measurement(Base):
     trusted: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     created_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, server_default=func.now()
+    )
+    # What produced it (tuner.core.evaluators): a replayed time is listed, never the best config.
+    evaluator: Mapped[str] = mapped_column(
+        String(LABEL_LENGTH),
+        default=EvaluatorKind.GPU.value,
+        server_default=EvaluatorKind.GPU.value,
     )
 
     # Many-to-one and tiny: load eagerly so rows stay usable after the session closes.

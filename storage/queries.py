@@ -10,11 +10,12 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session, contains_eager
 
 from storage.inputs import DeviceIn, ShapeIn
 from storage.models import BestConfig, Device, DeviceRates, Measurement, Shape
+from tuner.core.evaluators import EvaluatorKind
 from tuner.core.phases import Phase
 
 MAX_PAGE = 1000
@@ -57,6 +58,9 @@ def _best_query(
             contains_eager(BestConfig.shape),
             contains_eager(BestConfig.measurement),
         )
+        # The write paths never make a replayed time a best; a row older than that rule (or
+        # written by hand) is not served either.
+        .where(Measurement.evaluator == EvaluatorKind.GPU.value)
     )
     if device_name is not None:
         query = query.where(Device.name == device_name)
@@ -105,6 +109,72 @@ def best_for(
     )
     best = session.scalars(query).first()
     return None if best is None else (best, best.measurement)
+
+
+def fastest_replayed(
+    session: Session,
+    device_name: str,
+    m: int,
+    n: int,
+    k: int,
+    dtype: str = "float32",
+    layout: str = "NN",
+    *,
+    accuracies: Collection[str] | None = None,
+) -> Measurement | None:
+    """What studies run on a replay table found for exactly this shape on ``device_name``: of
+    its replayed ``ok`` times (``tuner.core.evaluators``), a final re-measurement before
+    screening times, then the fastest, then the first stored (the best config's rule). Never a
+    best config, which only times measured on the device are; a bench on a replay reads this.
+    """
+    query = (
+        select(Measurement)
+        .join(Measurement.device)
+        .join(Measurement.shape)
+        .where(
+            Device.name == device_name,
+            Shape.m == m,
+            Shape.n == n,
+            Shape.k == k,
+            Shape.dtype == dtype,
+            Shape.layout == layout,
+            Measurement.evaluator == EvaluatorKind.REPLAY.value,
+            Measurement.status == "ok",
+            Measurement.ms.is_not(None),
+            Measurement.trusted.is_(True),
+        )
+        .order_by(
+            case((Measurement.phase == Phase.FINAL.value, 0), else_=1),
+            Measurement.ms,
+            Measurement.id,
+        )
+        .limit(1)
+    )
+    if accuracies is not None:
+        query = query.where(Measurement.accuracy.in_(_classes(accuracies)))
+    return session.scalars(query).first()
+
+
+def replayed_fastest_per_shape(
+    session: Session, device_name: str
+) -> dict[tuple[int, int, int], str]:
+    """For each (m, n, k) with replayed ``ok`` times on ``device_name``, the config of the
+    fastest: what studies on a replay table found where no best config can say it (a search's
+    warm starts read it; answers never do)."""
+    query = (
+        select(Shape.m, Shape.n, Shape.k, Measurement.config_name, Measurement.ms)
+        .join(Measurement.device)
+        .join(Measurement.shape)
+        .where(
+            Device.name == device_name,
+            Measurement.evaluator == EvaluatorKind.REPLAY.value,
+            Measurement.status == "ok",
+            Measurement.ms.is_not(None),
+        )
+        .order_by(Measurement.ms.desc(), Measurement.id.desc())
+    )
+    # Slowest first, so the fastest (the first stored of equals) is written last.
+    return {(m, n, k): name for m, n, k, name, _ in session.execute(query)}
 
 
 def best_configs(session: Session, device: str | None = None) -> list[BestConfig]:

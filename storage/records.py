@@ -38,7 +38,8 @@ def record_measurement(
     """Store ``m`` for ``device`` and ``shape``; make it the best config of its accuracy class
     if it is the fastest of that class.
 
-    Only trusted (``m.trusted``) ``ok`` measurements with a time compete, and only a strictly
+    Only trusted (``m.trusted``) ``ok`` measurements with a time, measured on the device (not
+    replayed: ``m.evaluator``), compete (``MeasurementIn.competes``), and only a strictly
     lower time replaces the current best, so the first of equally fast configs stays. Failed
     measurements are stored with their status and reason and never become best.
 
@@ -54,7 +55,7 @@ def record_measurement(
     )
     session.add(measurement)
     session.flush()
-    if m.status == "ok" and m.ms is not None and m.trusted:
+    if m.competes:
         offer_best(session, Offer(measurement.device_id, measurement.shape_id, measurement.id, m))
     return measurement
 

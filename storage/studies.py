@@ -19,6 +19,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from storage.models import Device, Measurement, Shape
+from tuner.core.evaluators import EvaluatorKind
 from tuner.core.phases import Phase
 
 
@@ -37,7 +38,8 @@ class StudyShape:
 class StudySummary:
     """One phase of one study: its trials, how many measured ``ok``, the fastest ok time, and
     what it measured: the device and shape (None when its rows name several) and the families,
-    in the order the study first measured each."""
+    in the order the study first measured each; ``replayed`` when any of its rows was replayed
+    from a table rather than measured."""
 
     name: str
     phase: Phase
@@ -47,6 +49,7 @@ class StudySummary:
     device: str | None = None
     shape: StudyShape | None = None
     families: tuple[str, ...] = ()
+    replayed: bool = False  # its rows were replayed from tables (tuner.core.evaluators)
 
 
 def study_summaries(session: Session) -> list[StudySummary]:
@@ -64,6 +67,7 @@ def study_summaries(session: Session) -> list[StudySummary]:
             func.max(Measurement.device_id),
             func.min(Measurement.shape_id),
             func.max(Measurement.shape_id),
+            func.count().filter(Measurement.evaluator == EvaluatorKind.REPLAY.value),
         )
         .where(Measurement.study.is_not(None), Measurement.trusted.is_(True))
         .group_by(*key)
@@ -84,8 +88,20 @@ def study_summaries(session: Session) -> list[StudySummary]:
             devices.get(first_device) if first_device == last_device else None,
             shapes.get(first_shape) if first_shape == last_shape else None,
             families.get((name, phase), ()),
+            bool(replayed),
         )
-        for name, phase, count, ok, best, first_device, last_device, first_shape, last_shape in rows
+        for (
+            name,
+            phase,
+            count,
+            ok,
+            best,
+            first_device,
+            last_device,
+            first_shape,
+            last_shape,
+            replayed,
+        ) in rows
     ]
     return sorted(summaries, key=lambda s: (s.name, list(Phase).index(s.phase)))
 
@@ -123,6 +139,7 @@ STUDY_TABLE_COLUMNS = (
     "smem_bytes",
     "occupancy",
     "created_at",
+    "evaluator",
 )
 
 

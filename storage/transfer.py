@@ -15,7 +15,8 @@ older rows had: an export written before accuracy classes has no ``accuracy``, a
 measurements are strict FP32 (``exact``), as the migration that added the column made them. One
 written before ``phase`` and ``trusted`` were fields said both in its study names and provenance;
 they are read into the fields as schema revision 0009 read stored rows
-(:mod:`storage.legacy_records`).
+(:mod:`storage.legacy_records`). One written before ``evaluator`` was a field marked a replayed
+row only by the tables its provenance names; it is read as revision 0011 read stored rows.
 """
 
 from __future__ import annotations

@@ -186,6 +186,45 @@ def test_include_source_gives_code_and_launch_geometry(sqlite_client: TestClient
     assert kernel["block"] == [128, 1, 1]
     assert kernel["dynamic_smem_bytes"] == 0  # warptile's tiles are static
     assert kernel["module_per_stream"] is False  # warptile keeps no counters
+    # warptile reads packed rows: no leading dimensions, nothing to do around the launch.
+    names = [a["name"] for a in kernel["argument_list"]]
+    assert names == ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
+    assert kernel["arguments"].startswith("(int M, int N, int K, float alpha, const float*")
+    assert kernel["signature"].endswith(FAST + kernel["arguments"])
+    assert kernel["kernel_shape"] == {"m": 1000, "n": 3000, "k": 64}
+    assert kernel["buffers"] == [] and kernel["after_launch"] == []
+    assert "ceil(N / 128)" in kernel["grid_rule"]
+    assert kernel["compile"]["options"] == ["-arch=sm_90", "-std=c++17"]  # measured on the H100
+
+
+def test_the_kernel_block_of_a_half_config_gives_its_leading_dimensions(tmp_path: object) -> None:
+    url = f"sqlite:///{tmp_path}/half.db"
+    seed(url)
+    name = "wgmma_bm128_bn256_bk64_wgm2_s4_sw4_dt1_ly1"  # bfloat16, B transposed (NT)
+    engine = storage.make_engine(url)
+    with storage.make_session_factory(engine).begin() as s:
+        shape = storage.ShapeIn(512, 384, 200, "bfloat16", "NT")
+        storage.record_measurement(s, H100, shape, measurement(name, 0.01))
+    engine.dispose()
+    app = make_app(url)
+    with TestClient(app) as client:
+        data = post(client, m=512, n=384, k=200, dtype="bfloat16", layout="NT", include_source=True)
+    app.state.engine.dispose()
+    assert (data["name"], data["source"]) == (name, "exact")
+    kernel = data["kernel"]
+    assert isinstance(kernel, dict)
+    by_name = {a["name"]: a for a in kernel["argument_list"]}
+    assert list(by_name) == ["M", "N", "K", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"]
+    # A stored 512 x 200, B stored (transposed) 384 x 200, C 512 x 384: packed row lengths.
+    assert (by_name["lda"]["value"], by_name["ldb"]["value"], by_name["ldc"]["value"]) == (
+        200,
+        200,
+        384,
+    )
+    assert by_name["A"]["type"] == "const half_bits*" and "half_bits" in kernel["types"]
+    assert kernel["compile"]["arch"] == "sm_90a"  # wgmma: the architecture-specific target
+    assert kernel["grid"] == [2, 4, 1]  # 384 / 256 and 512 / 128, rounded up
+    assert any("dynamic shared memory" in step for step in kernel["before_launch"])
 
 
 def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: object) -> None:
@@ -207,6 +246,7 @@ def test_persistent_grid_is_sized_for_the_device_it_was_measured_on(tmp_path: ob
             assert isinstance(kernel, dict)
             assert kernel["grid"] == [blocks, 1, 1] and kernel["block"] == [256, 1, 1]
             assert kernel["module_per_stream"] is True  # streamk's split-K counters
+            assert "SM count" in kernel["grid_rule"]
     app.state.engine.dispose()
 
 

@@ -248,3 +248,40 @@ def test_the_committed_results_answer_every_type_and_class_they_hold_exactly(
         assert exact.source == "exact", (dtype, layout, accuracy, (m, n, k))
         beside = snapshot.answer(m + 8, n, k, dtype, layout, accuracy=accuracy)
         assert beside.source == "nearest", (dtype, layout, accuracy, (m + 8, n, k))
+
+
+def test_the_served_app_answers_every_committed_type_and_class_over_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``gemmtune serve`` runs (the app from the environment, preloaded into an empty
+    database), asked over HTTP: for each (dtype, layout, accuracy class) of the committed suite
+    files, one of its shapes is answered ``exact`` with the suite's dtype and layout, and a shape
+    beside it ``nearest``; BF16 NT among them."""
+    from fastapi.testclient import TestClient
+
+    from api.serve import app_from_environment
+
+    asked: dict[tuple[str, str, str], tuple[int, int, int]] = {}
+    for path in all_suite_files(results_dir()):
+        for row in read_suite_file(path).rows:
+            if row.status == "ok" and row.config is not None:
+                accuracy = accuracy_of(parse_config(row.config).family)
+                key = (row.shape.dtype, row.shape.layout, accuracy)
+                asked.setdefault(key, (row.shape.m, row.shape.n, row.shape.k))
+    assert ("bfloat16", "NT", "exact") in asked
+    monkeypatch.setenv("GEMMTUNE_DATABASE_URL", f"sqlite:///{tmp_path}/served.db")
+    monkeypatch.setenv("GEMMTUNE_PRELOAD", "1")
+    app = app_from_environment()
+    try:
+        with TestClient(app) as client:
+            for (dtype, layout, accuracy), (m, n, k) in sorted(asked.items()):
+                kind = {"dtype": dtype, "layout": layout, "accuracy": accuracy}
+                exact = client.post("/v1/configs/best", json={"m": m, "n": n, "k": k, **kind})
+                assert exact.status_code == 200, exact.text
+                body = exact.json()
+                assert body["source"] == "exact", (kind, (m, n, k), body["source"])
+                assert (body["dtype"], body["layout"]) == (dtype, layout)
+                near = client.post("/v1/configs/best", json={"m": m + 8, "n": n, "k": k, **kind})
+                assert near.json()["source"] == "nearest", (kind, (m + 8, n, k))
+    finally:
+        app.state.engine.dispose()

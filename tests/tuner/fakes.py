@@ -24,6 +24,7 @@ class Forwarding(EvaluatesAtOnce):
         self.families: tuple[str, ...] = inner.families
         self.provenance: dict[str, Any] = dict(inner.provenance)
         self.parallelism = inner.parallelism
+        self.kind = inner.kind
 
     def measured_configs(self, shape: Shape) -> set[str] | None:
         return self.inner.measured_configs(shape)
@@ -63,6 +64,7 @@ class RuleEvaluator(EvaluatesAtOnce):
 
     families: tuple[str, ...] = ()
     parallelism = 4
+    kind = "gpu"
 
     def __init__(self, device: DeviceLimits) -> None:
         self.device = device

@@ -18,6 +18,7 @@ from tuner.core.config import Config
 from tuner.core.dims import Dims
 from tuner.core.shape import Shape
 from tuner.kernels.families import parse_config
+from tuner.kernels.launch_recipe import LaunchRecipe, launch_recipe
 from tuner.kernels.render import KernelSource, Launch, render
 
 Source = Literal["exact", "nearest", "far", "default"]
@@ -162,6 +163,16 @@ class Answer:
         device = self.measured_on_device or self.device
         sm_count = device.sm_count if device is not None else None
         return self.kernel().launch(Shape(self.m, self.n, self.k), sm_count)
+
+    def recipe(self) -> LaunchRecipe:
+        """How to compile and launch the config for the asked shape, dtype and layout
+        (``tuner.kernels.launch_recipe``): for the architecture and SM count of the device the
+        config was measured on, else of the device asked about (the same kind of chip)."""
+        device = self.measured_on_device or self.device
+        arch = device.arch if device is not None else None
+        sm_count = device.sm_count if device is not None else None
+        shape = Shape(self.m, self.n, self.k, self.dtype, self.layout)
+        return launch_recipe(self.kernel(), shape, arch, sm_count)
 
     def as_json(self) -> dict[str, Any]:
         """The answer as JSON values, field by field: the body of ``POST /v1/configs/best``."""

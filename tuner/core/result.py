@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tuner.core.config import Config
+from tuner.core.evaluators import EVALUATORS, EvaluatorKind
 from tuner.core.statuses import STATUSES
 
 
@@ -34,10 +35,16 @@ class Result:
     smem_bytes: int | None = None
     occupancy: float | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    # What produced it (``tuner.core.evaluators``): a replayed result never becomes a best config.
+    evaluator: str = EvaluatorKind.GPU.value
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {self.status!r}")
+        if self.evaluator not in EVALUATORS:
+            raise ValueError(
+                f"evaluator must be one of {', '.join(EVALUATORS)}, got {self.evaluator!r}"
+            )
 
     @classmethod
     def failed(cls, config: Config, status: str, reason: str, **extra: Any) -> Result:

@@ -30,6 +30,7 @@ from tuner.core.shape import UNIT_ROUNDOFF, Shape
 from tuner.gpu import half_arrays
 from tuner.gpu.stream_gate import held_stream
 from tuner.kernels.families import get_family, is_vendor, rewrites_operands
+from tuner.kernels.launch_recipe import kernel_parameters
 from tuner.kernels.operand_padding import row_pitch
 from tuner.kernels.render import KernelSource
 
@@ -139,16 +140,28 @@ def launch_kernel(
     c: Any,
 ) -> None:
     """Run the kernel itself on ``shape`` and these arrays, whatever the config's operand mode
-    (asynchronous). A kernel that takes leading dimensions gets each array's row pitch (its
-    rows must be contiguous; a padded buffer's pitch is its padded row length)."""
+    (asynchronous). The arguments go in the order of ``tuner.kernels.launch_recipe.
+    kernel_parameters``, the one table the API's launch recipe is read from too. A kernel that
+    takes leading dimensions gets each array's row pitch (its rows must be contiguous; a padded
+    buffer's pitch is its padded row length)."""
     import numpy as np
 
+    family = get_family(source.config.family)
     geo = source.launch(shape, sm_count() if source.persistent else None)
-    head = (np.int32(shape.m), np.int32(shape.n), np.int32(shape.k), np.float32(alpha))
-    args: tuple[Any, ...]
-    if source.leading_dims:
-        pitch = [np.int32(row_pitch(x)) for x in (a, b, c)]
-        args = (*head, a, pitch[0], b, pitch[1], np.float32(beta), c, pitch[2])
+    values: dict[str, Any] = {
+        "M": np.int32(shape.m),
+        "N": np.int32(shape.n),
+        "K": np.int32(shape.k),
+        "alpha": np.float32(alpha),
+        "beta": np.float32(beta),
+        "A": a,
+        "B": b,
+        "C": c,
+    }
+    if family.leading_dims:
+        values.update(
+            lda=np.int32(row_pitch(a)), ldb=np.int32(row_pitch(b)), ldc=np.int32(row_pitch(c))
+        )
     else:
         for name, x in (("A", a), ("B", b), ("C", c)):
             if row_pitch(x) != x.shape[1]:
@@ -157,7 +170,7 @@ def launch_kernel(
                     f"{x.shape[1]} view with a row pitch of {row_pitch(x)} (copy it, or use a "
                     "padded config or a family that takes leading dimensions)"
                 )
-        args = (*head, a, b, np.float32(beta), c)
+    args = tuple(values[p.name] for p in kernel_parameters(family, shape.dtype))
     kernel(geo.grid, geo.block, args, shared_mem=geo.dynamic_smem_bytes)
 
 

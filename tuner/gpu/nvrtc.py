@@ -13,6 +13,7 @@ from typing import Any
 
 from tuner.core.errors import InputError
 from tuner.kernels.compile import (
+    LANGUAGE_STANDARD,
     CachingCompiler,
     CompiledKernel,
     CompileError,
@@ -24,7 +25,7 @@ from tuner.kernels.compile import (
 )
 from tuner.kernels.render import KernelSource
 
-NVRTC_OPTIONS = ("-std=c++17", "--ptxas-options=-v")
+NVRTC_OPTIONS = (LANGUAGE_STANDARD, "--ptxas-options=-v")
 
 
 class NvrtcCompiler(CachingCompiler):

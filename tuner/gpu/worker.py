@@ -33,6 +33,7 @@ from typing import Any
 
 from tuner import __version__
 from tuner.core.config import Config
+from tuner.core.evaluators import EvaluatorKind
 from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.gpu.nvrtc import NvrtcCompiler
@@ -166,6 +167,7 @@ class GpuEvaluator:
         # Candidates worth compiling ahead of the one being measured: one per compiler process
         # (of this evaluator's share of them) and one more, so a process never waits for work.
         self.parallelism = max(1, self.pool.workers // max(1, sharers)) + 1
+        self.kind = EvaluatorKind.GPU.value
 
     def measured_configs(self, shape: Shape) -> set[str] | None:
         return None  # any config
@@ -290,6 +292,7 @@ class GpuEvaluator:
             rel_error=reply.get("rel_error"),
             occupancy=entry.occupancy,
             provenance=prov,
+            evaluator=self.kind,  # timed here, on the device
             **entry.usage,
         )
 

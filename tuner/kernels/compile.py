@@ -27,8 +27,19 @@ from typing import Protocol
 from tuner.kernels.render import KernelSource
 from tuner.kernels.resources import DeviceLimits, Occupancy, occupancy
 
+# The C++ dialect of the templates, for either compiler (and in a launch recipe).
+LANGUAGE_STANDARD = "-std=c++17"
 # -O3 is the default; IEEE semantics stay (no fast math: results must match cuBLAS in FP32).
-NVCC_OPTIONS = ("-O3", "-std=c++17", "-Xptxas=-v", "-diag-suppress=177")
+NVCC_OPTIONS = ("-O3", LANGUAGE_STANDARD, "-Xptxas=-v", "-diag-suppress=177")
+
+
+def compile_target(arch: str, arch_specific: bool) -> str:
+    """The architecture a kernel is compiled for on a GPU of ``arch`` (``sm_90``): its
+    architecture-specific variant (``sm_90a``) for a family that needs one
+    (``Family.arch_specific``), else ``arch`` itself."""
+    if arch_specific and not arch.endswith("a"):
+        return arch + "a"
+    return arch
 
 
 class CompileError(RuntimeError):
@@ -167,9 +178,7 @@ class CachingCompiler:
     def target(self, source: KernelSource) -> str:
         """The architecture ``source`` is compiled for: the compiler's, or its
         architecture-specific variant (``sm_90`` -> ``sm_90a``) for a family that needs it."""
-        if source.arch_specific and not self.arch.endswith("a"):
-            return self.arch + "a"
-        return self.arch
+        return compile_target(self.arch, source.arch_specific)
 
     def cache_key(self, source: KernelSource) -> str:
         blob = json.dumps([source.code, self.target(source), self.version, self.options])

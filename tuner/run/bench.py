@@ -33,6 +33,7 @@ import storage
 from tuner.core.accuracy import DEFAULT_ACCURACY, accepted
 from tuner.core.config import Config
 from tuner.core.errors import InputError
+from tuner.core.evaluators import EvaluatorKind
 from tuner.core.result import Comparison
 from tuner.core.shape import Shape
 from tuner.data import suite_document
@@ -135,23 +136,20 @@ def _stored_choice(
     shape: Shape,
     tuned: bool,
     classes: frozenset[str],
+    replayed: bool = False,
 ) -> Choice | None:
     """The fastest best config stored for ``shape`` on ``device`` among the accuracy
-    ``classes`` (None when nothing is stored)."""
+    ``classes`` (None when nothing is stored); for a bench on a replay (``replayed``), what its
+    studies found, which is never a best config (``storage.fastest_replayed``)."""
+    dims = (shape.m, shape.n, shape.k, shape.dtype, shape.layout)
     with sessions() as session:
-        found = storage.best_for(
-            session,
-            device,
-            shape.m,
-            shape.n,
-            shape.k,
-            shape.dtype,
-            shape.layout,
-            accuracies=classes,
-        )
-        if found is None:
+        if replayed:
+            row = storage.fastest_replayed(session, device, *dims, accuracies=classes)
+        else:
+            found = storage.best_for(session, device, *dims, accuracies=classes)
+            row = None if found is None else found[1]
+        if row is None:
             return None
-        row = found[1]
         name, study = row.config_name, row.study
         evaluated = len(storage.measurements_for_study(session, study)) if study else None
         ms, ratio = row.ms, row.ratio
@@ -185,11 +183,12 @@ def choose_config(
     # fastest of every class the floor accepts answers.
     floor = loosest_of(request.families)
     classes = accepted(floor)
-    own = _stored_choice(sessions, device, shape, False, frozenset({floor}))
+    replayed = evaluator.kind == EvaluatorKind.REPLAY
+    own = _stored_choice(sessions, device, shape, False, frozenset({floor}), replayed)
     if own is not None and not request.retune:
         if classes == {floor}:  # exact: nothing more exact to compare with
             return own
-        return _stored_choice(sessions, device, shape, False, classes) or own
+        return _stored_choice(sessions, device, shape, False, classes, replayed) or own
     trials = request.tune.trials
     if request.retune and trials is not None:
         name = study_name(device, shape, request.families)
@@ -200,7 +199,7 @@ def choose_config(
         sessions=sessions,
         new_report=None if report is None else lambda: report,
     )
-    tuned = _stored_choice(sessions, device, shape, True, classes)
+    tuned = _stored_choice(sessions, device, shape, True, classes, replayed)
     if tuned is not None:
         return tuned
     reason = f"no candidate ran correctly in {progress.evaluated} evaluated"

@@ -56,7 +56,9 @@ class Evaluator(Protocol):
     can answer for (empty: any), and ``measured_configs`` the configs it holds for a shape
     (``None``: any config; a replay returns the configs its tables hold, and a study of that
     shape searches only those). ``parallelism`` says how many candidates are worth preparing
-    ahead of the one being measured (1: none).
+    ahead of the one being measured (1: none). ``kind`` says what its results are
+    (``tuner.core.evaluators``): ``gpu`` measurements, or ``replay`` answers from tables, which
+    never become a device's best config.
 
     :meth:`start` and :meth:`finish` split :meth:`evaluate` so that a study keeps the device
     busy with the next candidate while it records the last one: finish tickets in the order
@@ -67,6 +69,7 @@ class Evaluator(Protocol):
     families: tuple[str, ...]
     provenance: dict[str, Any]
     parallelism: int
+    kind: str
 
     def measured_configs(self, shape: Shape) -> set[str] | None:
         """The config names this evaluator can answer for ``shape``; None when unrestricted."""

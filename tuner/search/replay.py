@@ -2,7 +2,9 @@
 
 The tables are the sweep tables that ``gemmtune sweep`` writes on the GPU
 (:mod:`tuner.data.sweep_table`). Studies run on them exactly as on the GPU, with real
-numbers, in CI and for sampler research.
+numbers, in CI and for sampler research. Every result says it was replayed
+(``Result.evaluator``): a database keeps it apart from measurements, and it never becomes a
+device's best config (``tuner.core.evaluators``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from tuner.core.config import Config
 from tuner.core.errors import InputError
+from tuner.core.evaluators import REPLAYED_FROM, EvaluatorKind
 from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.data import SweepRow, data_location, read_sweep_table
@@ -66,13 +69,14 @@ class ReplayEvaluator(EvaluatesAtOnce):
         self.device: DeviceLimits = replace(table_device(header.arch), name=header.device)
         self.provenance: dict[str, Any] = {
             **header.provenance,
-            "replayed_from": " + ".join(p.name for p in paths),
+            REPLAYED_FROM: " + ".join(p.name for p in paths),
         }
         measured = {row.family for row in self.rows.values()}
         # The families the tables measured, in the order of tuner.kernels.families.FAMILIES.
         self.families: tuple[str, ...] = tuple(f for f in FAMILIES if f in measured)
         self.evaluations = 0
         self.parallelism = 1  # nothing to prepare ahead
+        self.kind = EvaluatorKind.REPLAY.value
 
     def replica(self) -> ReplayEvaluator:
         """Another replay of the same tables (read once, shared: they are never written), for
@@ -97,7 +101,7 @@ class ReplayEvaluator(EvaluatesAtOnce):
         """Refuse, before a study starts, a shape the tables hold no row of, or a named family
         (``families``; empty: the tables' own) they hold none of for it: every candidate would
         otherwise be pruned as unmeasured, and the study end with nothing to show."""
-        tables = self.provenance["replayed_from"]
+        tables = self.provenance[REPLAYED_FROM]
         held = [f for f in FAMILIES if any(r.family == f for r in self._rows_of(shape))]
         if not held:
             shapes = ", ".join(str(s) for s in self.shapes())
@@ -121,6 +125,8 @@ class ReplayEvaluator(EvaluatesAtOnce):
         return self._answer(config, shape)
 
     def _answer(self, config: Config, shape: Shape) -> Result:
+        """The table's row as a result marked replayed (``tuner.core.evaluators``): stored, it is
+        listed as such and never becomes the device's best config."""
         row = self.rows.get((shape, config.name))
         if row is None:
             return Result.failed(
@@ -128,8 +134,9 @@ class ReplayEvaluator(EvaluatesAtOnce):
                 "pruned",
                 f"not measured in the replay table for {shape}",
                 provenance=self.provenance,
+                evaluator=self.kind,
             )
-        return row.to_result(config, self.provenance)
+        return replace(row.to_result(config, self.provenance), evaluator=self.kind)
 
     def prepare(self, config: Config) -> None:
         return None  # nothing to compile

@@ -204,16 +204,19 @@ class SqlRecorder:
             storage.record_device_rates(session, device_in(device), stored)
 
     def neighbours(self, device: DeviceLimits, shape: Shape, limit: int) -> list[str]:
-        """Best configs of the nearest tuned shapes on this device (never this shape itself)."""
+        """Best configs of the nearest tuned shapes on this device (never this shape itself);
+        where a shape has no best config but replayed times (a study on a replay table), the
+        fastest of those: a search may start from them, though no answer is built on them."""
         with self.sessions() as session:
             rows = storage.best_configs(session, device.name)
+            replayed = storage.replayed_fastest_per_shape(session, device.name)
+        tuned = [((r.shape.m, r.shape.n, r.shape.k), r.measurement.config_name) for r in rows]
+        bested = {dims for dims, _ in tuned}
+        tuned += [(dims, name) for dims, name in replayed.items() if dims not in bested]
         scored = sorted(
-            (
-                shape_distance(shape.dims, (r.shape.m, r.shape.n, r.shape.k)),
-                r.measurement.config_name,
-            )
-            for r in rows
-            if (r.shape.m, r.shape.n, r.shape.k) != (shape.m, shape.n, shape.k)
+            (shape_distance(shape.dims, dims), name)
+            for dims, name in tuned
+            if dims != (shape.m, shape.n, shape.k)
         )
         names: list[str] = []
         for _, name in scored:

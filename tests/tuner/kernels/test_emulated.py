@@ -15,7 +15,6 @@ from tuner.answers.default_rule import default_config
 from tuner.core.accuracy import BF16X3
 from tuner.core.errors import InputError
 from tuner.core.shape import SUPPORTED_LAYOUTS, Shape
-from tuner.gpu.split_launch import SplitOperand, split_operands
 from tuner.kernels.families import (
     FAMILIES,
     HMMA,
@@ -25,6 +24,7 @@ from tuner.kernels.families import (
     parse_config,
 )
 from tuner.kernels.families.emulated import PARTS, split_depth, split_shape
+from tuner.kernels.operand_split import SplitOperand, split_operands
 from tuner.kernels.resources import table_device
 from tuner.kernels.space import Space
 from tuner.model.cost_model import estimate

@@ -10,6 +10,8 @@ import pytest
 from storage import open_database
 from tests.tuner.fakes import Forwarding
 from tests.tuner.search.test_priors import GPU, STREAMK, TABLE, WT_A, WT_B, WT_C, _row, _suite
+from tuner.core.config import Config
+from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.data import RESULTS_ENV_VAR
 from tuner.kernels.families import parse_config
@@ -75,6 +77,18 @@ def test_the_shape_own_committed_best_goes_before_tuned_neighbours(
     assert names(warm_starts(recorder, replay.device, MID, FIRST, 1)) == [FIRST.name, WT_B]
 
 
+class AsMeasured(Forwarding):
+    """The replay's numbers reported as a GPU reports its own: results that become best
+    configs."""
+
+    def __init__(self, inner: ReplayEvaluator) -> None:
+        super().__init__(inner)
+        self.kind = "gpu"
+
+    def evaluate(self, config: Config, shape: Shape) -> Result:
+        return replace(self.inner.evaluate(config, shape), evaluator=self.kind)
+
+
 def test_the_untuned_answer_is_the_stored_best_else_the_nearest_else_the_rule(
     tmp_path: Path,
 ) -> None:
@@ -86,7 +100,12 @@ def test_the_untuned_answer_is_the_stored_best_else_the_nearest_else_the_rule(
         untuned_answer(sessions, replay.device, small),
     )
     assert rule_big != rule_small  # the default rule picks by the number of output tiles
-    best = Study(big, ("warptile",), replay, SqlRecorder(sessions), "random", seed=1).run(6)
+    # A replayed study's times are no answer (tuner.core.evaluators): still the rule's.
+    replayed = open_database(f"sqlite:///{tmp_path / 'replayed.db'}")
+    Study(big, ("warptile",), replay, SqlRecorder(replayed), "random", seed=1).run(6)
+    assert untuned_answer(replayed, replay.device, big) == rule_big
+    measured = AsMeasured(replay)
+    best = Study(big, ("warptile",), measured, SqlRecorder(sessions), "random", seed=1).run(6)
     assert best.best is not None
     assert untuned_answer(sessions, replay.device, big).name == best.best.config_name
     near = Shape(4000, 4096, 4096)

@@ -65,6 +65,7 @@ def _check_result_is_consistent(subject: Subject, config: Config, result: object
     assert isinstance(result, Result)
     assert result.config_name == config.name and result.family == config.family
     assert result.status in STATUSES
+    assert result.evaluator == subject.evaluator.kind  # what produced it, stored with it
     if result.status == "ok":
         assert result.ms is not None and result.ms > 0
         assert result.cublas_ms is not None and result.cublas_ms > 0
@@ -74,8 +75,10 @@ def _check_result_is_consistent(subject: Subject, config: Config, result: object
         assert result.reason  # a failure always says why
 
 
-def test_declares_its_device_families_provenance_and_parallelism(subject: Subject) -> None:
+def test_declares_its_device_families_provenance_parallelism_and_kind(subject: Subject) -> None:
     ev = subject.evaluator
+    # Only the replay answers from tables; the others time (or stand in for timing) on a GPU.
+    assert ev.kind == ("replay" if isinstance(ev, ReplayEvaluator) else "gpu")
     assert isinstance(ev.device, DeviceLimits) and ev.device.sm_count > 0
     assert isinstance(ev.families, tuple) and all(isinstance(f, str) for f in ev.families)
     assert isinstance(ev.provenance, dict) and ev.provenance
