@@ -38,6 +38,10 @@ PARAM_ABBR: dict[str, str] = {
     "SWIZZLE": "sw",
     "DTYPE": "dt",
     "LAYOUT": "ly",
+    "CONSUMERS": "cw",
+    "GROUP": "gr",
+    "RASTER": "ra",
+    "OUT": "out",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 # The name token of the operand mode (``_pad4``, ``_pad8``): rows rounded up to a whole number of

@@ -134,10 +134,17 @@ def launch_kernel(
 ) -> None:
     """Run the kernel itself on ``shape`` and these arrays, whatever the config's operand mode
     (asynchronous). A kernel that takes leading dimensions gets each array's row pitch (its
-    rows must be contiguous; a padded buffer's pitch is its padded row length)."""
+    rows must be contiguous; a padded buffer's pitch is its padded row length). A kernel that
+    reads A and B through TMA gets their tensor maps instead (``tuner.gpu.tensor_maps``)."""
     import numpy as np
 
     geo = source.launch(shape, sm_count() if source.persistent else None)
+    if source.tensor_maps:
+        from tuner.gpu.tensor_maps import launch_with_maps, operand_maps
+
+        maps = operand_maps(source, shape, a, b)
+        launch_with_maps(kernel, geo, shape, alpha, maps, beta, c, row_pitch(c))
+        return
     head = (np.int32(shape.m), np.int32(shape.n), np.int32(shape.k), np.float32(alpha))
     args: tuple[Any, ...]
     if source.leading_dims:
