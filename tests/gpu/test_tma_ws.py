@@ -22,10 +22,13 @@ pytestmark = pytest.mark.gpu
 KINDS = [(dtype, layout) for dtype in ("float16", "bfloat16") for layout in SUPPORTED_LAYOUTS]
 # Two consumers of one m64n256 tile each, 4 stages; one consumer of two m64n128 tiles, 5 stages,
 # bands of columns; two consumers of two m64n64 tiles (BM 256) in 3 stages, tiles one by one.
+# Clusters: 2x1 sharing B, 1x2 sharing A (each half loaded by one block and multicast).
 TILES = (
-    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0",
-    "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1",
-    "tma_ws_bm256_bn64_bk64_cw2_s3_gr1_ra0",
+    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_cm1_cn1",
+    "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_cm1_cn1",
+    "tma_ws_bm256_bn64_bk64_cw2_s3_gr1_ra0_cm1_cn1",
+    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_cm2_cn1",
+    "tma_ws_bm256_bn128_bk64_cw2_s4_gr4_ra1_cm1_cn2",
 )
 # Every stored row a multiple of 8 halves, the tile edges ragged: one k tile and a part, a
 # single partial tile, more tiles than SMs (the persistent loop comes round), K of 8.

@@ -42,6 +42,8 @@ PARAM_ABBR: dict[str, str] = {
     "GROUP": "gr",
     "RASTER": "ra",
     "OUT": "out",
+    "CM": "cm",
+    "CN": "cn",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 # The name token of the operand mode (``_pad4``, ``_pad8``): rows rounded up to a whole number of

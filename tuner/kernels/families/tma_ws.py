@@ -108,10 +108,12 @@ def tma_ws_footprint(p: Params) -> Footprint:
 
 def box_rows(p: Params, layout: str) -> tuple[int, int]:
     """The rows of A's and of B's TMA box (its other side is 64 k or 64 m/n): a K-major
-    operand is one box of BM (or BN) rows of 64 k, an MN-major one boxes of 64 rows of k."""
+    operand is one box of BM (or BN) rows of 64 k, an MN-major one boxes of 64 rows of k. An
+    operand two blocks of a cluster share (A along N, B along M) is loaded half by each: half
+    the rows of either box."""
     a_rows = K_TILE if layout[0] == "T" else p["BM"]
     b_rows = p["BN"] if layout[1] == "T" else K_TILE
-    return a_rows, b_rows
+    return a_rows // p["CN"], b_rows // p["CM"]
 
 
 def stored_row_lengths(shape: Shape) -> tuple[int, int]:
@@ -158,6 +160,8 @@ TMA_WS_PARAMS = (
     Param("STAGES", (3, 4, 5, 6), "shared-memory stages of the TMA ring"),
     Param("GROUP", (1, 8, 16), "block rows (or columns) banded together in the tile order"),
     Param("RASTER", (0, 1), "tile order: 0 bands of block rows, 1 bands of block columns"),
+    Param("CM", (1, 2), "blocks of a cluster along M (they share B's tiles by TMA multicast)"),
+    Param("CN", (1, 2), "blocks of a cluster along N (they share A's tiles by TMA multicast)"),
     Param("DTYPE", (0, 1), "input type: 0 float16, 1 bfloat16 (pinned by the shape)"),
     Param("LAYOUT", (0, 1, 2, 3), "0 NN, 1 NT, 2 TN, 3 TT (pinned by the shape)"),
     Param("OUT", (0, 1, 2), "C's type: 0 float32, 1 float16, 2 bfloat16 (pinned by the shape)"),
@@ -195,16 +199,26 @@ TMA_WS_RULES = (
         "CONSUMERS must be 1 or 2: the registers setmaxnreg hands out are sized for them",
         lambda p: p["CONSUMERS"] in CONSUMER_REGS,
     ),
+    Rule(
+        "a cluster is 1x1, 2x1 or 1x2 blocks (CM, CN in 1, 2; CM * CN at most 2)",
+        lambda p: p["CM"] in (1, 2) and p["CN"] in (1, 2) and p["CM"] * p["CN"] <= 2,
+    ),
     Rule("GROUP must be at least 1", lambda p: p["GROUP"] >= 1),
     Rule("RASTER must be 0 (bands of rows) or 1 (of columns)", lambda p: p["RASTER"] in (0, 1)),
     Rule("OUT must be 0 (float32), 1 (float16) or 2 (bfloat16)", lambda p: p["OUT"] in (0, 1, 2)),
 )
 
 
+def cluster_size(p: Params) -> int:
+    return p["CM"] * p["CN"]
+
+
 def tiles_blocks(p: Params, shape: Shape, sm_count: int) -> int:
-    """Blocks of the persistent grid: one per SM, or one per output tile when fewer."""
-    tiles = -(-shape.m // p["BM"]) * -(-shape.n // p["BN"])
-    return max(1, min(tiles, sm_count))
+    """Blocks of the persistent grid: one per SM in whole clusters, or one per output tile
+    (whole clusters of them) when fewer."""
+    size = cluster_size(p)
+    super_tiles = -(-shape.m // (p["BM"] * p["CM"])) * -(-shape.n // (p["BN"] * p["CN"]))
+    return size * max(1, min(super_tiles, sm_count // size))
 
 
 TMA_WS = Family(
