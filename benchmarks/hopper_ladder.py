@@ -50,7 +50,7 @@ DEFAULT_CONFIGS = (
 def config_for(text: str, shape: Shape) -> Any:
     """A config of ``tma_ws`` from ``NAME=value`` pairs, with BK = 64 and the shape's pins."""
     family = get_family(FAMILY)
-    params = {"BK": 64, "CM": 1, "CN": 1, **family.pinned(shape)}
+    params = {"BK": 64, "CM": 1, "CN": 1, "EPI": 0, **family.pinned(shape)}
     for part in text.split(","):
         name, value = part.split("=")
         params[name.strip().upper()] = int(value)

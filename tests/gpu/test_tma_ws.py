@@ -23,12 +23,13 @@ KINDS = [(dtype, layout) for dtype in ("float16", "bfloat16") for layout in SUPP
 # Two consumers of one m64n256 tile each, 4 stages; one consumer of two m64n128 tiles, 5 stages,
 # bands of columns; two consumers of two m64n64 tiles (BM 256) in 3 stages, tiles one by one.
 # Clusters: 2x1 sharing B, 1x2 sharing A (each half loaded by one block and multicast).
+# EPI 1: C through shared memory by TMA stores where beta == 0.
 TILES = (
-    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_cm1_cn1",
-    "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_cm1_cn1",
-    "tma_ws_bm256_bn64_bk64_cw2_s3_gr1_ra0_cm1_cn1",
-    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_cm2_cn1",
-    "tma_ws_bm256_bn128_bk64_cw2_s4_gr4_ra1_cm1_cn2",
+    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1",
+    "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep1_cm1_cn1",
+    "tma_ws_bm256_bn64_bk64_cw2_s3_gr1_ra0_ep1_cm1_cn1",
+    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm2_cn1",
+    "tma_ws_bm256_bn128_bk64_cw2_s4_gr4_ra1_ep0_cm1_cn2",
 )
 # Every stored row a multiple of 8 halves, the tile edges ragged: one k tile and a part, a
 # single partial tile, more tiles than SMs (the persistent loop comes round), K of 8.
@@ -115,3 +116,64 @@ def test_direct_tma_ws_refuses_a_misaligned_view(kernels: dict[str, tuple[Any, A
     kernel, source = kernels[kind_config(TILES[0], "float16", "NT")]
     with pytest.raises(ValueError, match="16-byte aligned base"):
         launch(kernel, source, shape, 1.0, a, b, 0.0, c)
+
+
+# C of 16-bit types (OUT 1 float16, 2 bfloat16), direct and by TMA stores.
+HALF_C_TILES = (
+    "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm1_cn1",
+    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm2_cn1",
+)
+HALF_C_BITS = {1: ("float16", 0x7E00), 2: ("bfloat16", 0x7FC0)}  # the type and a NaN of it
+# Relative error allowed after rounding C to the type (a few unit roundoffs, the sums' error
+# far below it).
+HALF_C_TOLERANCE = {1: 2e-3, 2: 1.2e-2}
+
+
+@pytest.fixture(scope="module")
+def half_c_kernels() -> dict[str, tuple[Any, Any]]:
+    from tuner.gpu.device import live_device
+
+    if live_device().arch != "sm_90":
+        pytest.skip("tma_ws runs on sm_90 only")
+    names = [
+        f"{base}_dt1_ly{layout}_out{out}"
+        for base in HALF_C_TILES
+        for layout in (0, 1)
+        for out in HALF_C_BITS
+    ]
+    return compile_and_load(names)
+
+
+@pytest.mark.parametrize("out", sorted(HALF_C_BITS))
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("mnk", [(200, 72, 136), (1096, 520, 328)], ids=str)
+def test_tma_ws_writes_half_c(
+    out: int, layout: str, mnk: tuple[int, int, int], half_c_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """C of float16 or bfloat16: alpha * A@B + beta * C against FP32 sums of the same inputs,
+    within the rounding of C's type; with beta = 0 C starts as NaN and must not be read."""
+    import cupy as cp
+
+    from tuner.gpu import half_arrays
+    from tuner.gpu.measure import launch, random_operands, relative_error
+
+    shape = Shape(*mnk, "bfloat16", layout)
+    a, b, c32 = random_operands(shape, seed=out)
+    a32 = half_arrays.to_float32(a, "bfloat16")
+    b32 = half_arrays.to_float32(b, "bfloat16")
+    product = (a32 if layout[0] == "N" else a32.T) @ (b32 if layout[1] == "N" else b32.T)
+    c_type, nan_bits = HALF_C_BITS[out]
+    c0 = half_arrays.from_float32(c32, c_type)
+    for base in HALF_C_TILES:
+        name = f"{base}_dt1_ly{'NN NT'.split().index(layout)}_out{out}"
+        kernel, source = half_c_kernels[name]
+        for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
+            if beta == 0.0:
+                c = cp.full(c0.shape, nan_bits, dtype=cp.uint16).view(c0.dtype)
+            else:
+                c = c0.copy()
+            launch(kernel, source, shape, alpha, a, b, beta, c)
+            got = half_arrays.to_float32(c, c_type)
+            want = alpha * product + beta * half_arrays.to_float32(c0, c_type)
+            err = relative_error(got, want)
+            assert err <= HALF_C_TOLERANCE[out], f"{name} alpha={alpha} beta={beta}: {err:.2e}"

@@ -42,6 +42,7 @@ PARAM_ABBR: dict[str, str] = {
     "GROUP": "gr",
     "RASTER": "ra",
     "OUT": "out",
+    "EPI": "ep",
     "CM": "cm",
     "CN": "cn",
 }

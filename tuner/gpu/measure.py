@@ -138,13 +138,12 @@ def launch_kernel(
     reads A and B through TMA gets their tensor maps instead (``tuner.gpu.tensor_maps``)."""
     import numpy as np
 
-    geo = source.launch(shape, sm_count() if source.persistent else None)
     if source.tensor_maps:
-        from tuner.gpu.tensor_maps import launch_with_maps, operand_maps
+        from tuner.gpu.tensor_maps import launch_tma
 
-        maps = operand_maps(source, shape, a, b)
-        launch_with_maps(kernel, geo, shape, alpha, maps, beta, c, row_pitch(c))
+        launch_tma(kernel, source, shape, alpha, a, b, beta, c, sm_count())
         return
+    geo = source.launch(shape, sm_count() if source.persistent else None)
     head = (np.int32(shape.m), np.int32(shape.n), np.int32(shape.k), np.float32(alpha))
     args: tuple[Any, ...]
     if source.leading_dims:

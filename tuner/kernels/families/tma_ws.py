@@ -54,6 +54,8 @@ CONSUMER_REGS = {1: 240, 2: 232}
 # C's element types by OUT code; a shape without an output type writes float32.
 OUT_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 VECTOR_HALVES = 8  # halves in 16 bytes: TMA's unit of row pitch and base alignment
+C_ELEMENT_BYTES = {0: 4, 1: 2, 2: 2}  # by OUT
+PIECE_BYTES = 64 * ROW_BYTES  # a piece of C stored by TMA: 64 rows of 128 bytes
 
 
 def tma_ws_threads(p: Params) -> int:
@@ -73,8 +75,14 @@ def stage_bytes(p: Params) -> int:
     return (p["BM"] + p["BN"]) * p["BK"] * HALF_BYTES
 
 
+def c_stage_bytes(p: Params) -> int:
+    """Shared memory of the TMA-store epilogue (EPI 1): two pieces of 64 rows x 128 bytes of C
+    per consumer."""
+    return p["CONSUMERS"] * 2 * PIECE_BYTES if p["EPI"] == 1 else 0
+
+
 def smem_bytes(p: Params) -> int:
-    return p["STAGES"] * (stage_bytes(p) + BARRIER_BYTES) + ALIGN_SPARE
+    return p["STAGES"] * (stage_bytes(p) + BARRIER_BYTES) + c_stage_bytes(p) + ALIGN_SPARE
 
 
 def tma_ws_derive(p: Params) -> dict[str, int]:
@@ -90,6 +98,10 @@ def tma_ws_derive(p: Params) -> dict[str, int]:
         "B_COLUMN_BYTES": p["BK"] * ROW_BYTES,
         "STAGE_BYTES": stage_bytes(p),
         "PRODUCER_REGS": PRODUCER_REGS,
+        "C_BYTES": C_ELEMENT_BYTES[p["OUT"]],
+        "PIECE_COLS": ROW_BYTES // C_ELEMENT_BYTES[p["OUT"]],
+        "PIECE_BYTES": PIECE_BYTES,
+        "C_STAGE_BYTES": c_stage_bytes(p),
         "CONSUMER_REGS": CONSUMER_REGS[p["CONSUMERS"]],
     }
 
@@ -160,6 +172,7 @@ TMA_WS_PARAMS = (
     Param("STAGES", (3, 4, 5, 6), "shared-memory stages of the TMA ring"),
     Param("GROUP", (1, 8, 16), "block rows (or columns) banded together in the tile order"),
     Param("RASTER", (0, 1), "tile order: 0 bands of block rows, 1 bands of block columns"),
+    Param("EPI", (0, 1), "epilogue: 0 stores from the sums, 1 through shared memory by TMA"),
     Param("CM", (1, 2), "blocks of a cluster along M (they share B's tiles by TMA multicast)"),
     Param("CN", (1, 2), "blocks of a cluster along N (they share A's tiles by TMA multicast)"),
     Param("DTYPE", (0, 1), "input type: 0 float16, 1 bfloat16 (pinned by the shape)"),
@@ -191,8 +204,8 @@ TMA_WS_RULES = (
         lambda p: p["STAGES"] >= 2,
     ),
     Rule(
-        f"the ring must fit in {SMEM_LIMIT} bytes of shared memory (STAGES * (BM + BN) * 128 "
-        f"+ {ALIGN_SPARE + 16} per stage and alignment)",
+        f"the block must fit in {SMEM_LIMIT} bytes of shared memory: STAGES * ((BM + BN) * 128 "
+        f"+ {BARRIER_BYTES}), the C pieces of EPI 1 and {ALIGN_SPARE} for alignment",
         lambda p: smem_bytes(p) <= SMEM_LIMIT,
     ),
     Rule(
@@ -203,6 +216,7 @@ TMA_WS_RULES = (
         "a cluster is 1x1, 2x1 or 1x2 blocks (CM, CN in 1, 2; CM * CN at most 2)",
         lambda p: p["CM"] in (1, 2) and p["CN"] in (1, 2) and p["CM"] * p["CN"] <= 2,
     ),
+    Rule("EPI must be 0 (direct stores) or 1 (TMA stores)", lambda p: p["EPI"] in (0, 1)),
     Rule("GROUP must be at least 1", lambda p: p["GROUP"] >= 1),
     Rule("RASTER must be 0 (bands of rows) or 1 (of columns)", lambda p: p["RASTER"] in (0, 1)),
     Rule("OUT must be 0 (float32), 1 (float16) or 2 (bfloat16)", lambda p: p["OUT"] in (0, 1, 2)),
