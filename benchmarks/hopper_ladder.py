@@ -27,6 +27,7 @@ from typing import Any
 from tuner.core.shape import Shape, parse_shape
 from tuner.gpu import measure, nvrtc
 from tuner.gpu.device import current_arch
+from tuner.gpu.tensor_maps import block_slots
 from tuner.kernels.families import get_family
 from tuner.kernels.render import render
 
@@ -94,6 +95,7 @@ def measure_shape(shape: Shape, configs: list[str], rounds: int) -> list[dict[st
         source = compiled.source
         usage = compiled.usage
         row |= {"registers": usage.registers, "spills": usage.spills}
+        row["blocks"] = source.launch(shape, block_slots(kernel, source, measure.sm_count())).grid[0]
         try:
             check = measure.verify(kernel, source, shape, operands=ops)
         except Exception as exc:
@@ -185,7 +187,7 @@ def _print_row(row: dict[str, Any]) -> None:
         return
     torch_part = f" torch {row['torch_tflops']:6.1f} x{row['vs_torch']:.3f}" if "vs_torch" in row else ""
     print(
-        f"{row['shape']:<28} {row['config']:<58} {row['ours_tflops']:6.1f} TFLOP/s  "
+        f"{row['shape']:<28} {row['config']:<58} {row['blocks']:4d} blocks {row['ours_tflops']:6.1f} TFLOP/s  "
         f"cuBLAS {row['cublas_tflops']:6.1f} x{row['vs_cublas']:.3f}{torch_part}",
         flush=True,
     )
