@@ -61,6 +61,7 @@ from tuner.kernels.families.warptile import (
     warptile_prefetches,
     warptile_register_budget,
 )
+from tuner.kernels.families.tma_ws import TMA_WS
 from tuner.kernels.families.wgmma import WGMMA, WGMMA_SPLITK
 
 __all__ = [
@@ -90,6 +91,7 @@ __all__ = [
     "VECTORIZED",
     "WARPTILE",
     "WARPTILE_SPLITK",
+    "TMA_WS",
     "WGMMA",
     "WGMMA_BF16X3",
     "WGMMA_SPLITK",

@@ -62,7 +62,7 @@ class Footprint:
 
 
 Schedule = Literal["grid", "persistent", "tiles", "stream"]
-MathUnit = Literal["ffma", "fp64_tensor", "half_tensor", "half_wgmma"]
+MathUnit = Literal["ffma", "fp64_tensor", "half_tensor", "half_wgmma", "half_tma"]
 
 
 def _no_loads_ahead(p: Params) -> int:
@@ -81,7 +81,8 @@ class CostTraits:
     keeps no shared-memory tiles and streams B from memory (``skinny``).
     ``math``: the unit that does the products, FP32 FMA pipes, the FP64 tensor cores, the
     FP16/BF16 tensor cores fed by warps (``mma.sync``) or by warpgroups from shared memory
-    (``wgmma``, Hopper).
+    (``wgmma``, Hopper), or by warpgroups from tiles the TMA unit copies (``half_tma``,
+    ``tma_ws``).
     ``loads_ahead``: how many k tiles a block requests before it needs them (0: each tile's
     load latency is exposed).
     ``warp_tile``: rows and columns of C one warp computes, for families whose parameters do not

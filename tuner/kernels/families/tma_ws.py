@@ -247,7 +247,7 @@ TMA_WS = Family(
     derive=tma_ws_derive,
     waste=tma_ws_waste,
     cost=CostTraits(
-        schedule="tiles", math="half_wgmma", loads_ahead=_loads_ahead, warp_tile=_warp_tile
+        schedule="tiles", math="half_tma", loads_ahead=_loads_ahead, warp_tile=_warp_tile
     ),
     leading_dims=True,
     tensor_maps=True,
