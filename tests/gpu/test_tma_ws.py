@@ -165,7 +165,7 @@ def test_tma_ws_writes_half_c(
     c_type, nan_bits = HALF_C_BITS[out]
     c0 = half_arrays.from_float32(c32, c_type)
     for base in HALF_C_TILES:
-        name = f"{base}_dt1_ly{'NN NT'.split().index(layout)}_out{out}"
+        name = f"{base}_dt1_ly{['NN', 'NT'].index(layout)}_out{out}"
         kernel, source = half_c_kernels[name]
         for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
             if beta == 0.0:

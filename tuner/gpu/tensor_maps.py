@@ -235,7 +235,7 @@ def launch_tma(
     geo: Launch = source.launch(shape, block_slots(kernel, source, sm_count))
     a_map, b_map = operand_maps(source, shape, a, b)
     c_map = c_store_map(source, beta, c)
-    values = [
+    values: list[ctypes._SimpleCData[Any] | ctypes.Array[ctypes.c_uint8]] = [
         ctypes.c_int32(shape.m),
         ctypes.c_int32(shape.n),
         ctypes.c_int32(shape.k),

@@ -54,6 +54,7 @@ from tuner.kernels.families.split import (
     WARPTILE_SPLITK,
     persistent_blocks,
 )
+from tuner.kernels.families.tma_ws import TMA_WS
 from tuner.kernels.families.warptile import (
     DOUBLEBUF,
     PIPELINED,
@@ -61,7 +62,6 @@ from tuner.kernels.families.warptile import (
     warptile_prefetches,
     warptile_register_budget,
 )
-from tuner.kernels.families.tma_ws import TMA_WS
 from tuner.kernels.families.wgmma import WGMMA, WGMMA_SPLITK
 
 __all__ = [
@@ -88,10 +88,10 @@ __all__ = [
     "SPLITK_MAX_TILES",
     "STREAMK",
     "STREAMK_MAX_BLOCKS",
+    "TMA_WS",
     "VECTORIZED",
     "WARPTILE",
     "WARPTILE_SPLITK",
-    "TMA_WS",
     "WGMMA",
     "WGMMA_BF16X3",
     "WGMMA_SPLITK",
