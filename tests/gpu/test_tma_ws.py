@@ -2,7 +2,8 @@
 unrounded values, for both input types and every layout: aligned shapes with ragged tile edges
 in M, N and K run directly (TMA zero-fills outside the matrix), shapes whose stored rows are not
 whole 16-byte vectors (M, N, K = 1, 7, 63, 65, 127, 129 and every residue mod 8) through the
-padded launch (``_pad8``). Each check is verify's two: alpha/beta with C read, and beta = 0 on
+padded launch (``_pad8``), views off 16 bytes through the copies ``launch`` makes for them; and
+C of float16 and bfloat16. Each check is verify's two: alpha/beta with C read, and beta = 0 on
 C poisoned with NaN. Skipped on any GPU but sm_90."""
 
 from __future__ import annotations
@@ -101,21 +102,35 @@ def test_padded_tma_ws_matches_cublas_on_odd_sides_and_every_residue(
     assert not failures, "; ".join(failures)
 
 
-def test_direct_tma_ws_refuses_a_misaligned_view(kernels: dict[str, tuple[Any, Any]]) -> None:
-    """A view 2 bytes past a 16-byte boundary cannot be a TMA base: the launch says so rather
-    than computing garbage."""
+@pytest.mark.parametrize("offsets", [(1, 0), (0, 3), (5, 6)], ids=str)
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+def test_a_view_off_16_bytes_runs_through_copies_and_the_raw_launch_refuses_it(
+    layout: str, offsets: tuple[int, int], kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """float16 A and B as views 2 to 12 bytes past a 16-byte boundary (rows of whole 16-byte
+    vectors otherwise) cannot be TMA bases: ``launch`` copies them first and matches FP32 sums of
+    the same values; the raw kernel launch says why it cannot take them."""
     import cupy as cp
 
-    from tuner.gpu.measure import launch
+    from tuner.gpu.measure import launch, launch_kernel, relative_error
 
-    shape = Shape(64, 64, 64, "float16", "NT")
-    flat = cp.zeros(64 * 64 + 8, dtype=cp.float16)
-    a = flat[1 : 1 + 64 * 64].reshape(64, 64)
-    b = cp.ones((64, 64), dtype=cp.float16)
-    c = cp.empty((64, 64), dtype=cp.float32)
-    kernel, source = kernels[kind_config(TILES[0], "float16", "NT")]
+    shape = Shape(136, 264, 200, "float16", layout)
+    rng = cp.random.default_rng(sum(offsets))
+    b_rows, b_cols = (shape.k, shape.n) if layout == "NN" else (shape.n, shape.k)
+
+    def view(rows: int, cols: int, offset: int) -> Any:
+        flat = rng.standard_normal(rows * cols + 8, dtype=cp.float32).astype(cp.float16)
+        return flat[offset : offset + rows * cols].reshape(rows, cols)
+
+    a, b = view(shape.m, shape.k, offsets[0]), view(b_rows, b_cols, offsets[1])
+    b_kn = b if layout == "NN" else b.T
+    ref = a.astype(cp.float32) @ b_kn.astype(cp.float32)
+    kernel, source = kernels[kind_config(TILES[0], "float16", layout)]
+    c = cp.full((shape.m, shape.n), cp.nan, dtype=cp.float32)
+    launch(kernel, source, shape, 1.0, a, b, 0.0, c)
+    assert relative_error(c, ref) <= 1e-5
     with pytest.raises(ValueError, match="16-byte aligned base"):
-        launch(kernel, source, shape, 1.0, a, b, 0.0, c)
+        launch_kernel(kernel, source, shape, 1.0, a, b, 0.0, c)
 
 
 # C of 16-bit types (OUT 1 float16, 2 bfloat16), direct and by TMA stores.

@@ -107,14 +107,17 @@ def launch(
 ) -> None:
     """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous); a padded config
     (``_pad4``, ``_pad8``) through its padded buffers, copies included
-    (``tuner.gpu.padded_launch``); an emulated one after splitting A and B
-    (``tuner.gpu.split_launch``)."""
+    (``tuner.gpu.padded_launch``), as is a TMA kernel given an operand off 16 bytes; an
+    emulated one after splitting A and B (``tuner.gpu.split_launch``)."""
     if rewrites_operands(source.config):
         from tuner.gpu.split_launch import launch_split
 
         launch_split(launch_kernel, kernel, source, shape, alpha, a, b, beta, c)
         return
-    if source.config.pad:
+    if source.config.pad or source.tensor_maps:
+        # A TMA kernel cannot read an operand whose base or row pitch is off 16 bytes where it
+        # lies: the padded launch copies such an operand (only such: on aligned arrays it is
+        # the plain launch), so a view anywhere in memory runs, as with the other families.
         from tuner.gpu.padded_launch import launch_padded
 
         launch_padded(launch_kernel, kernel, source, shape, alpha, a, b, beta, c)

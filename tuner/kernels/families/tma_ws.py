@@ -14,7 +14,8 @@ The kernel takes two tensor maps (``CUtensorMap``, built on the host by ``tuner.
 in place of A's and B's pointers: ``Family.tensor_maps``. TMA needs each operand's rows 16 bytes
 apart by a multiple and its base 16-byte aligned, so a shape whose stored rows are not whole
 8-half vectors is wasteful here (:func:`tma_ws_waste`); its padded config (``_pad8``) runs it on
-copies with padded rows. Out-of-bounds boxes are zero-filled, so any M, N and K work.
+copies with padded rows (and ``tuner.gpu.measure.launch`` copies a misaligned view of an aligned
+shape the same way). Out-of-bounds boxes are zero-filled, so any M, N and K work.
 
 DTYPE and LAYOUT are pinned by the shape as for ``hmma``; OUT (C's element type: 0 float32,
 1 float16, 2 bfloat16) by the shape's output type where it has one, else 0.
