@@ -39,6 +39,13 @@ PARAM_ABBR: dict[str, str] = {
     "DTYPE": "dt",
     "LAYOUT": "ly",
     "RANK": "rk",
+    "CONSUMERS": "cw",
+    "GROUP": "gr",
+    "RASTER": "ra",
+    "OUT": "out",
+    "EPI": "ep",
+    "CM": "cm",
+    "CN": "cn",
 }
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 # The name token of the operand mode (``_pad4``, ``_pad8``): rows rounded up to a whole number of

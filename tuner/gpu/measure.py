@@ -108,9 +108,10 @@ def launch(
 ) -> None:
     """Run ``C = alpha*A@B + beta*C`` with a loaded kernel (asynchronous); a padded config
     (``_pad4``, ``_pad8``) through its padded buffers, copies included
-    (``tuner.gpu.padded_launch``); an emulated one after splitting A and B
-    (``tuner.gpu.split_launch``); a vendor library's (``cublaslt``) through the library
-    (``tuner.gpu.vendor_launch``: ``kernel`` is its :class:`VendorKernel`)."""
+    (``tuner.gpu.padded_launch``), as is a TMA kernel given an operand off 16 bytes; an
+    emulated one after splitting A and B (``tuner.gpu.split_launch``); a vendor library's
+    (``cublaslt``) through the library (``tuner.gpu.vendor_launch``: ``kernel`` is its
+    :class:`VendorKernel`)."""
     if is_vendor(source.config.family):
         from tuner.gpu.vendor_launch import launch_vendor
 
@@ -121,7 +122,10 @@ def launch(
 
         launch_split(launch_kernel, kernel, source, shape, alpha, a, b, beta, c)
         return
-    if source.config.pad:
+    if source.config.pad or source.tensor_maps:
+        # A TMA kernel cannot read an operand whose base or row pitch is off 16 bytes where it
+        # lies: the padded launch copies such an operand (only such: on aligned arrays it is
+        # the plain launch), so a view anywhere in memory runs, as with the other families.
         from tuner.gpu.padded_launch import launch_padded
 
         launch_padded(launch_kernel, kernel, source, shape, alpha, a, b, beta, c)
@@ -143,9 +147,15 @@ def launch_kernel(
     (asynchronous). The arguments go in the order of ``tuner.kernels.launch_recipe.
     kernel_parameters``, the one table the API's launch recipe is read from too. A kernel that
     takes leading dimensions gets each array's row pitch (its rows must be contiguous; a padded
-    buffer's pitch is its padded row length)."""
+    buffer's pitch is its padded row length). A kernel that reads A and B through TMA gets their
+    tensor maps instead (``tuner.gpu.tensor_maps``)."""
     import numpy as np
 
+    if source.tensor_maps:
+        from tuner.gpu.tensor_maps import launch_tma
+
+        launch_tma(kernel, source, shape, alpha, a, b, beta, c, sm_count())
+        return
     family = get_family(source.config.family)
     geo = source.launch(shape, sm_count() if source.persistent else None)
     values: dict[str, Any] = {

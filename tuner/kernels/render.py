@@ -18,6 +18,7 @@ from tuner.core.config import Config
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.kernels.families import get_family, persistent_blocks
+from tuner.kernels.families.tma_ws import tiles_blocks
 
 
 def templates_dir() -> Path:
@@ -81,14 +82,21 @@ class KernelSource:
 
     @property
     def persistent(self) -> bool:
-        """Whether the grid is sized by the device (SMBLOCKS per SM) rather than the shape."""
-        return get_family(self.config.family).cost.schedule == "persistent"
+        """Whether the grid is sized by the device (SMBLOCKS per SM, or one block per SM walking
+        whole tiles) rather than the shape alone."""
+        return get_family(self.config.family).cost.schedule in ("persistent", "tiles")
+
+    @property
+    def tensor_maps(self) -> bool:
+        """Whether the kernel reads A and B through TMA tensor maps (``Family``)."""
+        return get_family(self.config.family).tensor_maps
 
     def launch(self, shape: Shape, sm_count: int | None = None) -> Launch:
         """Grid ``(ceil(N/BN), ceil(M/BM), SPLITK)`` (z is 1 for families that do not split K),
-        or for a persistent grid (``streamk``) SMBLOCKS blocks per SM of the device, which
-        ``sm_count`` must then give; ``THREADS`` threads, and the dynamic shared memory the
-        footprint states."""
+        or for a persistent grid (``streamk``) SMBLOCKS blocks per SM of the device, or for one
+        of whole tiles (``tma_ws``) one block per SM but at most one per output tile; the
+        device's ``sm_count`` must then be given. ``THREADS`` threads, and the dynamic shared
+        memory the footprint states."""
         params = self.config.as_dict()
         if self.persistent:
             if sm_count is None or sm_count < 1:
@@ -96,7 +104,11 @@ class KernelSource:
                     f"config {self.config.name} runs a persistent grid: its launch needs the "
                     f"device's SM count (a positive integer), got {sm_count!r}"
                 )
-            grid = (persistent_blocks(params, sm_count), 1, 1)
+            family = get_family(self.config.family)
+            if family.cost.schedule == "tiles":
+                grid = (tiles_blocks(params, shape, sm_count), 1, 1)
+            else:
+                grid = (persistent_blocks(params, sm_count), 1, 1)
         else:
             bm, bn = params["BM"], params["BN"]
             grid = (-(-shape.n // bn), -(-shape.m // bm), params.get("SPLITK", 1))

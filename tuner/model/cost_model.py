@@ -30,7 +30,10 @@ estimates a kernel's time in SM clock cycles:
   of the SPLITK-1 later slices into C (one 16-byte reduction per four values,
   ``REDUCTIONS_PER_CLK`` chip-wide);
 * a persistent grid (``streamk``) runs every block for the whole launch over an equal share of
-  the k tiles, plus the hand-off and atomic adds of its stream-K tiles;
+  the k tiles, plus the hand-off and atomic adds of its stream-K tiles; a persistent grid of
+  whole tiles (``tma_ws``) lasts as long as its busiest block's tiles, whose tiles arrive by TMA
+  (``"half_tma"``: no copy instructions, no burst, a shared operand read from L2 half by each
+  block of a cluster);
 * a streaming family (``skinny``) has a model of its own, ``_stream_estimate``;
 * the vendor library (``cublaslt``, ``"library"``) is taken to run at the chip's peak: the
   larger of the FLOPs at its fastest unit for the input type (FFMA for float32, the half tensor
@@ -51,6 +54,7 @@ from tuner.core.config import Config
 from tuner.core.shape import ELEMENT_BYTES, Shape
 from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import SPLITK_MAX_TILES, get_family, persistent_blocks
+from tuner.kernels.families.tma_ws import tiles_blocks
 from tuner.kernels.operand_padding import PaddingPlan, padded_product, plan_padding
 from tuner.kernels.resources import DeviceLimits, ResourceCheck, occupancy
 from tuner.model.rates import DeviceRates
@@ -236,6 +240,8 @@ def _kernel_estimate(
     all_k_tiles = -(-shape.k // bk)
     if family.cost.schedule == "persistent":
         return _persistent_estimate(config, shape, device, unit, g.tiles, all_k_tiles, tile_cycles)
+    if family.cost.schedule == "tiles":
+        return _tiles_estimate(config, shape, device, unit, g.tiles, all_k_tiles, tile_cycles)
     k_tiles = -(-all_k_tiles // g.split)  # k tiles of the longest slice
     full_waves, rest = divmod(g.blocks, device.sm_count * g.r_full)
     cycles = full_waves * k_tiles * tile_cycles(g.r_full)
@@ -293,6 +299,25 @@ def _persistent_estimate(
         adds = (pieces - 1) * sk_tiles * params["BM"] * params["BN"] / 4 / REDUCTIONS_PER_CLK
         cycles += 2 * unit.global_latency + adds
     return Estimate.of(cycles, blocks, resident, (params["BM"], params["BN"]), shape, device, unit)
+
+
+def _tiles_estimate(
+    config: Config,
+    shape: Shape,
+    device: DeviceLimits,
+    unit: Throughput,
+    tiles: int,
+    k_tiles: int,
+    tile_cycles: TileCycles,
+) -> Estimate:
+    """``tma_ws``: one block per SM (at most one per tile, in whole clusters) walking whole
+    output tiles, so the launch lasts as long as the block with the most tiles: ``ceil(tiles /
+    blocks)`` tiles of every k tile, one block per SM. The tile a block writes while the next
+    one's loads are in flight costs nothing extra here."""
+    params = config.as_dict()
+    blocks = tiles_blocks(params, shape, device.sm_count)
+    cycles = -(-tiles // blocks) * k_tiles * tile_cycles(1)
+    return Estimate.of(cycles, blocks, 1, (params["BM"], params["BN"]), shape, device, unit)
 
 
 def _stream_estimate(

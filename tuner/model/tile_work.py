@@ -206,6 +206,37 @@ def _wgmma_work(
     )
 
 
+def _tma_work(
+    family: Family,
+    params: dict[str, int],
+    threads: int,
+    rates: Throughput,
+    warp_size: int,
+    shape: Shape,
+) -> TileWork:
+    """A family whose tiles arrive by TMA and are multiplied by warpgroup (``tma_ws``): one
+    thread issues a few bulk copies a k tile, so the warps issue next to nothing; the tensor
+    cores read each consumer's rows of A and all of B's tile from shared memory, which the
+    copies wrote; an operand the two blocks of a cluster share (B along M, A along N) is read
+    from L2 half by each. The copies are asynchronous and tracked by mbarriers, so their latency
+    is the load latency spread over the STAGES - 1 tiles in flight, with no burst to wait out."""
+    bm, bn, bk = params["BM"], params["BN"], params["BK"]
+    consumers = params["CONSUMERS"]
+    a_l2 = bm * bk * 2 // params.get("CN", 1)
+    b_l2 = bn * bk * 2 // params.get("CM", 1)
+    return TileWork(
+        warps=-(-threads // warp_size),
+        issue=consumers * 4 * (bk // 16) + 4,  # the wgmma and the barriers, per warp
+        issue_rate=SCHEDULERS,
+        smem_bytes=((bm + consumers * bn) * bk + (bm + bn) * bk) * 2,
+        l2_bytes=a_l2 + b_l2,
+        loads_ahead=family.cost.loads_ahead(params),
+        latency=rates.global_latency,
+        macs=bm * bn * bk,
+        math_rate=rates.wgmma_per_clk or rates.hmma_per_clk,
+    )
+
+
 def _half_copies(bm: int, bn: int, bk: int, threads: int, shape: Shape) -> float:
     """Copy instructions per thread and k tile of a half-input family's A and B tiles."""
     a_ld = shape.m if shape.a_transposed else shape.k
@@ -228,6 +259,7 @@ TILE_MODELS: dict[str, Callable[..., TileWork]] = {
     "fp64_tensor": _fp64_tensor_work,
     "half_tensor": _half_tensor_work,
     "half_wgmma": _wgmma_work,
+    "half_tma": _tma_work,
 }
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_pipelined")
 # What a study of float16 or bfloat16 inputs searches without --family: mma.sync by warp (any
 # sm_80+ chip) and Hopper's warpgroup mma (sm_90 only; elsewhere its space is empty), each with
-# its split-K twin for grids too small to fill the chip.
-DEFAULT_HALF_FAMILIES = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk")
+# its split-K twin for grids too small to fill the chip, and Hopper's TMA-fed, warp-specialised,
+# persistent tma_ws (sm_90 only; shapes whose stored rows are whole 16-byte vectors).
+DEFAULT_HALF_FAMILIES = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk", "tma_ws")
 # What a float32 study adds when its accuracy floor is bf16x3 (``tuner.core.accuracy``): the same
 # kernels on float32 split into BF16 parts; any layout.
 DEFAULT_EMULATED_FAMILIES = (

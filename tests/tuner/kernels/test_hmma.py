@@ -109,7 +109,7 @@ def test_a_half_shape_is_searched_by_the_half_families_alone_with_its_dtype_and_
     dtype: str, layout: str
 ) -> None:
     shape = Shape(1000, 1000, 1000, dtype, layout)
-    half_families = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk")
+    half_families = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk", "tma_ws")
     for half_family in half_families:
         configs = Space(half_family, shape, H100).candidates()
         assert configs

@@ -208,6 +208,34 @@ def wgmma_ring(code: str, p: dict[str, int]) -> Layout:
     )
 
 
+def tma_ring(code: str, p: dict[str, int]) -> Layout:
+    """tma_ws: STAGES stages of A's tile then B's in 128-byte rows from the first 1024-byte
+    boundary (as wgmma's), then the C pieces of the TMA-store epilogue and a full and an empty
+    mbarrier of 8 bytes per stage, which come after the last stage's B (counted as spare)."""
+    stride = number(code, r"a_tile = ring \+ static_cast<unsigned>\(stage\) \* (\d+)u;")
+    b_offset = number(code, r"b_tile = a_tile \+ (\d+)u;")
+    stages = number(code, r"const int stage = it % (\d+);")
+    align = number(code, r"__cvta_generic_to_shared\(smem\)\) \+ (\d+)u\) & ~\d+u;") + 1
+    ring = number(code, r"c_pieces = ring \+ (\d+)u;")
+    pieces = number(code, r"full_bars = c_pieces \+ (\d+)u;")
+    full = number(code, r"empty_bars = full_bars \+ (\d+)u;")
+    assert ring == stages * stride and full == 8 * stages
+    row = 128
+    return Layout(
+        stages,
+        stride,
+        p["BM"] * p["BK"] * 2 // row,
+        row,
+        row,
+        b_offset,
+        p["BN"] * p["BK"] * 2 // row,
+        row,
+        row,
+        1,
+        align + pieces + 2 * full,
+    )
+
+
 LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "doublebuf": warptile_buffers,
     "pipelined": PIPELINED_RING.layout,
@@ -219,6 +247,7 @@ LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "hmma_splitk": hmma_ring,
     "wgmma": wgmma_ring,
     "wgmma_splitk": wgmma_ring,
+    "tma_ws": tma_ring,
     # The same templates on split float32 (tuner.kernels.families.emulated).
     "hmma_bf16x3": hmma_ring,
     "hmma_splitk_bf16x3": hmma_ring,

@@ -747,8 +747,9 @@ def test_the_command_end_to_end_for_bfloat16_nt(
     assert doc["method"]["families"] == [*DEFAULT_HALF_FAMILIES, *VENDOR_FAMILIES]
     assert doc["method"]["dtype"] == "bfloat16"
     assert {(r["dtype"], r["layout"]) for r in doc["shapes"]} == {("bfloat16", "NT")}
-    assert all(r["config"].startswith("cublaslt") or (r["config"].startswith(("hmma", "wgmma"))
-               and r["config"].endswith("_dt1_ly1")) for r in doc["shapes"])  # fmt: skip
+    ours = ("hmma", "wgmma", "tma_ws")
+    assert all(r["config"].startswith("cublaslt") or (r["config"].startswith(ours)
+               and "_dt1_ly1" in r["config"]) for r in doc["shapes"])  # fmt: skip
     roofs = [(r["roofline"]["bound_tflops"], r["roofline"]["limit"]) for r in doc["shapes"]]
     # 1000^3: 2e9 flop / (2*2e6 + 4e6) B = 250 flop/B x 3.35 TB/s = 837.5 < 989.5 TFLOP/s.
     assert roofs == [(989.5, "compute"), (pytest.approx(837.5), "memory")]

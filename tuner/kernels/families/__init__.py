@@ -57,6 +57,7 @@ from tuner.kernels.families.split import (
     WARPTILE_SPLITK,
     persistent_blocks,
 )
+from tuner.kernels.families.tma_ws import TMA_WS
 from tuner.kernels.families.vendor import CUBLASLT, HEURISTIC_RANKS
 from tuner.kernels.families.warptile import (
     DOUBLEBUF,
@@ -94,6 +95,7 @@ __all__ = [
     "SPLITK_MAX_TILES",
     "STREAMK",
     "STREAMK_MAX_BLOCKS",
+    "TMA_WS",
     "VECTORIZED",
     "WARPTILE",
     "WARPTILE_SPLITK",

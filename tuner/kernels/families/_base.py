@@ -61,8 +61,8 @@ class Footprint:
     fragments: int  # A and B values each thread holds in registers per k step
 
 
-Schedule = Literal["grid", "persistent", "stream"]
-MathUnit = Literal["ffma", "fp64_tensor", "half_tensor", "half_wgmma", "library"]
+Schedule = Literal["grid", "persistent", "tiles", "stream"]
+MathUnit = Literal["ffma", "fp64_tensor", "half_tensor", "half_wgmma", "half_tma", "library"]
 
 
 def _no_loads_ahead(p: Params) -> int:
@@ -75,12 +75,15 @@ class CostTraits:
     family runs.
 
     ``schedule``: ``grid`` launches one block per output tile (times SPLITK along grid z);
-    ``persistent`` launches SMBLOCKS blocks per SM that walk the tiles (stream-K); ``stream``
+    ``persistent`` launches SMBLOCKS blocks per SM that walk the tiles (stream-K); ``tiles``
+    launches one block per SM (at most one per output tile), each walking whole output tiles
+    (``tma_ws``); ``stream``
     keeps no shared-memory tiles and streams B from memory (``skinny``).
     ``math``: the unit that does the products, FP32 FMA pipes, the FP64 tensor cores, the
     FP16/BF16 tensor cores fed by warps (``mma.sync``) or by warpgroups from shared memory
-    (``wgmma``, Hopper), or a vendor library's own kernels (``library``: ``cublaslt``, whose
-    time the model takes as the chip's peak rate, and its measurement as what it is).
+    (``wgmma``, Hopper), or by warpgroups from tiles the TMA unit copies (``half_tma``,
+    ``tma_ws``), or a vendor library's own kernels (``library``: ``cublaslt``, whose time the
+    model takes as the chip's peak rate, and its measurement as what it is).
     ``loads_ahead``: how many k tiles a block requests before it needs them (0: each tile's
     load latency is exposed).
     ``warp_tile``: rows and columns of C one warp computes, for families whose parameters do not
@@ -121,6 +124,10 @@ class Family:
     # rows may be further apart than their length, so a padded launch copies only the ragged
     # operands and writes C in place (``tuner.kernels.operand_padding``). Else rows are packed.
     leading_dims: bool = False
+    # The kernel reads A and B through TMA tensor maps (``CUtensorMap``, passed by value as its
+    # fifth and sixth arguments in place of A, lda, B, ldb), which the launch builds on the
+    # host (``tuner.gpu.tensor_maps``); C and ldc follow as for ``leading_dims``.
+    tensor_maps: bool = False
     cost: CostTraits = field(default_factory=CostTraits)
     # The oldest architecture the template compiles for (compute capability x 10): cp.async
     # needs sm_80; the FP64 mma shapes m16n8k{4,8,16} need sm_90.

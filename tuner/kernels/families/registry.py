@@ -19,6 +19,7 @@ from tuner.kernels.families.hmma import HMMA, HMMA_SPLITK
 from tuner.kernels.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILING, VECTORIZED
 from tuner.kernels.families.skinny import SKINNY
 from tuner.kernels.families.split import SPLITK, STREAMK, WARPTILE_SPLITK
+from tuner.kernels.families.tma_ws import TMA_WS
 from tuner.kernels.families.vendor import CUBLASLT
 from tuner.kernels.families.warptile import DOUBLEBUF, PIPELINED, WARPTILE
 from tuner.kernels.families.wgmma import WGMMA, WGMMA_SPLITK
@@ -45,6 +46,7 @@ FAMILIES: dict[str, Family] = {
         HMMA_SPLITK,
         WGMMA,
         WGMMA_SPLITK,
+        TMA_WS,
         HMMA_BF16X3,
         HMMA_SPLITK_BF16X3,
         WGMMA_BF16X3,

@@ -1,0 +1,194 @@
+"""tma_ws (sm_90 only) against cuBLAS in the same dtype (FP32 sums) and against FP32 on the
+unrounded values, for both input types and every layout: aligned shapes with ragged tile edges
+in M, N and K run directly (TMA zero-fills outside the matrix), shapes whose stored rows are not
+whole 16-byte vectors (M, N, K = 1, 7, 63, 65, 127, 129 and every residue mod 8) through the
+padded launch (``_pad8``), views off 16 bytes through the copies ``launch`` makes for them; and
+C of float16 and bfloat16. Each check is verify's two: alpha/beta with C read, and beta = 0 on
+C poisoned with NaN. Skipped on any GPU but sm_90."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.gpu.loaded_kernels import compile_and_load
+from tests.gpu.test_padded_operands import HALF_RESIDUE_SHAPES
+from tuner.core.config import PARAM_ABBR
+from tuner.core.shape import SUPPORTED_LAYOUTS, Shape
+from tuner.kernels.families.tma_ws import TMA_WS
+
+pytestmark = pytest.mark.gpu
+
+KINDS = [(dtype, layout) for dtype in ("float16", "bfloat16") for layout in SUPPORTED_LAYOUTS]
+# Two consumers of one m64n256 tile each, 4 stages; one consumer of two m64n128 tiles, 5 stages,
+# bands of columns; two consumers of two m64n64 tiles (BM 256) in 3 stages, tiles one by one.
+# Clusters: 2x1 sharing B, 1x2 sharing A (each half loaded by one block and multicast).
+# EPI 1: C through shared memory by TMA stores where beta == 0.
+TILES = (
+    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1",
+    "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep1_cm1_cn1",
+    "tma_ws_bm256_bn64_bk64_cw2_s3_gr1_ra0_ep1_cm1_cn1",
+    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm2_cn1",
+    "tma_ws_bm256_bn128_bk64_cw2_s4_gr4_ra1_ep0_cm1_cn2",
+)
+# Every stored row a multiple of 8 halves, the tile edges ragged: one k tile and a part, a
+# single partial tile, more tiles than SMs (the persistent loop comes round), K of 8.
+ALIGNED = [
+    (64, 64, 64),
+    (8, 8, 8),
+    (200, 72, 136),
+    (1096, 520, 328),
+    (2056, 2120, 64),
+    (136, 264, 4104),
+]
+# Odd sides: 1, 7, 63, 65, 127, 129 in each dimension, through the padded launch.
+ODD = [
+    (1, 1, 1),
+    (7, 63, 65),
+    (65, 7, 127),
+    (129, 127, 7),
+    (63, 129, 1),
+    (127, 65, 129),
+]
+
+
+def kind_config(base: str, dtype: str, layout: str) -> str:
+    pinned = TMA_WS.pinned(Shape(8, 8, 8, dtype, layout))
+    return "_".join([base, *(f"{PARAM_ABBR[name]}{value}" for name, value in pinned.items())])
+
+
+@pytest.fixture(scope="module")
+def kernels() -> dict[str, tuple[Any, Any]]:
+    from tuner.gpu.device import live_device
+
+    if live_device().arch != "sm_90":
+        pytest.skip("tma_ws runs on sm_90 only")
+    names = [kind_config(base, *kind) for kind in KINDS for base in TILES]
+    return compile_and_load(names + [kind_config(TILES[1], *kind) + "_pad8" for kind in KINDS])
+
+
+def _check(kernels: dict[str, tuple[Any, Any]], name: str, shape: Shape) -> str | None:
+    from tuner.gpu.measure import verify
+
+    kernel, source = kernels[name]
+    result = verify(kernel, source, shape, seed=shape.m + 3 * shape.n + 7 * shape.k)
+    print(f"RESULT tma_ws {shape.label()} {name} rel_error={result.rel_error:.3e}")
+    return None if result.ok else f"{name}: {result.reason}"
+
+
+@pytest.mark.parametrize(("dtype", "layout"), KINDS)
+@pytest.mark.parametrize("mnk", ALIGNED, ids=lambda d: "x".join(map(str, d)))
+def test_tma_ws_matches_cublas_on_aligned_rows(
+    dtype: str, layout: str, mnk: tuple[int, int, int], kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    shape = Shape(*mnk, dtype, layout)
+    failures = [_check(kernels, kind_config(base, dtype, layout), shape) for base in TILES]
+    failures = [f for f in failures if f]
+    assert not failures, f"on {shape.label()}: " + "; ".join(failures)
+
+
+@pytest.mark.parametrize(("dtype", "layout"), KINDS)
+def test_padded_tma_ws_matches_cublas_on_odd_sides_and_every_residue(
+    dtype: str, layout: str, kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    name = kind_config(TILES[1], dtype, layout) + "_pad8"
+    failures = []
+    for mnk in ODD + HALF_RESIDUE_SHAPES:
+        shape = Shape(*mnk, dtype, layout)
+        failure = _check(kernels, name, shape)
+        if failure:
+            failures.append(f"{shape.label()}: {failure}")
+    assert not failures, "; ".join(failures)
+
+
+@pytest.mark.parametrize("offsets", [(1, 0), (0, 3), (5, 6)], ids=str)
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+def test_a_view_off_16_bytes_runs_through_copies_and_the_raw_launch_refuses_it(
+    layout: str, offsets: tuple[int, int], kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """float16 A and B as views 2 to 12 bytes past a 16-byte boundary (rows of whole 16-byte
+    vectors otherwise) cannot be TMA bases: ``launch`` copies them first and matches FP32 sums of
+    the same values; the raw kernel launch says why it cannot take them."""
+    import cupy as cp
+
+    from tuner.gpu.measure import launch, launch_kernel, relative_error
+
+    shape = Shape(136, 264, 200, "float16", layout)
+    rng = cp.random.default_rng(sum(offsets))
+    b_rows, b_cols = (shape.k, shape.n) if layout == "NN" else (shape.n, shape.k)
+
+    def view(rows: int, cols: int, offset: int) -> Any:
+        flat = rng.standard_normal(rows * cols + 8, dtype=cp.float32).astype(cp.float16)
+        return flat[offset : offset + rows * cols].reshape(rows, cols)
+
+    a, b = view(shape.m, shape.k, offsets[0]), view(b_rows, b_cols, offsets[1])
+    b_kn = b if layout == "NN" else b.T
+    ref = a.astype(cp.float32) @ b_kn.astype(cp.float32)
+    kernel, source = kernels[kind_config(TILES[0], "float16", layout)]
+    c = cp.full((shape.m, shape.n), cp.nan, dtype=cp.float32)
+    launch(kernel, source, shape, 1.0, a, b, 0.0, c)
+    assert relative_error(c, ref) <= 1e-5
+    with pytest.raises(ValueError, match="16-byte aligned base"):
+        launch_kernel(kernel, source, shape, 1.0, a, b, 0.0, c)
+
+
+# C of 16-bit types (OUT 1 float16, 2 bfloat16), direct and by TMA stores.
+HALF_C_TILES = (
+    "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm1_cn1",
+    "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm2_cn1",
+)
+HALF_C_BITS = {1: ("float16", 0x7E00), 2: ("bfloat16", 0x7FC0)}  # the type and a NaN of it
+# Relative error allowed after rounding C to the type (a few unit roundoffs, the sums' error
+# far below it).
+HALF_C_TOLERANCE = {1: 2e-3, 2: 1.2e-2}
+
+
+@pytest.fixture(scope="module")
+def half_c_kernels() -> dict[str, tuple[Any, Any]]:
+    from tuner.gpu.device import live_device
+
+    if live_device().arch != "sm_90":
+        pytest.skip("tma_ws runs on sm_90 only")
+    names = [
+        f"{base}_dt1_ly{layout}_out{out}"
+        for base in HALF_C_TILES
+        for layout in (0, 1)
+        for out in HALF_C_BITS
+    ]
+    return compile_and_load(names)
+
+
+@pytest.mark.parametrize("out", sorted(HALF_C_BITS))
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("mnk", [(200, 72, 136), (1096, 520, 328)], ids=str)
+def test_tma_ws_writes_half_c(
+    out: int, layout: str, mnk: tuple[int, int, int], half_c_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """C of float16 or bfloat16: alpha * A@B + beta * C against FP32 sums of the same inputs,
+    within the rounding of C's type; with beta = 0 C starts as NaN and must not be read."""
+    import cupy as cp
+
+    from tuner.gpu import half_arrays
+    from tuner.gpu.measure import launch, random_operands, relative_error
+
+    shape = Shape(*mnk, "bfloat16", layout)
+    a, b, c32 = random_operands(shape, seed=out)
+    a32 = half_arrays.to_float32(a, "bfloat16")
+    b32 = half_arrays.to_float32(b, "bfloat16")
+    product = (a32 if layout[0] == "N" else a32.T) @ (b32 if layout[1] == "N" else b32.T)
+    c_type, nan_bits = HALF_C_BITS[out]
+    c0 = half_arrays.from_float32(c32, c_type)
+    for base in HALF_C_TILES:
+        name = f"{base}_dt1_ly{['NN', 'NT'].index(layout)}_out{out}"
+        kernel, source = half_c_kernels[name]
+        for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
+            if beta == 0.0:
+                c = cp.full(c0.shape, nan_bits, dtype=cp.uint16).view(c0.dtype)
+            else:
+                c = c0.copy()
+            launch(kernel, source, shape, alpha, a, b, beta, c)
+            got = half_arrays.to_float32(c, c_type)
+            want = alpha * product + beta * half_arrays.to_float32(c0, c_type)
+            err = relative_error(got, want)
+            assert err <= HALF_C_TOLERANCE[out], f"{name} alpha={alpha} beta={beta}: {err:.2e}"

@@ -1,0 +1,214 @@
+"""tma_ws: rules, footprint, pins, the shapes TMA cannot read in place, the TMA boxes and
+persistent grid, what the template renders, the sm_90a compile, and the cost model's view."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from tuner.core.shape import Shape
+from tuner.kernels.compile import CompileError, NvccCompiler, compile_many
+from tuner.kernels.families import TMA_WS, WGMMA, parse_config
+from tuner.kernels.families.tma_ws import (
+    box_rows,
+    tiles_blocks,
+    tma_ws_pinned,
+    tma_ws_waste,
+)
+from tuner.kernels.render import render
+from tuner.kernels.resources import DEVICE_TABLE, static_check
+from tuner.kernels.space import Space
+from tuner.model.cost_model import estimate
+from tuner.model.throughput import throughput
+from tuner.model.tile_work import TILE_MODELS
+
+H100 = DEVICE_TABLE["sm_90"]
+A100 = DEVICE_TABLE["sm_80"]
+BASE = {
+    "BM": 128,
+    "BN": 256,
+    "BK": 64,
+    "CONSUMERS": 2,
+    "STAGES": 4,
+    "GROUP": 8,
+    "RASTER": 0,
+    "EPI": 0,
+    "CM": 1,
+    "CN": 1,
+}
+
+
+def config(**changes: int) -> dict[str, int]:
+    return {**BASE, "DTYPE": 1, "LAYOUT": 1, "OUT": 0, **changes}
+
+
+def test_a_valid_config_breaks_no_rule_and_reads_back_from_its_name() -> None:
+    cfg = TMA_WS.config(config())
+    assert TMA_WS.broken_rules(cfg) == []
+    assert cfg.name == "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1_dt1_ly1_out0"
+    assert parse_config(cfg.name) == cfg
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"BK": 32}, "BK must be 64"),
+        ({"BM": 64, "CONSUMERS": 2}, "BM/CONSUMERS must be a multiple of 64"),
+        ({"BN": 320}, "multiples of 64 up to 256"),
+        ({"BM": 256, "CONSUMERS": 1}, "at most 128 FP32 sums"),
+        ({"STAGES": 5}, "must fit in 232448 bytes"),
+        ({"STAGES": 4, "EPI": 1, "BM": 256}, "at most 128 FP32 sums"),
+        ({"CM": 2, "CN": 2}, "a cluster is 1x1, 2x1 or 1x2"),
+        ({"OUT": 3}, "OUT must be 0"),
+    ],
+)
+def test_rules_give_their_reasons(changes: dict[str, int], reason: str) -> None:
+    broken = TMA_WS.broken_rules(TMA_WS.config(config(**changes)))
+    assert any(reason in b for b in broken), broken
+
+
+def test_footprint_counts_stages_barriers_c_pieces_and_the_alignment_spare() -> None:
+    direct = TMA_WS.footprint(config())
+    assert direct.smem_bytes == 4 * ((128 + 256) * 64 * 2 + 16) + 1024 and direct.dynamic_smem
+    assert direct.threads == 384  # a producer and two consumer warpgroups
+    assert direct.accumulators == 128  # one m64n256 tile a consumer thread
+    staged = TMA_WS.footprint(config(EPI=1))
+    assert staged.smem_bytes - direct.smem_bytes == 2 * 2 * 64 * 128  # two pieces a consumer
+    assert staged.smem_bytes <= 232448  # the 227 KB a block may have on sm_90
+
+
+def test_the_shape_pins_input_type_layout_and_output_type() -> None:
+    assert TMA_WS.pinned(Shape(64, 64, 64, "float16", "TN")) == {"DTYPE": 0, "LAYOUT": 2, "OUT": 0}
+    with_out = SimpleNamespace(dtype="bfloat16", layout="NT", out_dtype="bfloat16")
+    assert tma_ws_pinned(with_out) == {"DTYPE": 1, "LAYOUT": 1, "OUT": 2}  # type: ignore[arg-type]
+    half_out = SimpleNamespace(dtype="bfloat16", layout="NN", out_dtype="float16")
+    assert tma_ws_pinned(half_out)["OUT"] == 1  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("layout", "mnk", "ragged"),
+    [
+        ("NN", (64, 64, 1001), True),  # A's rows are K long
+        ("NN", (1001, 64, 64), False),  # M is no stored row's length in NN
+        ("NN", (64, 1001, 64), True),  # B's rows are N long
+        ("TN", (1001, 64, 64), True),  # A stored K x M
+        ("NT", (64, 1001, 64), False),  # B stored N x K
+        ("NT", (64, 64, 1001), True),
+        ("TT", (64, 64, 64), False),
+    ],
+)
+def test_rows_off_16_bytes_are_left_to_the_padded_config(
+    layout: str, mnk: tuple[int, int, int], ragged: bool
+) -> None:
+    shape = Shape(*mnk, "bfloat16", layout)
+    reason = tma_ws_waste(TMA_WS.config(config()).as_dict(), shape)
+    assert (reason is not None) == ragged
+    if ragged:
+        assert "_pad8" in reason and "16-byte" in reason
+
+
+def test_the_space_offers_it_on_sm_90_for_aligned_rows_only() -> None:
+    aligned = Shape(4096, 4096, 4096, "bfloat16", "NT")
+    configs = Space("tma_ws", aligned, H100).candidates()
+    assert configs and all(c["LAYOUT"] == 1 and c["DTYPE"] == 1 for c in configs)
+    assert Space("tma_ws", Shape(4096, 4096, 4095, "bfloat16", "NT"), H100).candidates() == []
+    assert Space("tma_ws", aligned, A100).candidates() == []
+    assert Space("tma_ws", Shape(4096, 4096, 4096), H100).candidates() == []  # float32
+    assert static_check(TMA_WS.config(config()), H100).fits
+
+
+@pytest.mark.parametrize(
+    ("layout", "cm", "cn", "rows"),
+    [
+        ("NT", 1, 1, (128, 256)),  # both K-major: one box of the whole tile each
+        ("NN", 1, 1, (128, 64)),  # B MN-major: boxes of 64 n by 64 k
+        ("TN", 1, 1, (64, 64)),
+        ("TT", 1, 1, (64, 256)),
+        ("NT", 2, 1, (128, 128)),  # B shared along M: each block loads half its rows
+        ("NN", 2, 1, (128, 32)),  # ... or half the k of each MN-major column
+        ("NT", 1, 2, (64, 256)),  # A shared along N
+    ],
+)
+def test_tma_boxes_follow_layout_and_cluster(
+    layout: str, cm: int, cn: int, rows: tuple[int, int]
+) -> None:
+    assert box_rows(config(CM=cm, CN=cn), layout) == rows
+
+
+def test_the_persistent_grid_is_one_block_per_sm_in_whole_clusters() -> None:
+    big = Shape(8192, 8192, 8192, "bfloat16", "NT")
+    assert tiles_blocks(config(), big, 132) == 132
+    small = Shape(256, 512, 64, "bfloat16", "NT")  # 2 x 2 tiles of 128 x 256
+    assert tiles_blocks(config(), small, 132) == 4
+    assert tiles_blocks(config(CM=2), small, 132) == 4  # 1 x 2 clusters of two blocks
+    assert tiles_blocks(config(CM=2), big, 131) == 130  # whole clusters only
+    source = render(TMA_WS.config(config()))
+    assert source.launch(small, 132).grid == (4, 1, 1)
+    assert source.persistent and source.tensor_maps
+
+
+def test_the_template_renders_tma_mbarriers_setmaxnreg_and_the_options() -> None:
+    plain = render(TMA_WS.config(config())).code
+    for piece in (
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+        "mbarrier.try_wait.parity",
+        "mbarrier.arrive.expect_tx",
+        "setmaxnreg.dec.sync.aligned.u32 40",
+        "setmaxnreg.inc.sync.aligned.u32 232",
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+        "const __grid_constant__ TensorMap a_map",
+    ):
+        assert piece in plain, piece
+    assert "multicast" not in plain and "__cluster_dims__" not in plain
+    assert "tma_store(" not in plain
+    cluster = render(TMA_WS.config(config(CM=2, EPI=1, OUT=2))).code
+    assert "__cluster_dims__(2, 1, 1)" in cluster and ".multicast::cluster" in cluster
+    assert "tma_store(" in cluster and "cvt.rn.bf16x2.f32" in cluster
+    assert "unsigned short* __restrict__ C" in cluster
+
+
+def test_it_compiles_for_sm_90a_without_spills() -> None:
+    names = [
+        TMA_WS.config(config()).name,
+        TMA_WS.config(config(BN=128, CONSUMERS=1, STAGES=5, LAYOUT=0, DTYPE=0, EPI=1)).name,
+        TMA_WS.config(config(BM=256, BN=128, CN=2, EPI=1, LAYOUT=3, OUT=2)).name,
+    ]
+    sources = [render(parse_config(n)) for n in names]
+    compiler = NvccCompiler("sm_90")
+    assert [compiler.target(s) for s in sources] == ["sm_90a"] * 3
+    for name, result in zip(names, compile_many(compiler, sources), strict=True):
+        assert not isinstance(result, CompileError), getattr(result, "log", "")
+        usage = result.usage
+        # The launch count: all 65536 registers over the block's threads (one block per SM).
+        assert not usage.spills and 0 < usage.registers <= 65536 // result.source.threads, (
+            name,
+            usage,
+        )
+
+
+def test_cost_model_ranks_it_no_lower_than_wgmma_and_counts_whole_tiles_per_block() -> None:
+    """Both are bound by the tensor cores on a large square, but TMA has no burst of copies to
+    wait out, so even a shallow ring keeps them busy where wgmma's STAGES 3 does not; and a
+    persistent block runs ceil(tiles / blocks) whole tiles."""
+    shape = Shape(4096, 4096, 4096, "bfloat16", "NT")
+    wgmma = {"BM": 128, "BN": 256, "BK": 64, "WG_M": 2, "SWIZZLE": 8, "DTYPE": 1, "LAYOUT": 1}
+    ours = estimate(TMA_WS.config(config(STAGES=3)), shape, H100)
+    shallow = estimate(WGMMA.config(wgmma | {"STAGES": 3}), shape, H100)
+    deep = estimate(WGMMA.config(wgmma | {"STAGES": 4}), shape, H100)
+    assert ours.ms <= deep.ms and ours.ms < shallow.ms
+    assert ours.blocks == 132 and ours.blocks_per_sm == 1
+    # 512 tiles over 132 blocks: 4 rounds of 64 k tiles; 8192^3 has 2048 tiles: 16 rounds of
+    # 128 k tiles, 8 times the cycles.
+    big = estimate(TMA_WS.config(config(STAGES=3)), Shape(8192, 8192, 8192, "bfloat16", "NT"), H100)
+    assert big.cycles == pytest.approx(ours.cycles * 16 * 2 / 4)
+
+
+def test_cost_model_reads_a_shared_operand_half_from_l2() -> None:
+    unit = throughput(H100)
+    shape = Shape(4096, 4096, 4096, "bfloat16", "NT")
+    work = TILE_MODELS["half_tma"]
+    alone = work(TMA_WS, config(), 384, unit, 32, shape)
+    shared_b = work(TMA_WS, config(CM=2), 384, unit, 32, shape)
+    assert alone.l2_bytes == (128 + 256) * 64 * 2
+    assert shared_b.l2_bytes == (128 + 256 // 2) * 64 * 2

@@ -1,0 +1,262 @@
+"""``tma_ws``: FP16/BF16 inputs on Hopper with TMA loads, warp specialisation and persistent tiles.
+
+A block is one producer warpgroup and CONSUMERS consumer warpgroups (128 threads each). One
+producer thread copies A's and B's k tiles (64 deep) into a STAGES-deep ring of shared memory with
+the tensor memory accelerator (``cp.async.bulk.tensor``), each stage guarded by a "full" and an
+"empty" mbarrier; the consumers multiply each k tile with ``wgmma.mma_async.m64nBNk16`` from
+shared memory, consumer c computing BM/CONSUMERS rows of the block's BM x BN tile, and write C
+from their sums. ``setmaxnreg`` gives the producer's registers to the consumers. The grid is at
+most one block per SM; each block walks output tiles (GROUP block rows or columns banded together,
+RASTER says which) until none is left, the producer loading the next tile while the consumers
+write the last.
+
+The kernel takes two tensor maps (``CUtensorMap``, built on the host by ``tuner.gpu.tensor_maps``)
+in place of A's and B's pointers: ``Family.tensor_maps``. TMA needs each operand's rows 16 bytes
+apart by a multiple and its base 16-byte aligned, so a shape whose stored rows are not whole
+8-half vectors is wasteful here (:func:`tma_ws_waste`); its padded config (``_pad8``) runs it on
+copies with padded rows (and ``tuner.gpu.measure.launch`` copies a misaligned view of an aligned
+shape the same way). Out-of-bounds boxes are zero-filled, so any M, N and K work.
+
+DTYPE and LAYOUT are pinned by the shape as for ``hmma``; OUT (C's element type: 0 float32,
+1 float16, 2 bfloat16) by the shape's output type where it has one, else 0.
+"""
+
+from __future__ import annotations
+
+from tuner.core.shape import HALF_DTYPES, SUPPORTED_LAYOUTS, Shape
+from tuner.kernels.families._base import (
+    CostTraits,
+    Family,
+    Footprint,
+    Param,
+    Params,
+    Rule,
+)
+from tuner.kernels.families.hmma import HALF_BYTES, hmma_pinned, stored_tiles
+
+WARPGROUP = 128  # threads of one warpgroup
+M_TILE = 64  # rows of one wgmma
+K_TILE = 64  # halves of one 128-byte swizzled row: the k tile and the width of a TMA box
+ROW_BYTES = 128
+BOX_MAX = 256  # TMA's largest box side, in elements
+# The ring starts at the first 1024-byte boundary of the dynamic shared memory (the swizzle
+# atoms must), which may be up to this far in; two 8-byte mbarriers per stage follow it.
+ALIGN_SPARE = 1024
+BARRIER_BYTES = 16
+# Shared memory one block may have on sm_90 (227 KB).
+SMEM_LIMIT = 232448
+# The most FP32 sums a consumer thread keeps: m64n256 (or two m64n128) fits the registers
+# setmaxnreg gives it.
+MAX_ACCUMULATORS = 128
+# setmaxnreg targets (multiples of 8): the producer keeps what one thread issuing copies needs;
+# the consumers take the rest of the SM's 65536 registers (one block per SM).
+PRODUCER_REGS = 40
+CONSUMER_REGS = {1: 240, 2: 232}
+# C's element types by OUT code; a shape without an output type writes float32.
+OUT_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
+VECTOR_HALVES = 8  # halves in 16 bytes: TMA's unit of row pitch and base alignment
+C_ELEMENT_BYTES = {0: 4, 1: 2, 2: 2}  # by OUT
+PIECE_BYTES = 64 * ROW_BYTES  # a piece of C stored by TMA: 64 rows of 128 bytes
+
+
+def tma_ws_threads(p: Params) -> int:
+    return WARPGROUP * (p["CONSUMERS"] + 1)
+
+
+def m64_tiles(p: Params) -> int:
+    """m64 tiles each consumer warpgroup computes."""
+    return p["BM"] // p["CONSUMERS"] // M_TILE
+
+
+def _accumulators(p: Params) -> int:
+    return m64_tiles(p) * p["BN"] // 2
+
+
+def stage_bytes(p: Params) -> int:
+    return (p["BM"] + p["BN"]) * p["BK"] * HALF_BYTES
+
+
+def c_stage_bytes(p: Params) -> int:
+    """Shared memory of the TMA-store epilogue (EPI 1): two pieces of 64 rows x 128 bytes of C
+    per consumer."""
+    return p["CONSUMERS"] * 2 * PIECE_BYTES if p["EPI"] == 1 else 0
+
+
+def smem_bytes(p: Params) -> int:
+    return p["STAGES"] * (stage_bytes(p) + BARRIER_BYTES) + c_stage_bytes(p) + ALIGN_SPARE
+
+
+def tma_ws_derive(p: Params) -> dict[str, int]:
+    """Constants of tma_ws.cu.j2: whether each operand's tile is stored along M or N (as
+    wgmma's, from the layout), the bytes of one column of 64 m or n of an MN-major tile, and the
+    register targets of setmaxnreg."""
+    (a_mn, _, _), (b_mn, _, _) = stored_tiles(p)
+    return {
+        "MT": m64_tiles(p),
+        "A_MN_MAJOR": a_mn,
+        "B_MN_MAJOR": b_mn,
+        "A_COLUMN_BYTES": p["BK"] * ROW_BYTES,
+        "B_COLUMN_BYTES": p["BK"] * ROW_BYTES,
+        "STAGE_BYTES": stage_bytes(p),
+        "PRODUCER_REGS": PRODUCER_REGS,
+        "C_BYTES": C_ELEMENT_BYTES[p["OUT"]],
+        "PIECE_COLS": ROW_BYTES // C_ELEMENT_BYTES[p["OUT"]],
+        "PIECE_BYTES": PIECE_BYTES,
+        "C_STAGE_BYTES": c_stage_bytes(p),
+        "CONSUMER_REGS": CONSUMER_REGS[p["CONSUMERS"]],
+    }
+
+
+def tma_ws_footprint(p: Params) -> Footprint:
+    # The tensor cores read A and B from shared memory and one producer thread issues the
+    # copies: the consumers' registers are their sums and a few addresses.
+    return Footprint(
+        threads=tma_ws_threads(p),
+        smem_bytes=smem_bytes(p),
+        dynamic_smem=True,
+        accumulators=_accumulators(p),
+        fragments=0,
+    )
+
+
+def box_rows(p: Params, layout: str) -> tuple[int, int]:
+    """The rows of A's and of B's TMA box (its other side is 64 k or 64 m/n): a K-major
+    operand is one box of BM (or BN) rows of 64 k, an MN-major one boxes of 64 rows of k. An
+    operand two blocks of a cluster share (A along N, B along M) is loaded half by each: half
+    the rows of either box."""
+    a_rows = K_TILE if layout[0] == "T" else p["BM"]
+    b_rows = p["BN"] if layout[1] == "T" else K_TILE
+    return a_rows // p["CN"], b_rows // p["CM"]
+
+
+def stored_row_lengths(shape: Shape) -> tuple[int, int]:
+    """Halves in a row of A and of B as the layout stores them (packed)."""
+    a = shape.m if shape.a_transposed else shape.k
+    b = shape.k if shape.b_transposed else shape.n
+    return a, b
+
+
+def tma_ws_waste(p: Params, shape: Shape) -> str | None:
+    """A shape whose stored rows are not whole 16-byte vectors: TMA cannot read it in place (its
+    row pitch must be a multiple of 16 bytes); the padded config (``_pad8``) runs it."""
+    a, b = stored_row_lengths(shape)
+    if a % VECTOR_HALVES or b % VECTOR_HALVES:
+        return (
+            f"TMA needs rows of whole 16-byte vectors: A's rows hold {a}, B's {b} halves "
+            f"(a multiple of {VECTOR_HALVES} is needed; the _pad{VECTOR_HALVES} config copies them)"
+        )
+    return None
+
+
+def tma_ws_pinned(shape: Shape) -> dict[str, int]:
+    """DTYPE and LAYOUT as ``hmma``'s; OUT from the shape's output type (float32 without one)."""
+    out = getattr(shape, "out_dtype", None) or "float32"
+    return {**hmma_pinned(shape), "OUT": OUT_CODES.get(out, 0)}
+
+
+def _loads_ahead(p: Params) -> int:
+    """k tiles loaded ahead of the one multiplied: the ring's stages but the one the last
+    released wgmma group may still read."""
+    return p["STAGES"] - 1
+
+
+def _warp_tile(p: Params) -> tuple[int, int]:
+    """Rows and columns of C one warp holds: 16 rows of each of its warpgroup's m64 tiles."""
+    return m64_tiles(p) * 16, p["BN"]
+
+
+TMA_WS_PARAMS = (
+    Param("BM", (128, 256), "rows of C per output tile"),
+    Param("BN", (64, 128, 192, 256), "columns of C per output tile (the wgmma's N)"),
+    Param("BK", (K_TILE,), "depth of the k tile: one 128-byte swizzled row of halves"),
+    Param("CONSUMERS", (1, 2), "consumer warpgroups (each computes BM/CONSUMERS rows)"),
+    Param("STAGES", (3, 4, 5, 6), "shared-memory stages of the TMA ring"),
+    Param("GROUP", (1, 8, 16), "block rows (or columns) banded together in the tile order"),
+    Param("RASTER", (0, 1), "tile order: 0 bands of block rows, 1 bands of block columns"),
+    Param("EPI", (0, 1), "epilogue: 0 stores from the sums, 1 through shared memory by TMA"),
+    Param("CM", (1, 2), "blocks of a cluster along M (they share B's tiles by TMA multicast)"),
+    Param("CN", (1, 2), "blocks of a cluster along N (they share A's tiles by TMA multicast)"),
+    Param("DTYPE", (0, 1), "input type: 0 float16, 1 bfloat16 (pinned by the shape)"),
+    Param("LAYOUT", (0, 1, 2, 3), "0 NN, 1 NT, 2 TN, 3 TT (pinned by the shape)"),
+    Param("OUT", (0, 1, 2), "C's type: 0 float32, 1 float16, 2 bfloat16 (pinned by the shape)"),
+)
+
+TMA_WS_RULES = (
+    Rule(
+        "BK must be 64: a k tile is one 128-byte swizzled row of halves",
+        lambda p: p["BK"] == K_TILE,
+    ),
+    Rule(
+        "BM/CONSUMERS must be a multiple of 64: a consumer computes whole m64 wgmma tiles",
+        lambda p: p["BM"] % (p["CONSUMERS"] * M_TILE) == 0,
+    ),
+    Rule(
+        f"BM and BN must be multiples of 64 up to {BOX_MAX}: a tile is whole 128-byte columns "
+        "of 64 and one TMA box at most",
+        lambda p: all(p[x] % 64 == 0 and 64 <= p[x] <= BOX_MAX for x in ("BM", "BN")),
+    ),
+    Rule(
+        f"a consumer thread may keep at most {MAX_ACCUMULATORS} FP32 sums "
+        "(BM/CONSUMERS/64 * BN/2): more spill",
+        lambda p: _accumulators(p) <= MAX_ACCUMULATORS,
+    ),
+    Rule(
+        "STAGES must be at least 2: one stage multiplied while the next is loaded",
+        lambda p: p["STAGES"] >= 2,
+    ),
+    Rule(
+        f"the block must fit in {SMEM_LIMIT} bytes of shared memory: STAGES * ((BM + BN) * 128 "
+        f"+ {BARRIER_BYTES}), the C pieces of EPI 1 and {ALIGN_SPARE} for alignment",
+        lambda p: smem_bytes(p) <= SMEM_LIMIT,
+    ),
+    Rule(
+        "CONSUMERS must be 1 or 2: the registers setmaxnreg hands out are sized for them",
+        lambda p: p["CONSUMERS"] in CONSUMER_REGS,
+    ),
+    Rule(
+        "a cluster is 1x1, 2x1 or 1x2 blocks (CM, CN in 1, 2; CM * CN at most 2)",
+        lambda p: p["CM"] in (1, 2) and p["CN"] in (1, 2) and p["CM"] * p["CN"] <= 2,
+    ),
+    Rule("EPI must be 0 (direct stores) or 1 (TMA stores)", lambda p: p["EPI"] in (0, 1)),
+    Rule("GROUP must be at least 1", lambda p: p["GROUP"] >= 1),
+    Rule("RASTER must be 0 (bands of rows) or 1 (of columns)", lambda p: p["RASTER"] in (0, 1)),
+    Rule("OUT must be 0 (float32), 1 (float16) or 2 (bfloat16)", lambda p: p["OUT"] in (0, 1, 2)),
+)
+
+
+def cluster_size(p: Params) -> int:
+    return p["CM"] * p["CN"]
+
+
+def tiles_blocks(p: Params, shape: Shape, sm_count: int) -> int:
+    """Blocks of the persistent grid: one per SM in whole clusters, or one per output tile
+    (whole clusters of them) when fewer."""
+    size = cluster_size(p)
+    super_tiles = -(-shape.m // (p["BM"] * p["CM"])) * -(-shape.n // (p["BN"] * p["CN"]))
+    return size * max(1, min(super_tiles, sm_count // size))
+
+
+TMA_WS = Family(
+    name="tma_ws",
+    doc="FP16/BF16 inputs, FP32 sums on Hopper: TMA loads into a STAGES-deep mbarrier ring by a "
+    "producer warpgroup, wgmma m64nBNk16 by 1-2 consumer warpgroups, persistent tiles in a "
+    "grouped order (sm_90a).",
+    params=TMA_WS_PARAMS,
+    rules=TMA_WS_RULES,
+    threads=tma_ws_threads,
+    footprint=tma_ws_footprint,
+    derive=tma_ws_derive,
+    waste=tma_ws_waste,
+    cost=CostTraits(
+        schedule="tiles", math="half_tma", loads_ahead=_loads_ahead, warp_tile=_warp_tile
+    ),
+    leading_dims=True,
+    tensor_maps=True,
+    min_arch=90,
+    max_arch=90,
+    arch_specific=True,
+    dtypes=HALF_DTYPES,
+    layouts=SUPPORTED_LAYOUTS,
+    pinned=tma_ws_pinned,
+    launch_bound_blocks=lambda p: 1,
+)
