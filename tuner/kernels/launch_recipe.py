@@ -61,9 +61,12 @@ class Parameter:
 def kernel_parameters(family: Family, dtype: str) -> tuple[Parameter, ...]:
     """The parameters of ``family``'s kernel in order, for a kernel that reads A and B of
     ``dtype`` (the type its kernel sees: BF16 for an emulated family). A family that takes
-    leading dimensions (``Family.leading_dims``) has one after each matrix."""
+    leading dimensions (``Family.leading_dims``) has one after each matrix; one that reads A and
+    B through TMA (``Family.tensor_maps``) takes their tensor maps instead, and C's too."""
     if dtype not in ELEMENT_TYPES:
         raise InputError(f"a kernel reads {', '.join(ELEMENT_TYPES)} operands, not {dtype!r}")
+    if family.tensor_maps:
+        return _tensor_map_parameters()
     element = f"const {ELEMENT_TYPES[dtype]}*"
     head = (
         Parameter("M", "int", "rows of C"),
@@ -88,6 +91,27 @@ def kernel_parameters(family: Family, dtype: str) -> tuple[Parameter, ...]:
     beta = Parameter("beta", "float", "scales C as read (0: C is never read)")
     held = [pair if family.leading_dims else pair[:1] for pair in matrices]
     return (*head, *held[0], *held[1], beta, *held[2])
+
+
+def _tensor_map_parameters() -> tuple[Parameter, ...]:
+    """``tma_ws``'s kernel (``templates/tma_ws.cu.j2``): the tensor maps are 128-byte
+    ``CUtensorMap`` values passed by value (``__grid_constant__``), encoded on the host with
+    ``cuTensorMapEncodeTiled`` (``tuner.gpu.tensor_maps``), which CuPy cannot pass: the
+    launch is the driver's ``cuLaunchKernel``."""
+    tensor_map = "const __grid_constant__ TensorMap"
+    return (
+        Parameter("M", "int", "rows of C"),
+        Parameter("N", "int", "columns of C"),
+        Parameter("K", "int", "the inner dimension: columns of op(A), rows of op(B)"),
+        Parameter("alpha", "float", "scales the product"),
+        Parameter("a_map", tensor_map, "A's tensor map: its stored dims and pitch, box BK x BM"),
+        Parameter("b_map", tensor_map, "B's tensor map: its stored dims and pitch, box BK x BN"),
+        Parameter("beta", "float", "scales C as read (0: C is never read)"),
+        Parameter("C", C_TYPE, "C, M x N row-major: read when beta != 0, written"),
+        Parameter("ldc", "int", "elements from one row of C to the next"),
+        Parameter("c_map", tensor_map, "C's tensor map, for the TMA-store epilogue"),
+        Parameter("c_tma", "int", "1: C is stored by TMA (beta 0 and the config's EPI 1)"),
+    )
 
 
 @dataclass(frozen=True)
@@ -230,6 +254,12 @@ def _grid_rule(source: KernelSource, family: Family, padded: bool) -> str:
             f"({params['SMBLOCKS']} x the GPU's SM count, at most {STREAMK_MAX_BLOCKS}; 1; 1) "
             "whatever the shape: a persistent grid walks the tiles"
         )
+    if family.cost.schedule == "tiles":
+        return (
+            "(the GPU's SM count, at most the number of BM x BN output tiles; or for a cluster, "
+            "the most clusters the driver says fit, times the cluster size; 1; 1): a persistent "
+            "grid of whole tiles"
+        )
     dims = "M and N as passed (the padded ones)" if padded else "M and N"
     return (
         f"(ceil(N / {params['BN']}), ceil(M / {params['BM']}), {params.get('SPLITK', 1)}) for "
@@ -289,8 +319,7 @@ def launch_recipe(
             arguments.append(Argument(p, None, where))
         else:
             arguments.append(Argument(p, None, "the caller's " + p.name))
-    persistent = family.cost.schedule == "persistent"
-    geo = None if persistent and sm_count is None else source.launch(run, sm_count)
+    geo = None if source.persistent and sm_count is None else source.launch(run, sm_count)
     block = (source.threads, 1, 1)
     before = [step for b in buffers.values() for step in b.steps()[:1]]
     after = [step for b in buffers.values() for step in b.steps()[1:]]
