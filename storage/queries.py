@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, contains_eager
 from storage.inputs import DeviceIn, ShapeIn
 from storage.models import BestConfig, Device, DeviceRates, Measurement, Shape
 from tuner.core.phases import Phase
+from tuner.core.shape import STORED_OUT_DTYPE
 
 MAX_PAGE = 1000
 
@@ -32,7 +33,7 @@ def find_device(session: Session, device: DeviceIn) -> Device | None:
 
 
 def find_shape(session: Session, shape: ShapeIn) -> Shape | None:
-    """The stored shape equal to ``shape`` (dtype and layout included), if any."""
+    """The stored shape equal to ``shape`` (dtype, layout and type of C included), if any."""
     return session.scalars(
         select(Shape).where(
             Shape.m == shape.m,
@@ -40,6 +41,7 @@ def find_shape(session: Session, shape: ShapeIn) -> Shape | None:
             Shape.k == shape.k,
             Shape.dtype == shape.dtype,
             Shape.layout == shape.layout,
+            Shape.out_dtype == shape.out_dtype,
         )
     ).one_or_none()
 
@@ -84,6 +86,7 @@ def best_for(
     layout: str = "NN",
     *,
     accuracies: Collection[str] | None = None,
+    out_dtype: str = STORED_OUT_DTYPE,
 ) -> tuple[BestConfig, Measurement] | None:
     """The best config for exactly this shape on ``device_name`` (``None``: fastest anywhere).
 
@@ -99,6 +102,7 @@ def best_for(
             Shape.k == k,
             Shape.dtype == dtype,
             Shape.layout == layout,
+            Shape.out_dtype == out_dtype,
         )
         .order_by(Measurement.ms, BestConfig.id)
         .limit(1)
@@ -119,6 +123,7 @@ def best_configs(session: Session, device: str | None = None) -> list[BestConfig
         Shape.k,
         Shape.dtype,
         Shape.layout,
+        Shape.out_dtype,
         BestConfig.accuracy,
     )
     return list(session.scalars(query))
@@ -222,10 +227,15 @@ def measurements_for_study(
 
 
 def fastest_ok_times(
-    session: Session, device_name: str, dtype: str = "float32", layout: str = "NN"
+    session: Session,
+    device_name: str,
+    dtype: str = "float32",
+    layout: str = "NN",
+    out_dtype: str = STORED_OUT_DTYPE,
 ) -> list[tuple[int, int, int, str, float]]:
-    """(m, n, k, config name, fastest ok ms) of every config measured on ``device_name``: what
-    the search transfers to a new shape of that device."""
+    """(m, n, k, config name, fastest ok ms) of every config measured on ``device_name`` for
+    this dtype, layout and type of C: what the search transfers to a new shape of that
+    device."""
     query = (
         select(Shape.m, Shape.n, Shape.k, Measurement.config_name, func.min(Measurement.ms))
         .join(Measurement.device)
@@ -234,6 +244,7 @@ def fastest_ok_times(
             Device.name == device_name,
             Shape.dtype == dtype,
             Shape.layout == layout,
+            Shape.out_dtype == out_dtype,
             Measurement.status == "ok",
             Measurement.ms.is_not(None),
         )

@@ -16,6 +16,7 @@ from tuner.answers.device_kind import DeviceSpec
 from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.config import Config
 from tuner.core.dims import Dims
+from tuner.core.shape import STORED_OUT_DTYPE
 from tuner.core.shape import Shape
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import KernelSource, Launch, render
@@ -134,6 +135,15 @@ class Answer:
     accuracy: str = field(
         default=DEFAULT_ACCURACY,
         metadata=_doc("the config's accuracy class: the asked one or a more exact one"),
+    )
+    # The type of C the config writes (``tuner.core.shape``); an older server sent none: its
+    # configs all wrote float32.
+    out_dtype: str = field(
+        default=STORED_OUT_DTYPE,
+        metadata=_doc(
+            "the type of C the config writes: the asked out_dtype (float32 for float32 inputs; "
+            "for half inputs the input type unless the request named another)"
+        ),
     )
 
     @property

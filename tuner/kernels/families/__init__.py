@@ -43,6 +43,7 @@ from tuner.kernels.families.registry import (
     checked_config,
     get_family,
     parse_config,
+    repinned,
     rewrites_operands,
 )
 from tuner.kernels.families.skinny import SKINNY, SKINNY_MAX_ROW_BLOCKS
@@ -105,6 +106,7 @@ __all__ = [
     "get_family",
     "parse_config",
     "persistent_blocks",
+    "repinned",
     "rewrites_operands",
     "warptile_prefetches",
     "warptile_register_budget",
