@@ -136,9 +136,9 @@ def study_table(
 ) -> Sequence[Any]:
     """A study's measurements of one phase as plain rows in trial order, for pages that read
     thousands: :data:`STUDY_TABLE_COLUMNS` by name plus ``m``, ``n``, ``k``, ``dtype``,
-    ``layout``, ``out_dtype`` and ``device`` (SQL rows, no ORM objects, read on the session's connection: the
-    ORM's result handling was a third of the read). With ``after_id``, only those stored after
-    that measurement (ids grow)."""
+    ``layout``, ``out_dtype`` and ``device`` (SQL rows, no ORM objects, read on the session's
+    connection: the ORM's result handling was a third of the read). With ``after_id``, only
+    those stored after that measurement (ids grow)."""
     columns = [Measurement.__table__.c[name] for name in STUDY_TABLE_COLUMNS]
     shape_columns = (Shape.m, Shape.n, Shape.k, Shape.dtype, Shape.layout, Shape.out_dtype)
     query = (

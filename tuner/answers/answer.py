@@ -16,8 +16,7 @@ from tuner.answers.device_kind import DeviceSpec
 from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.config import Config
 from tuner.core.dims import Dims
-from tuner.core.shape import STORED_OUT_DTYPE
-from tuner.core.shape import Shape
+from tuner.core.shape import STORED_OUT_DTYPE, Shape
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import KernelSource, Launch, render
 

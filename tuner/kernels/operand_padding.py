@@ -125,7 +125,9 @@ class PaddingPlan:
     @property
     def run_shape(self) -> Shape:
         """The product the kernel computes: Mp x Np x Kp, in the caller's dtype and layout."""
-        return Shape(self.mp, self.np, self.kp, self.shape.dtype, self.shape.layout, self.shape.out_dtype)
+        return Shape(
+            self.mp, self.np, self.kp, self.shape.dtype, self.shape.layout, self.shape.out_dtype
+        )
 
     def _widened(self, array: tuple[int, int], copied: bool) -> tuple[int, int]:
         """A copied array's buffer: rows whose pitch is a multiple of row_pitch_multiple."""

@@ -140,7 +140,8 @@ def check_families_compute(shape: Shape, families: Sequence[str]) -> None:
     ]
     raise InputError(
         f"no family of {', '.join(families) or 'the defaults'} computes {shape.dtype} inputs "
-        f"in layout {shape.layout}; " + (f"use {', '.join(able)}" if able else "no family does yet")
+        f"in layout {shape.layout} writing {shape.out} C; "
+        + (f"use {', '.join(able)}" if able else "no family does yet")
     )
 
 
@@ -163,12 +164,21 @@ def untuned_answer(
         tuning = load_snapshot(session)
     spec = DeviceSpec(device.name, device.arch, device.sm_count)
     answer = tuning.answer(
-        shape.m, shape.n, shape.k, shape.dtype, shape.layout, spec, accuracy=accuracy
+        shape.m,
+        shape.n,
+        shape.k,
+        shape.dtype,
+        shape.layout,
+        spec,
+        accuracy=accuracy,
+        out_dtype=shape.out,
     )
     try:
         return checked_config(answer.name)
     except InputError:  # a stored name this version of the tuner cannot read
-        return default_config(shape.m, shape.n, shape.dtype, shape.layout)
+        return default_config(
+            shape.m, shape.n, shape.dtype, shape.layout, accuracy, out_dtype=shape.out
+        )
 
 
 def warm_starts(
