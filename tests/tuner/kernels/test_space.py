@@ -17,7 +17,7 @@ def test_enumeration_is_deterministic_and_counts_add_up(family: str) -> None:
     # The streaming family is only for small M: it has no candidate for 4096 rows.
     fam = get_family(family)
     m = 16 if family == "skinny" else 4096
-    shape = Shape(m, 4096, 4096, fam.dtypes[0], fam.layouts[-1])
+    shape = Shape(m, 4096, 4096, fam.dtypes[0], fam.layouts[-1], fam.out_dtypes[0])
     space = Space(family, shape, H100)
     checks, counts = space.evaluate()
     again = space.candidates()
@@ -33,7 +33,8 @@ def test_enumeration_is_deterministic_and_counts_add_up(family: str) -> None:
 def test_tiny_shapes_keep_only_small_tiles_but_never_nothing() -> None:
     for family in FAMILIES:
         fam = get_family(family)
-        small = Space(family, Shape(1, 1, 1, fam.dtypes[0], fam.layouts[0]), H100).candidates()
+        tiny = Shape(1, 1, 1, fam.dtypes[0], fam.layouts[0], fam.out_dtypes[0])
+        small = Space(family, tiny, H100).candidates()
         assert small, family
         smallest = {p.name: p.values[0] for p in fam.params}
         assert all(c["BM"] == smallest["BM"] and c["BN"] == smallest["BN"] for c in small)
