@@ -3,10 +3,10 @@
 A shape needs ``2MNK`` flops and must move at least its operands through HBM once. The benchmark
 runs with ``beta = 0``, so C is only written, never read: the minimum traffic is
 ``e(MK + KN) + c MN`` bytes, ``e`` the bytes of one input and ``c`` of one element of C (4 for
-float32, 2 for float16 and bfloat16). The bound is ``min(compute ceiling, intensity x bandwidth)``; the
-compute ceiling is the FFMA rate for float32 inputs and the dense FP16/BF16 tensor-core rate for
-half inputs. A shape whose intensity is under the ridge point (ceiling / bandwidth) is
-memory-bound.
+float32, 2 for float16 and bfloat16). The bound is ``min(compute ceiling, intensity x
+bandwidth)``; the compute ceiling is the FFMA rate for float32 inputs and the dense FP16/BF16
+tensor-core rate for half inputs. A shape whose intensity is under the ridge point (ceiling /
+bandwidth) is memory-bound.
 """
 
 from __future__ import annotations
