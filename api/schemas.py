@@ -42,7 +42,7 @@ Dtype = Annotated[
 OutDtype = Annotated[
     Literal[SUPPORTED_DTYPES],  # type: ignore[valid-type]
     Field(
-        description="type of C: float32 for float32 inputs; float32, float16 or bfloat16 for "
+        description="type of C: float32 for float32 inputs; float32 or the input type for "
         "half inputs (beta * C and the sums in FP32, C rounded once)"
     ),
 ]

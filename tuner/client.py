@@ -83,7 +83,7 @@ def best(
         dtype, layout: the inputs' type and how they are stored (``tuner.core.shape``).
         accuracy: the least exact class accepted (``tuner.core.accuracy``): ``exact`` (the
             default) or ``bf16x3`` (float32 emulated on the BF16 tensor cores).
-        out_dtype: the type of C: float32 for float32 inputs; float32, float16 or bfloat16
+        out_dtype: the type of C: float32 for float32 inputs; float32 or the input type
             for half inputs; None (the default) is the input type, as torch.matmul gives.
 
     Raises:

@@ -63,7 +63,7 @@ OutDtypeOpt = Annotated[
     str | None,
     typer.Option(
         "--out-dtype",
-        help="type of C: float32 for float32 inputs; float32, float16 or bfloat16 for half "
+        help="type of C: float32 for float32 inputs; float32 or the input type for half "
         "inputs (default: the input type, as torch.matmul)",
     ),
 ]

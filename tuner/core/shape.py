@@ -2,7 +2,7 @@
 
 ``dtype`` is the type of A and B: float32, or float16 / bfloat16 multiplied with FP32
 accumulation. ``out_dtype`` is the type of C: float32 for float32 inputs; for half inputs
-float32, float16 or bfloat16, by default the input type (as ``torch.matmul`` and ``nn.Linear``
+float32 or the input type, by default the input type (as ``torch.matmul`` and ``nn.Linear``
 give). The sums and beta * C are FP32 whatever C is; a half C is rounded once, when written.
 Results stored before C had a type (rows, export files, suites without ``out_dtype``) were all
 measured writing float32 C, and read so (:data:`STORED_OUT_DTYPE`).
@@ -29,11 +29,14 @@ LEGACY_LAYOUTS: dict[str, str] = {"row-major": "NN"}
 # Every name a layout may be given by: the four, and the older names they replace.
 ACCEPTED_LAYOUTS = (*SUPPORTED_LAYOUTS, *LEGACY_LAYOUTS)
 HALF_DTYPES = ("float16", "bfloat16")
-# The types C may be written in, for each input type: float32 sums are never rounded to half for
-# float32 inputs (nothing asks for it, and no float32 family writes half).
+# The types C may be written in, for each input type: float32 or the input type. float32 sums
+# are never rounded to half for float32 inputs (nothing asks for it, and no float32 family writes
+# half), nor FP16 inputs written as BF16 or the other way round: cuBLAS has no such GEMM to
+# verify or time against (cublasGemmEx answers CUBLAS_STATUS_NOT_SUPPORTED), and torch.matmul
+# never asks for one.
 OUT_DTYPES: dict[str, tuple[str, ...]] = {
     "float32": ("float32",),
-    **{dtype: ("float32", "float16", "bfloat16") for dtype in HALF_DTYPES},
+    **{dtype: ("float32", dtype) for dtype in HALF_DTYPES},
 }
 # The type of C in anything stored without one: every result before C had a type wrote float32.
 STORED_OUT_DTYPE = "float32"

@@ -7,7 +7,6 @@ CuPy, so the client stays importable without it.
 
 from __future__ import annotations
 
-import importlib
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -79,20 +78,9 @@ def prepare_call(
 
 
 def _cupy_dtype(name: str, like: Any) -> Any:
-    """The CuPy dtype of the tuner's type ``name``: bfloat16 is the inputs' own dtype where
-    they are bfloat16, else ml_dtypes' (what CuPy's bfloat16 arrays hold)."""
-    if name != "bfloat16":
-        return name
-    if dtype_name(like) == "bfloat16":
-        return like.dtype
-    try:
-        ml_dtypes = importlib.import_module("ml_dtypes")  # no type stubs: a plain module
-    except ImportError:
-        raise InputError(
-            "`out_dtype` bfloat16 needs ml_dtypes (CuPy's bfloat16) when A and B are not "
-            "bfloat16; pass a bfloat16 `c` instead"
-        ) from None
-    return ml_dtypes.bfloat16
+    """The CuPy dtype of the tuner's type ``name`` (float32 or ``like``'s own type: bfloat16 is
+    the dtype CuPy gave the inputs)."""
+    return like.dtype if name == dtype_name(like) else name
 
 
 def launch_answer(name: str, call: MatmulCall, alpha: float, beta: float) -> None:

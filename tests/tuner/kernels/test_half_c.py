@@ -28,9 +28,12 @@ def test_a_name_without_an_out_token_is_float32_c_and_keeps_its_name() -> None:
     assert half["OUT"] == 2 and half.name == HMMA_NAME + "_out2" and half != old
 
 
-@pytest.mark.parametrize(("out_dtype", "code"), [("float32", 0), ("float16", 1), ("bfloat16", 2)])
-def test_the_shape_pins_out(out_dtype: str, code: int) -> None:
-    shape = Shape(1000, 1000, 1000, "bfloat16", "NT", out_dtype)
+@pytest.mark.parametrize(
+    ("dtype", "out_dtype", "code"),
+    [("bfloat16", "float32", 0), ("float16", "float16", 1), ("bfloat16", "bfloat16", 2)],
+)
+def test_the_shape_pins_out(dtype: str, out_dtype: str, code: int) -> None:
+    shape = Shape(1000, 1000, 1000, dtype, "NT", out_dtype)
     for family in ("hmma", "wgmma"):
         configs = Space(family, shape, H100).candidates()
         assert configs and {c["OUT"] for c in configs} == {code}
@@ -53,9 +56,9 @@ def test_a_split_k_template_refuses_a_half_c_at_compile_time() -> None:
 
 
 def test_repinned_moves_a_config_to_another_type_of_c_or_refuses() -> None:
-    shape = Shape(64, 64, 64, "bfloat16", "NT", "float16")
+    shape = Shape(64, 64, 64, "bfloat16", "NT", "bfloat16")
     moved = repinned(parse_config(HMMA_NAME).padded(8), shape)
-    assert moved is not None and moved.name == HMMA_NAME + "_out1_pad8"
+    assert moved is not None and moved.name == HMMA_NAME + "_out2_pad8"
     split = parse_config("hmma_splitk_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_sk4_dt1_ly1")
     assert repinned(split, shape) is None
 
@@ -76,10 +79,11 @@ def test_half_c_renders_its_stores(family: str, out: int) -> None:
 def test_shape_validation_names_the_value_and_the_choices() -> None:
     with pytest.raises(InputError, match=r"`out_dtype` must be one of float32 for float32 "):
         Shape(8, 8, 8, "float32", "NN", "bfloat16")
-    with pytest.raises(
-        InputError, match=r"float32, float16, bfloat16 for float16 inputs, got 'int8'"
-    ):
+    with pytest.raises(InputError, match=r"float32, float16 for float16 inputs, got 'int8'"):
         Shape(8, 8, 8, "float16", "NN", "int8")
+    # No cross type: cuBLAS has no FP16-in, BF16-out GEMM to check it against.
+    with pytest.raises(InputError, match=r"float32, bfloat16 for bfloat16 inputs, got 'float16'"):
+        Shape(8, 8, 8, "bfloat16", "NN", "float16")
     assert Shape(8, 8, 8, "float16").out_dtype == "float16"
     assert Shape(8, 8, 8).out_dtype == "float32"
     assert Shape(8, 8, 8, "bfloat16", "NN", "float32").label() == "8x8x8 bfloat16 NN -> float32"

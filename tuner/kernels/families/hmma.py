@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from tuner.core.shape import HALF_DTYPES, OUT_DTYPES, SUPPORTED_LAYOUTS, Shape
+from tuner.core.shape import HALF_DTYPES, SUPPORTED_LAYOUTS, Shape
 from tuner.kernels.families._base import (
     SPLITK_IN_GRID_Z,
     CostTraits,
@@ -51,8 +51,8 @@ LAYOUT_CODES = {layout: code for code, layout in enumerate(SUPPORTED_LAYOUTS)}  
 # The type of C, the template's OUT: 0 is float32, the value of every name without an ``out``
 # token (``tuner.core.config.IMPLICIT_VALUES``).
 OUT_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
-# Every type C may be written in from half inputs.
-HALF_OUT_DTYPES = OUT_DTYPES[HALF_DTYPES[0]]
+# Every type the half templates write C in (a shape asks for float32 or its input type).
+HALF_OUT_DTYPES = tuple(OUT_CODES)
 # The shape-pinned parameters of the half families, last in their parameter lists.
 HALF_PINNED = ("DTYPE", "LAYOUT", "OUT")
 
