@@ -31,7 +31,7 @@ from tuner.answers.device_kind import ARCH_FORMAT
 from tuner.core.config import Config
 from tuner.core.dims import tflops as gemm_tflops
 from tuner.core.errors import InputError
-from tuner.core.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
+from tuner.core.shape import MAX_DIM, OUT_DTYPES, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS
 from tuner.kernels.families import FAMILIES, checked_config, parse_config
 from tuner.kernels.families._base import MathUnit
 from tuner.model.rates import ARCH_FIGURES, ArchFigures
@@ -100,6 +100,10 @@ def shape_problems(shape: ShapeIn) -> list[Problem]:
         value = getattr(shape, name)
         if value not in allowed:
             problems.append(Problem((name,), f"must be one of {', '.join(allowed)}, got {value!r}"))
+    outs = OUT_DTYPES.get(shape.dtype)
+    if outs is not None and shape.out_dtype not in outs:
+        message = f"must be one of {', '.join(outs)} for {shape.dtype} inputs"
+        problems.append(Problem(("out_dtype",), f"{message}, got {shape.out_dtype!r}"))
     return problems
 
 

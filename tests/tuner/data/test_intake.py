@@ -156,3 +156,13 @@ def test_half_inputs_are_held_to_the_tensor_core_peak_for_hmma_and_cublas() -> N
     assert fields(H100, half, good(name, ms=too_fast, cublas_ms=too_fast)) == {"ms", "cublas_ms"}
     # float32: cuBLAS is held to FMA, so the same cuBLAS time is refused there.
     assert "cublas_ms" in fields(H100, CUBE, good(cublas_ms=0.19))
+
+
+def test_a_type_of_c_the_inputs_cannot_write_is_named() -> None:
+    for dtype, out in (("float32", "bfloat16"), ("float16", "bfloat16"), ("bfloat16", "int8")):
+        shape = storage.ShapeIn(64, 64, 64, dtype=dtype, out_dtype=out)
+        assert fields(H100, shape, good()) == {"shape.out_dtype"}
+    for dtype, out in (("float32", "float32"), ("bfloat16", "bfloat16"), ("float16", "float32")):
+        assert "shape.out_dtype" not in fields(
+            H100, storage.ShapeIn(64, 64, 64, dtype, "NN", out), good()
+        )
