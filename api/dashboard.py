@@ -19,11 +19,14 @@ def _pct(entry: Tuned) -> float | None:
 
 
 def _label(entry: Tuned) -> str:
-    """A chart bar's label: the shape, then dtype and layout unless float32 NN, then the
-    accuracy class unless exact (a shape may have a best of each class)."""
+    """A chart bar's label: the shape, then dtype and layout unless float32 NN, then the type
+    of C where it is not the input type, then the accuracy class unless exact (a shape may
+    have a best of each class)."""
     shape = f"{entry.m}x{entry.n}x{entry.k}"
     if (entry.dtype, entry.layout) != ("float32", "NN"):
         shape = f"{shape} {entry.dtype} {entry.layout}"
+    if entry.out_dtype != entry.dtype:
+        shape = f"{shape} -> {entry.out_dtype}"
     if entry.accuracy != DEFAULT_ACCURACY:
         shape = f"{shape} {entry.accuracy}"
     return shape

@@ -107,7 +107,7 @@ def sweep_records(table: SweepTable) -> Iterator[Record]:
         when = measured_at(record.provenance, table.header.date)
         yield (
             device,
-            storage.ShapeIn(shape.m, shape.n, shape.k, shape.dtype, shape.layout),
+            storage.ShapeIn(shape.m, shape.n, shape.k, shape.dtype, shape.layout, shape.out),
             replace(record, created_at=when),
         )
 
@@ -123,7 +123,7 @@ def suite_records(suite: SuiteFile) -> Iterator[Record]:
         config = parse_config(row.config)
         yield (
             device,
-            storage.ShapeIn(m, n, k, row.shape.dtype, row.shape.layout),
+            storage.ShapeIn(m, n, k, row.shape.dtype, row.shape.layout, row.shape.out),
             storage.MeasurementIn(
                 family=config.family,
                 config_name=config.name,

@@ -96,6 +96,7 @@ def measurement_out(row: storage.Measurement) -> schemas.MeasurementOut:
         shape=schemas.ShapeOut(m=shape.m, n=shape.n, k=shape.k),
         dtype=shape.dtype,
         layout=shape.layout,
+        out_dtype=shape.out_dtype,
         **storage.measurement_values(row, derive_tflops=True),
     )
 

@@ -24,7 +24,13 @@ from tuner.core.accuracy import ACCURACY_CLASSES, ACCURACY_NAMES, DEFAULT_ACCURA
 from tuner.core.dims import Dims
 from tuner.core.evaluators import EVALUATORS
 from tuner.core.phases import PHASES
-from tuner.core.shape import ACCEPTED_LAYOUTS, MAX_DIM, SUPPORTED_DTYPES
+from tuner.core.shape import (
+    ACCEPTED_LAYOUTS,
+    MAX_DIM,
+    OUT_DTYPES,
+    STORED_OUT_DTYPE,
+    SUPPORTED_DTYPES,
+)
 from tuner.core.statuses import STATUSES
 from tuner.kernels.families import FAMILIES
 
@@ -33,8 +39,27 @@ Dim = Annotated[StrictInt, Field(ge=1, le=MAX_DIM, description=f"matrix dimensio
 Count = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
 Dtype = Annotated[
     Literal[SUPPORTED_DTYPES],  # type: ignore[valid-type]
-    Field(description="type of A and B; half inputs are summed in FP32 into a float32 C"),
+    Field(description="type of A and B; half inputs are multiplied exactly and summed in FP32"),
 ]
+OutDtype = Annotated[
+    Literal[SUPPORTED_DTYPES],  # type: ignore[valid-type]
+    Field(
+        description="type of C: float32 for float32 inputs; float32 or the input type for "
+        "half inputs (beta * C and the sums in FP32, C rounded once)"
+    ),
+]
+
+
+def _out_for_inputs(value: Any, info: ValidationInfo) -> Any:
+    """``value`` (a type of C) if C may be written in it for the request's input type."""
+    dtype = info.data.get("dtype")
+    if value is not None and dtype is not None and value not in OUT_DTYPES[dtype]:
+        raise ValueError(
+            f"must be one of {', '.join(OUT_DTYPES[dtype])} for {dtype} inputs, got {value!r}"
+        )
+    return value
+
+
 Layout = Annotated[
     Literal[ACCEPTED_LAYOUTS],  # type: ignore[valid-type]
     Field(
@@ -123,6 +148,11 @@ class BestRequest(Strict):
     k: Dim
     dtype: Dtype = "float32"
     layout: Layout = "NN"
+    out_dtype: OutDtype | None = Field(
+        default=None,
+        description="type of C the config writes; omitted: the input type (as torch.matmul "
+        "gives: float16 C for float16 inputs)",
+    )
     accuracy: Accuracy = DEFAULT_ACCURACY
     device: str | None = Field(
         default=None,
@@ -145,6 +175,8 @@ class BestRequest(Strict):
     include_source: StrictBool = Field(
         default=False, description="add CUDA source and launch geometry"
     )
+
+    _out_dtype = field_validator("out_dtype")(_out_for_inputs)
 
     @field_validator("device_arch", "device_sm_count")
     @classmethod
@@ -299,6 +331,13 @@ class ShapeIn(Strict):
     k: Dim
     dtype: Dtype = "float32"
     layout: Layout = "NN"
+    out_dtype: OutDtype = Field(
+        default=STORED_OUT_DTYPE,
+        description="type of C the measurements wrote; omitted: float32 (what every result "
+        "measured before C had a type)",
+    )
+
+    _out_dtype = field_validator("out_dtype")(_out_for_inputs)
 
 
 class MeasurementIn(Strict):
@@ -360,6 +399,7 @@ class MeasurementOut(BaseModel):
     shape: ShapeOut
     dtype: str
     layout: str
+    out_dtype: str
     # The measurement record (storage.MEASUREMENT_FIELDS), TFLOP/s derived where not stored.
     family: str
     config_name: str

@@ -40,7 +40,8 @@ def band(ratio: float | None) -> str:
 
 @dataclass(frozen=True)
 class Neighbour:
-    """A tuned shape and the nearest other tuned shape of its device, dtype and layout: the
+    """A tuned shape and the nearest other tuned shape of its device, dtype, layout and type of
+    C: the
     answer it would get if it had not been tuned."""
 
     entry: Tuned
@@ -56,7 +57,8 @@ def neighbours(entries: list[Tuned]) -> list[Neighbour]:
             (math.dist(entry.log_point, o.log_point), o)
             for o in entries
             if o is not entry
-            and (o.device, o.dtype, o.layout) == (entry.device, entry.dtype, entry.layout)
+            and (o.device, o.dtype, o.layout, o.out_dtype)
+            == (entry.device, entry.dtype, entry.layout, entry.out_dtype)
         ]
         distance, nearest = min(others, key=lambda item: item[0], default=(None, None))
         out.append(Neighbour(entry, nearest, distance))

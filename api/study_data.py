@@ -21,6 +21,7 @@ from api.study_names import study_title
 from tuner.core.dims import tflops as gemm_tflops
 from tuner.core.evaluators import EvaluatorKind
 from tuner.core.phases import Phase
+from tuner.core.shape import STORED_OUT_DTYPE
 
 # A study whose last trial is younger than this is shown as running (and refreshed live).
 RUNNING_WINDOW = timedelta(minutes=2)
@@ -62,11 +63,12 @@ class Study:
     phase: Phase = Phase.SCREENING
     dtype: str = "float32"
     layout: str = "NN"
+    out_dtype: str = STORED_OUT_DTYPE
 
     @property
     def title(self) -> str:
         m, n, k = self.shape
-        where = storage.StudyShape(m, n, k, self.dtype, self.layout)
+        where = storage.StudyShape(m, n, k, self.dtype, self.layout, self.out_dtype)
         return study_title(self.name, self.phase, self.device, where, self.families, self.replayed)
 
     @cached_property
@@ -112,7 +114,15 @@ def load_study(session: Session, name: str, phase: Phase = Phase.SCREENING) -> S
     shape = (first.m, first.n, first.k)
     trials = _trials(rows, shape, 0, None)
     return Study(
-        name, first.device, shape, trials, _cublas(trials), phase, first.dtype, first.layout
+        name,
+        first.device,
+        shape,
+        trials,
+        _cublas(trials),
+        phase,
+        first.dtype,
+        first.layout,
+        first.out_dtype,
     )
 
 

@@ -31,8 +31,9 @@ def study_title(
 ) -> str:
     """``4096x4096x4096 on NVIDIA H100 80GB HBM3 · warptile, pipelined`` (with multiplication
     signs) for a study of one device and shape (``4096x4096x4096 bfloat16 NT on ...`` for inputs
-    other than float32 NN; ``... · finalists re-measured`` for its final phase),
-    ``4096x4096x4096 · sweep table h100-sweep`` for a preloaded sweep table; else the key.
+    other than float32 NN, ``... -> float32`` where C's type is not the input type;
+    ``... · finalists re-measured`` for its final phase), ``4096x4096x4096 · sweep table
+    h100-sweep`` for a preloaded sweep table; else the key.
     A study replayed from tables (``replayed``) says so at the end of any of these, so its
     times are never read as the device's."""
     title = _title(name, phase, device, shape, families)
@@ -56,6 +57,8 @@ def _title(
         return name
     if (shape.dtype, shape.layout) != ("float32", "NN"):
         dims += f" {shape.dtype} {shape.layout}"
+    if shape.out_dtype != shape.dtype:
+        dims += f" -> {shape.out_dtype}"
     if phase == Phase.FINAL:
         return f"{dims} on {device} · finalists re-measured"
     ordered = sorted(set(families), key=lambda f: (_FAMILY_ORDER.get(f, len(_FAMILY_ORDER)), f))

@@ -33,7 +33,10 @@ def picks(gpu: GpuEvaluator, shape: Shape, count: int) -> list[Config]:
     """The cost model's ``count`` fastest hmma configs for the shape, and the default."""
     configs = Space("hmma", shape, gpu.device).candidates()
     ranked = sorted(configs, key=lambda c: estimate(c, shape, gpu.device).ms)
-    chosen = [default_config(shape.m, shape.n, shape.dtype, shape.layout), *ranked]
+    chosen = [
+        default_config(shape.m, shape.n, shape.dtype, shape.layout, out_dtype=shape.out),
+        *ranked,
+    ]
     return list(dict.fromkeys(chosen))[: count + 1]
 
 
@@ -82,7 +85,9 @@ def main() -> None:
     try:
         for text in args.shape or SHAPES:
             for dtype, layout in KINDS:
-                rows.append(measure(gpu, parse_shape(text, dtype, layout), args.count, args.rounds))
+                # float32 C: what this first look measured, before C had a type.
+                shape = parse_shape(text, dtype, layout, "float32")
+                rows.append(measure(gpu, shape, args.count, args.rounds))
                 write(args, gpu, rows)
     finally:
         gpu.close()

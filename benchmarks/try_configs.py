@@ -2,7 +2,7 @@
 any study.
 
     python benchmarks/try_configs.py --shape 256x256x65536 [--shape ...] --out try.json \
-        [--dtype float32] [--layout NN] \
+        [--dtype float32] [--layout NN] [--out-dtype float32] \
         splitk_bm128_bn128_bk16_wm64_wn32_wni1_tm8_tn4_t256_s3_sk32 ...
 
 For trying configs a family's parameter values do not list yet (a config only has to satisfy
@@ -62,10 +62,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--dtype", default="float32", help="of every shape")
     parser.add_argument("--layout", default="NN", help="of every shape")
+    parser.add_argument(
+        "--out-dtype", default=None, help="type of C of every shape (default: the input type)"
+    )
     parser.add_argument("configs", nargs="+")
     args = parser.parse_args()
 
-    shapes = [parse_shape(text, args.dtype, args.layout) for text in args.shape]
+    shapes = [parse_shape(text, args.dtype, args.layout, args.out_dtype) for text in args.shape]
     configs = [parse_config(name) for name in args.configs]
     gpu = GpuEvaluator(budget_ms=args.budget_ms)
     rows: list[dict[str, object]] = []

@@ -17,7 +17,7 @@ from tuner.core.accuracy import UNLABELLED
 from tuner.core.evaluators import EVALUATORS, EvaluatorKind
 from tuner.core.phases import Phase, check_phase
 from tuner.core.provenance import check_provenance
-from tuner.core.shape import LEGACY_LAYOUTS
+from tuner.core.shape import LEGACY_LAYOUTS, STORED_OUT_DTYPE
 from tuner.core.statuses import STATUSES
 
 # Column lengths of the tables (storage.models); tuner.data.intake checks records against the same
@@ -96,19 +96,23 @@ class DeviceIn:
 
 @dataclass(frozen=True)
 class ShapeIn:
-    """A GEMM problem; dtype and layout are part of the key because they change the answer."""
+    """A GEMM problem; dtype, layout and the type of C are part of the key because they change
+    the answer. ``out_dtype`` defaults to float32, what every row before it was measured writing
+    (``tuner.core.shape.STORED_OUT_DTYPE``)."""
 
     m: int
     n: int
     k: int
     dtype: str = "float32"
     layout: str = "NN"
+    out_dtype: str = STORED_OUT_DTYPE
 
     def __post_init__(self) -> None:
         for dim in ("m", "n", "k"):
             _check_int(dim, getattr(self, dim), minimum=1)
         _check_text("dtype", self.dtype)
         _check_text("layout", self.layout)
+        _check_text("out_dtype", self.out_dtype)
         object.__setattr__(self, "layout", LEGACY_LAYOUTS.get(self.layout, self.layout))
 
 

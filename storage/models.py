@@ -39,6 +39,7 @@ from storage.inputs import DEVICE_NAME_LENGTH, FAMILY_LENGTH, LABEL_LENGTH, NAME
 from tuner.core.accuracy import UNLABELLED
 from tuner.core.evaluators import EvaluatorKind
 from tuner.core.phases import Phase
+from tuner.core.shape import STORED_OUT_DTYPE
 from tuner.core.statuses import STATUSES
 
 # Deterministic constraint names, so Alembic revisions can refer to them on every backend.
@@ -111,10 +112,11 @@ class Device(Base):
 
 
 class Shape(Base):
-    """A GEMM problem size with the dtype and layout that change which kernel wins."""
+    """A GEMM problem size with the dtype, layout and type of C that change which kernel wins.
+    Rows from before C had a type (revision 0012) wrote float32 C."""
 
     __tablename__ = "shape"
-    __table_args__ = (UniqueConstraint("m", "n", "k", "dtype", "layout"),)
+    __table_args__ = (UniqueConstraint("m", "n", "k", "dtype", "layout", "out_dtype"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     m: Mapped[int] = mapped_column(Integer)
@@ -124,6 +126,9 @@ class Shape(Base):
         String(LABEL_LENGTH), default="float32", server_default="float32"
     )
     layout: Mapped[str] = mapped_column(String(LABEL_LENGTH), default="NN", server_default="NN")
+    out_dtype: Mapped[str] = mapped_column(
+        String(LABEL_LENGTH), default=STORED_OUT_DTYPE, server_default=STORED_OUT_DTYPE
+    )
 
 
 class Measurement(Base):

@@ -17,6 +17,7 @@ from storage.inputs import DeviceIn, ShapeIn
 from storage.models import BestConfig, Device, DeviceRates, Measurement, Shape
 from tuner.core.evaluators import EvaluatorKind
 from tuner.core.phases import Phase
+from tuner.core.shape import STORED_OUT_DTYPE
 
 MAX_PAGE = 1000
 
@@ -33,7 +34,7 @@ def find_device(session: Session, device: DeviceIn) -> Device | None:
 
 
 def find_shape(session: Session, shape: ShapeIn) -> Shape | None:
-    """The stored shape equal to ``shape`` (dtype and layout included), if any."""
+    """The stored shape equal to ``shape`` (dtype, layout and type of C included), if any."""
     return session.scalars(
         select(Shape).where(
             Shape.m == shape.m,
@@ -41,6 +42,7 @@ def find_shape(session: Session, shape: ShapeIn) -> Shape | None:
             Shape.k == shape.k,
             Shape.dtype == shape.dtype,
             Shape.layout == shape.layout,
+            Shape.out_dtype == shape.out_dtype,
         )
     ).one_or_none()
 
@@ -88,6 +90,7 @@ def best_for(
     layout: str = "NN",
     *,
     accuracies: Collection[str] | None = None,
+    out_dtype: str = STORED_OUT_DTYPE,
 ) -> tuple[BestConfig, Measurement] | None:
     """The best config for exactly this shape on ``device_name`` (``None``: fastest anywhere).
 
@@ -103,6 +106,7 @@ def best_for(
             Shape.k == k,
             Shape.dtype == dtype,
             Shape.layout == layout,
+            Shape.out_dtype == out_dtype,
         )
         .order_by(Measurement.ms, BestConfig.id)
         .limit(1)
@@ -121,6 +125,7 @@ def fastest_replayed(
     layout: str = "NN",
     *,
     accuracies: Collection[str] | None = None,
+    out_dtype: str = STORED_OUT_DTYPE,
 ) -> Measurement | None:
     """What studies run on a replay table found for exactly this shape on ``device_name``: of
     its replayed ``ok`` times (``tuner.core.evaluators``), a final re-measurement before
@@ -137,6 +142,7 @@ def fastest_replayed(
             Shape.n == n,
             Shape.k == k,
             Shape.dtype == dtype,
+            Shape.out_dtype == out_dtype,
             Shape.layout == layout,
             Measurement.evaluator == EvaluatorKind.REPLAY.value,
             Measurement.status == "ok",
@@ -157,12 +163,12 @@ def fastest_replayed(
 
 def replayed_fastest_per_shape(
     session: Session, device_name: str
-) -> dict[tuple[int, int, int], str]:
+) -> dict[tuple[int, int, int], tuple[str, str]]:
     """For each (m, n, k) with replayed ``ok`` times on ``device_name``, the config of the
-    fastest: what studies on a replay table found where no best config can say it (a search's
-    warm starts read it; answers never do)."""
+    fastest and the type of C it wrote: what studies on a replay table found where no best
+    config can say it (a search's warm starts read it; answers never do)."""
     query = (
-        select(Shape.m, Shape.n, Shape.k, Measurement.config_name, Measurement.ms)
+        select(Shape.m, Shape.n, Shape.k, Measurement.config_name, Shape.out_dtype, Measurement.ms)
         .join(Measurement.device)
         .join(Measurement.shape)
         .where(
@@ -174,7 +180,7 @@ def replayed_fastest_per_shape(
         .order_by(Measurement.ms.desc(), Measurement.id.desc())
     )
     # Slowest first, so the fastest (the first stored of equals) is written last.
-    return {(m, n, k): name for m, n, k, name, _ in session.execute(query)}
+    return {(m, n, k): (name, out) for m, n, k, name, out, _ in session.execute(query)}
 
 
 def best_configs(session: Session, device: str | None = None) -> list[BestConfig]:
@@ -189,6 +195,7 @@ def best_configs(session: Session, device: str | None = None) -> list[BestConfig
         Shape.k,
         Shape.dtype,
         Shape.layout,
+        Shape.out_dtype,
         BestConfig.accuracy,
     )
     return list(session.scalars(query))
@@ -311,10 +318,15 @@ def measurements_for_study(
 
 
 def fastest_ok_times(
-    session: Session, device_name: str, dtype: str = "float32", layout: str = "NN"
+    session: Session,
+    device_name: str,
+    dtype: str = "float32",
+    layout: str = "NN",
+    out_dtype: str = STORED_OUT_DTYPE,
 ) -> list[tuple[int, int, int, str, float]]:
     """(m, n, k, config name, fastest ok ms) of every config measured on ``device_name`` by a
-    trusted writer: what the search transfers to a new shape of that device."""
+    trusted writer for this dtype, layout and type of C: what the search transfers to a new
+    shape of that device."""
     query = (
         select(Shape.m, Shape.n, Shape.k, Measurement.config_name, func.min(Measurement.ms))
         .join(Measurement.device)
@@ -323,6 +335,7 @@ def fastest_ok_times(
             Device.name == device_name,
             Shape.dtype == dtype,
             Shape.layout == layout,
+            Shape.out_dtype == out_dtype,
             Measurement.status == "ok",
             Measurement.ms.is_not(None),
             Measurement.trusted.is_(True),

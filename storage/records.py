@@ -125,6 +125,7 @@ def get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:
             "k": shape.k,
             "dtype": shape.dtype,
             "layout": shape.layout,
+            "out_dtype": shape.out_dtype,
         }
         insert_ignoring_conflicts(session, Shape, values)
         row = find_shape(session, shape)

@@ -144,16 +144,36 @@ def _run(target: str | Engine, step: _Step) -> None:
     engine = make_engine(target) if isinstance(target, str) else target
     try:
         with engine.connect() as connection:
-            if connection.dialect.name == "sqlite":
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:
+                # A table that others refer to (shape) is rebuilt in batch mode on SQLite: its
+                # drop would fail the children's foreign keys (it deletes every row first), so
+                # they are off for the migration, which may only be switched outside a
+                # transaction, and checked whole before it commits.
+                connection.exec_driver_sql("PRAGMA foreign_keys = OFF")
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
             elif connection.dialect.name == "postgresql":
                 connection.execute(select(func.pg_advisory_xact_lock(*SCHEMA_LOCK)))
-            _repair_unstamped(connection)
-            step(alembic_config(connection))
-            connection.commit()
+            try:
+                _repair_unstamped(connection)
+                step(alembic_config(connection))
+                if sqlite:
+                    _check_foreign_keys(connection)
+                connection.commit()
+            finally:
+                if sqlite:
+                    connection.rollback()  # nothing left open when the pragma is switched back
+                    connection.exec_driver_sql("PRAGMA foreign_keys = ON")
     finally:
         if isinstance(target, str):
             engine.dispose()
+
+
+def _check_foreign_keys(connection: Connection) -> None:
+    """Raise if a migration run with SQLite's foreign keys off left a row pointing nowhere."""
+    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        raise StorageError(f"schema change left rows with broken foreign keys: {broken[:5]}")
 
 
 def _repair_unstamped(connection: Connection) -> None:

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from storage.models import Device, Measurement, Shape
 from tuner.core.evaluators import EvaluatorKind
 from tuner.core.phases import Phase
+from tuner.core.shape import STORED_OUT_DTYPE
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class StudyShape:
     k: int
     dtype: str
     layout: str
+    out_dtype: str = STORED_OUT_DTYPE
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,8 @@ def study_summaries(session: Session) -> list[StudySummary]:
     rows = session.execute(query).all()
     devices = {d.id: d.name for d in session.scalars(select(Device))}
     shapes = {
-        s.id: StudyShape(s.m, s.n, s.k, s.dtype, s.layout) for s in session.scalars(select(Shape))
+        s.id: StudyShape(s.m, s.n, s.k, s.dtype, s.layout, s.out_dtype)
+        for s in session.scalars(select(Shape))
     }
     families = _families(session)
     summaries = [
@@ -151,11 +154,11 @@ def study_table(
 ) -> Sequence[Any]:
     """A study's measurements of one phase as plain rows in trial order, for pages that read
     thousands: :data:`STUDY_TABLE_COLUMNS` by name plus ``m``, ``n``, ``k``, ``dtype``,
-    ``layout`` and ``device`` (SQL rows, no ORM objects, read on the session's connection: the
-    ORM's result handling was a third of the read). With ``after_id``, only those stored after
-    that measurement (ids grow)."""
+    ``layout``, ``out_dtype`` and ``device`` (SQL rows, no ORM objects, read on the session's
+    connection: the ORM's result handling was a third of the read). With ``after_id``, only
+    those stored after that measurement (ids grow)."""
     columns = [Measurement.__table__.c[name] for name in STUDY_TABLE_COLUMNS]
-    shape_columns = (Shape.m, Shape.n, Shape.k, Shape.dtype, Shape.layout)
+    shape_columns = (Shape.m, Shape.n, Shape.k, Shape.dtype, Shape.layout, Shape.out_dtype)
     query = (
         select(*columns, *shape_columns, Device.name.label("device"))
         .join(Shape, Measurement.shape_id == Shape.id)

@@ -17,6 +17,8 @@ written before ``phase`` and ``trusted`` were fields said both in its study name
 they are read into the fields as schema revision 0009 read stored rows
 (:mod:`storage.legacy_records`). One written before ``evaluator`` was a field marked a replayed
 row only by the tables its provenance names; it is read as revision 0011 read stored rows.
+(:mod:`storage.legacy_records`). A shape written before C had a type has no ``out_dtype``: it
+was measured writing float32 C, as the migration that added the column made stored rows.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from storage.legacy_records import from_legacy
 from storage.models import Device, Measurement, Shape
 from storage.staging import write_staged
 from storage.values import measurement_values
+from tuner.core.shape import STORED_OUT_DTYPE
 
 FORMAT_NAME = "gemmtune-export"
 FORMAT_VERSION = 1
@@ -52,7 +55,14 @@ def _device_dict(device: Device) -> dict[str, Any]:
 
 
 def _shape_dict(shape: Shape) -> dict[str, Any]:
-    return {"m": shape.m, "n": shape.n, "k": shape.k, "dtype": shape.dtype, "layout": shape.layout}
+    return {
+        "m": shape.m,
+        "n": shape.n,
+        "k": shape.k,
+        "dtype": shape.dtype,
+        "layout": shape.layout,
+        "out_dtype": shape.out_dtype,
+    }
 
 
 def _measurement_dict(row: Measurement) -> dict[str, Any]:
@@ -245,6 +255,8 @@ def _parse_shape(value: Any, where: str) -> ShapeIn:
             k=_require(item, "k", where),
             dtype=item.get("dtype", "float32"),
             layout=item.get("layout", "NN"),
+            # A file written before C had a type: every measurement in it wrote float32 C.
+            out_dtype=item.get("out_dtype", STORED_OUT_DTYPE),
         ),
     )
 

@@ -67,9 +67,10 @@ def best(
     dtype: str = "float32",
     layout: str = "NN",
     accuracy: str = DEFAULT_ACCURACY,
+    out_dtype: str | None = None,
 ) -> Answer:
-    """The best config for an m x n x k GEMM of ``dtype`` inputs in ``layout`` on ``device``,
-    of accuracy class ``accuracy`` or a more exact one.
+    """The best config for an m x n x k GEMM of ``dtype`` inputs in ``layout`` writing C in
+    ``out_dtype`` on ``device``, of accuracy class ``accuracy`` or a more exact one.
 
     Args:
         url: base URL of a gemmtune server (``http://host:8000``); default ``$GEMMTUNE_API_URL``.
@@ -82,16 +83,19 @@ def best(
         dtype, layout: the inputs' type and how they are stored (``tuner.core.shape``).
         accuracy: the least exact class accepted (``tuner.core.accuracy``): ``exact`` (the
             default) or ``bf16x3`` (float32 emulated on the BF16 tensor cores).
+        out_dtype: the type of C: float32 for float32 inputs; float32 or the input type
+            for half inputs; None (the default) is the input type, as torch.matmul gives.
 
     Raises:
-        InputError: a dimension outside 1..2**31-1, an unknown dtype, layout or accuracy, a
+        InputError: a dimension outside 1..2**31-1, an unknown dtype, layout, out_dtype
+            (or one the input type cannot write) or accuracy, a
             layout no family of the accuracy class computes for the dtype, a device name
             nothing is stored for
             (given without its arch), or an error answer from the server.
         storage.StorageError: ``db`` names no gemmtune database (a missing SQLite file is not
             created).
     """
-    shape = Shape(m, n, k, dtype, layout)  # validates, naming the field
+    shape = Shape(m, n, k, dtype, layout, out_dtype)  # validates, naming the field
     check_accuracy(accuracy)
     asked = _resolve(device)
     url = url or (None if db else os.environ.get(API_URL_ENV_VAR))
@@ -111,6 +115,7 @@ def _over_http(
         "k": shape.k,
         "dtype": shape.dtype,
         "layout": shape.layout,
+        "out_dtype": shape.out,
         "accuracy": accuracy,
     }
     if device is not None:
@@ -140,7 +145,14 @@ def _from_database(
 
     snapshot = _index(storage.database_url(db)).refresh_if_due()
     return snapshot.answer(
-        shape.m, shape.n, shape.k, shape.dtype, shape.layout, device=device, accuracy=accuracy
+        shape.m,
+        shape.n,
+        shape.k,
+        shape.dtype,
+        shape.layout,
+        device=device,
+        accuracy=accuracy,
+        out_dtype=shape.out,
     )
 
 
@@ -186,9 +198,17 @@ def _chosen(
     key = (shape, url, db, device, accuracy)
     found = _configs.get(key)
     if found is None:
-        m, n, k, dtype, layout = shape.m, shape.n, shape.k, shape.dtype, shape.layout
         answer = best(
-            m, n, k, url=url, db=db, device=device, dtype=dtype, layout=layout, accuracy=accuracy
+            shape.m,
+            shape.n,
+            shape.k,
+            url=url,
+            db=db,
+            device=device,
+            dtype=shape.dtype,
+            layout=shape.layout,
+            accuracy=accuracy,
+            out_dtype=shape.out,
         )
         algorithm = answer.vendor_algorithm()
         found = _configs[key] = (answer.name, tuple(algorithm) if algorithm else None)
@@ -206,31 +226,38 @@ def matmul(
     db: str | None = None,
     device: DeviceArg = CURRENT,
     accuracy: str = DEFAULT_ACCURACY,
+    out_dtype: str | None = None,
 ) -> Any:
-    """``alpha * a @ b + beta * c`` with gemmtune's best kernel for the shape, dtype and layout:
-    strict FP32 for float32 inputs, FP32 sums of the exact products for float16 and bfloat16
-    (C is float32 either way); with ``accuracy="bf16x3"``, float32 inputs may be emulated on
-    the BF16 tensor cores (``tuner.core.accuracy``), where that is faster.
+    """``alpha * a @ b + beta * c`` with gemmtune's best kernel for the shape, dtype, layout and
+    type of C: strict FP32 for float32 inputs, FP32 sums of the exact products for float16 and
+    bfloat16 (beta * C in FP32 too, a half C rounded once); with ``accuracy="bf16x3"``, float32
+    inputs may be emulated on the BF16 tensor cores (``tuner.core.accuracy``), where that is
+    faster.
 
     Args:
         a, b: 2-D CuPy arrays of one dtype (float32, float16, or bfloat16 where CuPy has it),
             (M, K) and (K, N). A C-contiguous array is read as it is, and so is the transposed
             view of one (``w.T``, as nn.Linear multiplies: layout NT), without a copy; other
             strides are copied once.
-        c: (M, N) float32 C-contiguous array, overwritten with the result; ``None`` allocates
-            one (and then ``beta`` must be 0, there being no C to scale).
+        c: (M, N) C-contiguous array, overwritten with the result, of the type C is written in
+            (which it decides when ``out_dtype`` is None); ``None`` allocates one of
+            ``out_dtype`` (and then ``beta`` must be 0, there being no C to scale).
         url, db, device: where to look the config up, and for which GPU: by default the
             one running it (see :func:`tuner.client.best`).
         accuracy: the least exact class accepted (``exact``, the default, or ``bf16x3``).
             float32 in a layout only emulated families compute (a transposed view) at
             ``exact`` is copied to NN first.
+        out_dtype: the type of C (see :func:`best`); None: ``c``'s dtype when ``c`` is given,
+            else the input type, as torch.matmul gives (float32 stays available for half
+            inputs).
 
     Returns:
         ``c``, or the new array.
 
     Raises:
         InputError: naming the array, when ``a`` or ``b`` is not a 2-D CuPy array of a
-            supported dtype, when their dtypes differ, or when the shapes do not fit.
+            supported dtype, when their dtypes differ, when the shapes do not fit, or when
+            ``c`` and ``out_dtype`` disagree or name a type the inputs cannot write.
         ImportError: CuPy is not installed (the message names the extra to install).
 
     Where the vendor library won the study (family ``cublaslt``), the call is cuBLASLt's
@@ -248,7 +275,8 @@ def matmul(
     thread, so calls on different streams may run concurrently (see
     :func:`tuner.gpu.loaded.compiled`).
     """
-    return _run_matmul()(a, b, alpha, beta, c, accuracy, (url, db, device, accuracy), _answer)
+    asked = (url, db, device, accuracy)
+    return _run_matmul()(a, b, alpha, beta, c, accuracy, out_dtype, asked, _answer)
 
 
 def _answer(shape: Shape, asked: tuple[str | None, str | None, DeviceArg, str]) -> Chosen:

@@ -57,7 +57,14 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
     if content is None:
         device = asked_device(body)
         answer = snapshot.answer(
-            body.m, body.n, body.k, body.dtype, body.layout, device, accuracy=body.accuracy
+            body.m,
+            body.n,
+            body.k,
+            body.dtype,
+            body.layout,
+            device,
+            accuracy=body.accuracy,
+            out_dtype=body.out_dtype,
         )
         content = best_response(answer, body.include_source).model_dump_json().encode()
         if len(snapshot.responses) < MAX_CACHED:

@@ -97,30 +97,38 @@ def test_shape_space_shows_tuned_shapes_and_answers_like_the_api(
 
 
 def test_half_inputs_show_their_dtype_and_layout(tmp_path: Path) -> None:
-    """A bfloat16 NT best config beside the float32 NN ones: its own row, columns and bar."""
+    """A bfloat16 NT best config writing float32 C (a row from before C had a type) and one
+    writing bfloat16 C, beside the float32 NN ones: their own rows, columns and bars."""
     url = f"sqlite:///{tmp_path / 'half.db'}"
     seed(url)
     sessions = storage.make_session_factory(storage.make_engine(url))
     half = storage.ShapeIn(4096, 4096, 4096, "bfloat16", "NT")
+    half_c = storage.ShapeIn(4096, 4096, 4096, "bfloat16", "NT", "bfloat16")
     name = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_dt1_ly1"
     with sessions.begin() as session:
-        storage.record_measurement(
-            session,
-            H100,
-            half,
-            storage.MeasurementIn("hmma", name, {"BM": 128}, ms=0.4, cublas_ms=0.2),
-        )
+        for shape, config, ms in ((half, name, 0.4), (half_c, name + "_out2", 0.3)):
+            storage.record_measurement(
+                session,
+                H100,
+                shape,
+                storage.MeasurementIn("hmma", config, {"BM": 128}, ms=ms, cublas_ms=0.2),
+            )
     app = make_app(url)
     with TestClient(app) as client:
         html = client.get("/dashboard").text
         shapes = client.get("/dashboard/shapes").text
     app.state.engine.dispose()
     best = html.split('<table class="best-configs">')[2]  # the H100's (the A100's first)
-    assert "<th>dtype</th><th>layout</th>" in best
-    assert "<td>4096\u00d74096\u00d74096</td><td>bfloat16</td><td>NT</td>" in best
-    assert "<td>4096\u00d74096\u00d74096</td><td>float32</td><td>NN</td>" in best
-    assert ">4096x4096x4096 bfloat16 NT<" in html  # the chart's bar label
-    assert '<td>bfloat16</td><td>NT</td><td class="wrap"><code>' + name in shapes
+    assert "<th>dtype</th><th>out</th><th>layout</th>" in best
+    cube = "<td>4096\u00d74096\u00d74096</td>"
+    assert f"{cube}<td>bfloat16</td><td>float32</td><td>NT</td>" in best
+    assert f"{cube}<td>bfloat16</td><td>bfloat16</td><td>NT</td>" in best
+    assert f"{cube}<td>float32</td><td>float32</td><td>NN</td>" in best
+    assert ">4096x4096x4096 bfloat16 NT -&gt; float32<" in html  # the chart's bar labels
+    assert ">4096x4096x4096 bfloat16 NT<" in html
+    row = '<td>bfloat16</td><td>{}</td><td>NT</td><td class="wrap"><code>{}'
+    assert row.format("float32", name) in shapes
+    assert row.format("bfloat16", name + "_out2") in shapes
 
 
 def test_an_emulated_best_shows_its_accuracy_class_beside_the_exact_one(tmp_path: Path) -> None:

@@ -227,27 +227,38 @@ def test_the_committed_results_answer_every_type_and_class_they_hold_exactly(
     sessions: sessionmaker[Session],
 ) -> None:
     """For each (dtype, layout, accuracy class) of the shipped suite files, a preloaded database
-    answers one of its shapes ``exact``, and a shape beside it ``nearest``."""
-    kinds: dict[tuple[str, str, str], tuple[int, int, int]] = {}
+    answers one of its shapes ``exact``, and a shape beside it ``nearest``, when asked for the
+    float32 C they were measured writing (files without ``out_dtype``). Asked for a half C (the
+    default for half inputs), a half shape is answered ``nearest``: a config of the suites with
+    OUT set for the asked C, never a split-K one."""
+    kinds: dict[tuple[str, str, str, str], tuple[int, int, int]] = {}
     for path in all_suite_files(results_dir()):
         for row in read_suite_file(path).rows:
             if row.status == "ok" and row.config is not None:
                 key = (
                     row.shape.dtype,
                     row.shape.layout,
+                    row.shape.out,
                     accuracy_of(parse_config(row.config).family),
                 )
                 kinds.setdefault(key, (row.shape.m, row.shape.n, row.shape.k))
-    assert {dtype for dtype, _, _ in kinds} >= {"float32", "bfloat16", "float16"}
-    assert any(accuracy != "exact" for _, _, accuracy in kinds)
+    assert {dtype for dtype, _, _, _ in kinds} >= {"float32", "bfloat16", "float16"}
+    assert {out for _, _, out, _ in kinds} == {"float32"}
+    assert any(accuracy != "exact" for _, _, _, accuracy in kinds)
     assert preload(sessions).outcome is Outcome.STORED
     with sessions() as session:
         snapshot = load_snapshot(session)
-    for (dtype, layout, accuracy), (m, n, k) in sorted(kinds.items()):
-        exact = snapshot.answer(m, n, k, dtype, layout, accuracy=accuracy)
+    for (dtype, layout, out, accuracy), (m, n, k) in sorted(kinds.items()):
+        asked = {"accuracy": accuracy, "out_dtype": out}
+        exact = snapshot.answer(m, n, k, dtype, layout, **asked)
         assert exact.source == "exact", (dtype, layout, accuracy, (m, n, k))
-        beside = snapshot.answer(m + 8, n, k, dtype, layout, accuracy=accuracy)
+        beside = snapshot.answer(m + 8, n, k, dtype, layout, **asked)
         assert beside.source == "nearest", (dtype, layout, accuracy, (m + 8, n, k))
+        if dtype != "float32":
+            half = snapshot.answer(m, n, k, dtype, layout, accuracy=accuracy)
+            assert (half.source, half.out_dtype) == ("nearest", dtype), (dtype, layout)
+            assert half.params["OUT"] == {"float16": 1, "bfloat16": 2}[dtype]
+            assert "_splitk" not in half.family
 
 
 def test_the_served_app_answers_every_committed_type_and_class_over_http(
@@ -275,7 +286,13 @@ def test_the_served_app_answers_every_committed_type_and_class_over_http(
     try:
         with TestClient(app) as client:
             for (dtype, layout, accuracy), (m, n, k) in sorted(asked.items()):
-                kind = {"dtype": dtype, "layout": layout, "accuracy": accuracy}
+                # The committed suites measured float32 C: asked so, they are exact.
+                kind = {
+                    "dtype": dtype,
+                    "layout": layout,
+                    "accuracy": accuracy,
+                    "out_dtype": "float32",
+                }
                 exact = client.post("/v1/configs/best", json={"m": m, "n": n, "k": k, **kind})
                 assert exact.status_code == 200, exact.text
                 body = exact.json()

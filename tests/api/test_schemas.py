@@ -22,7 +22,7 @@ def test_uploads_and_result_lists_carry_every_measurement_field() -> None:
     ]
     assert tuple(listed) == storage.MEASUREMENT_FIELDS
     extra = set(schemas.MeasurementOut.model_fields) - set(storage.MEASUREMENT_FIELDS)
-    assert extra == {"id", "device", "shape", "dtype", "layout"}
+    assert extra == {"id", "device", "shape", "dtype", "layout", "out_dtype"}
 
 
 def test_the_best_response_is_the_answer_plus_its_kernel() -> None:

@@ -40,12 +40,20 @@ CUBE = StudyShape(4096, 4096, 4096, "float32", "NN")
             "8192\u00d78192\u00d7256 · sweep table h100-sweep-streamk-smallk",
         ),
         (
+            f"{H100}|4096x4096x4097|bfloat16|NT->bfloat16|hmma",
+            Phase.SCREENING,
+            H100,
+            StudyShape(4096, 4096, 4097, "bfloat16", "NT", "bfloat16"),
+            ("hmma",),
+            "4096\u00d74096\u00d74097 bfloat16 NT on NVIDIA H100 80GB HBM3 · hmma",
+        ),
+        (  # a study from before C had a type: float32 C, said in its title
             f"{H100}|4096x4096x4097|bfloat16|NT|hmma",
             Phase.SCREENING,
             H100,
             StudyShape(4096, 4096, 4097, "bfloat16", "NT"),
             ("hmma",),
-            "4096\u00d74096\u00d74097 bfloat16 NT on NVIDIA H100 80GB HBM3 · hmma",
+            "4096\u00d74096\u00d74097 bfloat16 NT -> float32 on NVIDIA H100 80GB HBM3 · hmma",
         ),
         ("my study", Phase.SCREENING, None, CUBE, ("warptile",), "my study"),  # several devices
         ("mixed", Phase.SCREENING, H100, None, ("warptile",), "mixed"),  # several shapes

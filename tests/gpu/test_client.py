@@ -90,7 +90,8 @@ def test_matmul_takes_half_inputs_and_transposed_views_in_place(
     db: str, m: int, n: int, k: int, layout: str
 ) -> None:
     """float16 A and B, either one a transposed view (``w.T``), against FP32 on the same
-    rounded values; the transposed views are read where they are (layout ``T``)."""
+    rounded values; the transposed views are read where they are (layout ``T``). C is float16
+    by default, as torch.matmul gives, and float32 when asked."""
     import cupy
 
     import tuner
@@ -103,10 +104,15 @@ def test_matmul_takes_half_inputs_and_transposed_views_in_place(
     a16, b16 = a32.astype(cupy.float16), b32.astype(cupy.float16)
     a = a16.T if layout[0] == "T" else a16
     b = b16.T if layout[1] == "T" else b16
-    out = tuner.matmul(a, b, db=db)
-    assert out.dtype == cupy.float32 and out.shape == (m, n)
     ref = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    assert relative_error(out, ref) <= reference_tolerance(k, "float16")
+    out = tuner.matmul(a, b, db=db)
+    assert out.dtype == cupy.float16 and out.shape == (m, n)
+    assert relative_error(out.astype(cupy.float32), ref) <= reference_tolerance(
+        k, "float16", "float16"
+    )
+    wide = tuner.matmul(a, b, db=db, out_dtype="float32")
+    assert wide.dtype == cupy.float32
+    assert relative_error(wide, ref) <= reference_tolerance(k, "float16")
     # The view is read as stored: layout T for a transposed view, except where the array is
     # C-contiguous either way round (one row or column: its transpose is the same memory).
     read_as = "".join("N" if x.flags.c_contiguous else "T" for x in (a, b))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.gpu.loaded_kernels import compile_and_load
-from tuner.core.config import PARAM_ABBR
+from tuner.core.config import IMPLICIT_VALUES, PARAM_ABBR
 from tuner.core.shape import SUPPORTED_LAYOUTS, Shape
 from tuner.kernels.families import HMMA
 
@@ -44,9 +44,17 @@ EDGE = [
 ]
 
 
-def kind_config(base: str, dtype: str, layout: str) -> str:
-    pinned = HMMA.pinned(Shape(1, 1, 1, dtype, layout))  # hmma_splitk pins the same
-    return "_".join([base, *(f"{PARAM_ABBR[name]}{value}" for name, value in pinned.items())])
+def kind_config(base: str, dtype: str, layout: str, out_dtype: str = "float32") -> str:
+    """``base`` pinned for ``dtype`` inputs in ``layout`` writing ``out_dtype`` C (float32
+    unless asked: what every test of this file checks)."""
+    pinned = HMMA.pinned(Shape(1, 1, 1, dtype, layout, out_dtype))  # hmma_splitk pins the same
+    # As a config's name has it: no out token for float32 C (``IMPLICIT_VALUES``).
+    tokens = (
+        f"{PARAM_ABBR[name]}{value}"
+        for name, value in pinned.items()
+        if IMPLICIT_VALUES.get(name) != value
+    )
+    return "_".join([base, *tokens])
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +69,7 @@ def test_hmma_matches_cublas_and_fp32(
 ) -> None:
     from tuner.gpu.measure import verify
 
-    shape = Shape(*mnk, dtype, layout)
+    shape = Shape(*mnk, dtype, layout, "float32")
     for base in TILES:
         name = kind_config(base, dtype, layout)
         kernel, source = kernels[name]
@@ -88,7 +96,7 @@ def test_split_counters_reset_between_launches(
     kernel, source = kernels[name]
     shapes = [(16, 4096, 4096), (33, 100, 5000), (4097, 16448, 64), (16, 4096, 4096)]
     for i, mnk in enumerate(shapes):
-        shape = Shape(*mnk, "bfloat16", "NN")
+        shape = Shape(*mnk, "bfloat16", "NN", "float32")
         result = verify(kernel, source, shape, seed=i)
         assert result.ok, f"{name} on {shape.label()} (launch {i + 1}): {result.reason}"
     cp.cuda.get_current_stream().synchronize()

@@ -149,6 +149,6 @@ def test_half_padded_configs_match_cublas_on_every_residue(
     name = kind_config(HALF_TILE, dtype, layout) + "_pad8"
     kernel, source = half_padded_kernels[name]
     for mnk in HALF_RESIDUE_SHAPES:
-        shape = Shape(*mnk, dtype, layout)
+        shape = Shape(*mnk, dtype, layout, "float32")
         result = verify(kernel, source, shape, seed=sum(mnk))
         assert result.ok, f"{name} on {shape.label()}: {result.reason}"

@@ -51,7 +51,7 @@ def test_same_dtype_reference_matches_float64_on_the_rounded_inputs(
     from tuner.gpu import half_arrays
     from tuner.gpu.measure import random_operands, relative_error, tolerance
 
-    shape = Shape(37, 70, 129, dtype, layout)
+    shape = Shape(37, 70, 129, dtype, layout, "float32")
     a, b, c = random_operands(shape, seed=5)
     a64 = half_arrays.to_float32(a, dtype).astype(cupy.float64)
     b64 = half_arrays.to_float32(b, dtype).astype(cupy.float64)

@@ -43,7 +43,7 @@ def test_wgmma_matches_cublas_and_fp32(
 ) -> None:
     from tuner.gpu.measure import verify
 
-    shape = Shape(*mnk, dtype, layout)
+    shape = Shape(*mnk, dtype, layout, "float32")
     failures = []
     for base in TILES:
         name = kind_config(base, dtype, layout)
@@ -73,7 +73,7 @@ def test_padded_wgmma_matches_cublas_on_every_residue_mod_8(
     name = kind_config(TILES[1], dtype, layout) + "_pad8"
     kernel, source = padded[name]
     for mnk in HALF_RESIDUE_SHAPES:
-        shape = Shape(*mnk, dtype, layout)
+        shape = Shape(*mnk, dtype, layout, "float32")
         result = verify(kernel, source, shape, seed=sum(mnk))
         assert result.ok, f"{name} on {shape.label()}: {result.reason}"
 
@@ -93,7 +93,7 @@ def test_wgmma_reads_operands_off_16_byte_alignment(
 
     from tuner.gpu.measure import launch, relative_error
 
-    shape = Shape(136, 264, 200, "float16", layout)
+    shape = Shape(136, 264, 200, "float16", layout, "float32")
     rng = cp.random.default_rng(sum(offsets))
     b_rows, b_cols = (shape.k, shape.n) if layout == "NN" else (shape.n, shape.k)
 

@@ -16,7 +16,7 @@ from tuner.answers.device_kind import DeviceSpec
 from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.config import Config
 from tuner.core.dims import Dims
-from tuner.core.shape import Shape
+from tuner.core.shape import STORED_OUT_DTYPE, Shape
 from tuner.kernels.families import parse_config
 from tuner.kernels.launch_recipe import LaunchRecipe, launch_recipe
 from tuner.kernels.render import KernelSource, Launch, render
@@ -136,6 +136,15 @@ class Answer:
         default=DEFAULT_ACCURACY,
         metadata=_doc("the config's accuracy class: the asked one or a more exact one"),
     )
+    # The type of C the config writes (``tuner.core.shape``); an older server sent none: its
+    # configs all wrote float32.
+    out_dtype: str = field(
+        default=STORED_OUT_DTYPE,
+        metadata=_doc(
+            "the type of C the config writes: the asked out_dtype (float32 for float32 inputs; "
+            "for half inputs the input type unless the request named another)"
+        ),
+    )
 
     @property
     def config(self) -> Config:
@@ -171,7 +180,7 @@ class Answer:
         device = self.measured_on_device or self.device
         arch = device.arch if device is not None else None
         sm_count = device.sm_count if device is not None else None
-        shape = Shape(self.m, self.n, self.k, self.dtype, self.layout)
+        shape = Shape(self.m, self.n, self.k, self.dtype, self.layout, self.out_dtype)
         return launch_recipe(self.kernel(), shape, arch, sm_count)
 
     def as_json(self) -> dict[str, Any]:

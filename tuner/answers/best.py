@@ -4,7 +4,8 @@
 Sources, tried in order within the data the device may use:
 
 * ``exact``: a config tuned for this very shape;
-* ``nearest``: the config tuned for the closest tuned shape with the same dtype and layout.
+* ``nearest``: the config tuned for the closest tuned shape with the same dtype, layout and
+  type of C (``out_dtype``).
   Distance is Euclidean in log space, ``sqrt(sum((ln a_i - ln b_i)^2))`` over (m, n, k)
   (:func:`tuner.core.dims.shape_distance`): equal ratios are equal distances, so 128 -> 256 is
   as far as 4096 -> 8192. Its numbers were measured on that other shape and are labelled so;
@@ -13,6 +14,14 @@ Sources, tried in order within the data the device may use:
   and no numbers are given; ``distance`` and the note name the nearest tuned shape;
 * ``default``: nothing usable tuned yet, so a warptile config picked by :func:`default_config`.
   Every kernel is correct for any M, N, K >= 1, so a default is always safe, only maybe slow.
+
+The type of C is part of the shape: a config that writes float32 C never answers a question for a
+half C exactly. Where nothing of the asked type of C is tuned within :data:`FAR_DISTANCE` (a
+database measured before C had a type holds float32 C only), a config tuned for the same input
+type and layout writing another type of C is the ``nearest`` answer, its OUT parameter set to the
+asked type (the tiles are the same kernel; only the epilogue's stores change); its numbers were
+measured writing the other type, which the note says. A split-K config, which writes float32 C
+only, is never used so.
 
 Every answer carries a ``confidence`` in [0, 1] (:func:`confidence`): 1 for exact, falling
 linearly with the distance to 0 at :data:`FAR_DISTANCE`; 0 for far and default.
@@ -54,14 +63,15 @@ from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMa
 from tuner.core.accuracy import ACCURACY_NAMES, DEFAULT_ACCURACY, accepted
 from tuner.core.dims import log_dims
 from tuner.core.errors import InputError
-from tuner.core.shape import Shape
-from tuner.kernels.families import FAMILIES, get_family
+from tuner.core.shape import STORED_OUT_DTYPE, Shape
+from tuner.kernels.families import FAMILIES, get_family, parse_config, repinned
 
-SHAPE_FIELDS = ("m", "n", "k", "dtype", "layout")
+SHAPE_FIELDS = ("m", "n", "k", "dtype", "layout", "out_dtype")
 
 
 def shape_values(shape: Any) -> dict[str, Any]:
-    """m, n, k, dtype and layout of a shape (``tuner.core.shape.Shape`` or a stored row) by name."""
+    """m, n, k, dtype, layout and out_dtype of a shape (``tuner.core.shape.Shape`` or a stored
+    row) by name."""
     return {name: getattr(shape, name) for name in SHAPE_FIELDS}
 
 
@@ -85,6 +95,7 @@ class Tuned:
     ratio: float | None
     provenance: Mapping[str, Any]
     accuracy: str = DEFAULT_ACCURACY  # the class of its family (``tuner.core.accuracy``)
+    out_dtype: str = STORED_OUT_DTYPE  # the type of C it was measured writing
     # Taken once: every answer measures its distance to every entry of a pool.
     log_point: tuple[float, float, float] = field(init=False, repr=False, compare=False)
 
@@ -175,16 +186,17 @@ class Tuning:
         layout: str = "NN",
         device: DeviceSpec | None = None,
         accuracy: str = DEFAULT_ACCURACY,
+        out_dtype: str | None = None,
     ) -> Answer:
-        """The answer for (m, n, k) on ``device`` at the floor ``accuracy`` (see the module's
-        docstring for the rules).
+        """The answer for (m, n, k) on ``device`` at the floor ``accuracy``, writing C in
+        ``out_dtype`` (None: the input type) (see the module's docstring for the rules).
 
         Raises:
-            InputError: a bad dimension, dtype, layout or accuracy (naming it).
+            InputError: a bad dimension, dtype, layout, out_dtype or accuracy (naming it).
             UncomputedLayoutError: no family of the floor computes the dtype in the layout.
             UnknownDeviceError: ``device`` is not stored and has no ``arch``.
         """
-        shape = Shape(m, n, k, dtype, layout)
+        shape = Shape(m, n, k, dtype, layout, out_dtype)
         # computed() raises InputError on an unknown accuracy, before the layout is judged.
         if not computed(shape.dtype, shape.layout, accuracy):
             raise UncomputedLayoutError(shape, accuracy)
@@ -245,26 +257,45 @@ class Far:
 def _tuned(
     pool: Sequence[Tuned], shape: Shape, match: Match, device: DeviceSpec | None
 ) -> Answer | Far | None:
-    """The exact answer from ``pool``, else the nearest within :data:`FAR_DISTANCE`, else the
-    nearest farther away (:class:`Far`), else None (nothing of this dtype and layout)."""
-    key = (shape.m, shape.n, shape.k, shape.dtype, shape.layout)
-    exact = [e for e in pool if (e.m, e.n, e.k, e.dtype, e.layout) == key]
+    """The exact answer from ``pool``, else the nearest within :data:`FAR_DISTANCE` writing the
+    same type of C, else the nearest within it writing another type that the asked one can be
+    pinned in (see the module's docstring), else the nearest farther away (:class:`Far`), else
+    None (nothing of this dtype and layout)."""
+    kind = (shape.dtype, shape.layout)
+    same_out = [e for e in pool if (e.dtype, e.layout, e.out_dtype) == (*kind, shape.out)]
+    key = (shape.m, shape.n, shape.k)
+    exact = [e for e in same_out if (e.m, e.n, e.k) == key]
     if exact:
         best = min(exact, key=lambda e: (e.ms, e.best_id))
         return _from_entry(best, shape, "exact", 0.0, match, device)
+    found = _closest(same_out, shape)
+    if isinstance(found, tuple):
+        return _from_entry(found[0], shape, "nearest", found[1], match, device)
+    other_out = [
+        e
+        for e in pool
+        if (e.dtype, e.layout) == kind
+        and e.out_dtype != shape.out
+        and shape.out in get_family(e.family).out_dtypes
+    ]
+    moved = _closest(other_out, shape)
+    if isinstance(moved, tuple):
+        return _from_entry(moved[0], shape, "nearest", moved[1], match, device)
+    return found or moved
+
+
+def _closest(pool: Sequence[Tuned], shape: Shape) -> tuple[Tuned, float] | Far | None:
+    """The entry of ``pool`` nearest to ``shape`` and its distance, if within
+    :data:`FAR_DISTANCE`; else the nearest as :class:`Far`; None for an empty pool."""
     # shape_distance(shape.dims, entry dims), from the entries' logs taken once.
     target = log_dims(shape.dims)
-    scored = [
-        (math.dist(e.log_point, target), e.ms, e.best_id, e)
-        for e in pool
-        if (e.dtype, e.layout) == (shape.dtype, shape.layout)
-    ]
+    scored = [(math.dist(e.log_point, target), e.ms, e.best_id, e) for e in pool]
     if not scored:
         return None
     distance, _, _, entry = min(scored, key=lambda item: item[:3])
     if distance > FAR_DISTANCE:
         return Far(entry, distance)
-    return _from_entry(entry, shape, "nearest", distance, match, device)
+    return entry, distance
 
 
 def _from_entry(
@@ -276,6 +307,7 @@ def _from_entry(
     device: DeviceSpec | None,
 ) -> Answer:
     where = f"{entry.m}x{entry.n}x{entry.k} on {entry.device.name}"
+    name, params = entry.config_name, entry.params
     if source == "exact":
         note = f"tuned for {where}"
     else:
@@ -283,6 +315,17 @@ def _from_entry(
             f"no config tuned for {shape}; this one was tuned for the nearest tuned shape "
             f"{where} (log-space distance {distance:.3f}); ms, tflops, cublas_tflops and ratio "
             "were measured on that shape"
+        )
+    if entry.out_dtype != shape.out:
+        config = repinned(parse_config(entry.config_name), shape)
+        assert config is not None  # _tuned offers only families that write the asked type
+        name, params = config.name, config.as_dict()
+        note = (
+            f"nothing tuned writing {shape.out} C; {entry.config_name} was tuned for "
+            f"{where} writing {entry.out_dtype} C, and is answered with OUT set for "
+            f"{shape.out} C (the same tiles); ms, tflops, cublas_tflops and ratio were "
+            f"measured writing {entry.out_dtype} C"
+            + (f" (log-space distance {distance:.3f})" if distance else "")
         )
     if match == "any_device":
         note += "; no device named: the fastest of every device's configs"
@@ -293,9 +336,9 @@ def _from_entry(
         )
     return Answer(
         **shape_values(shape),  # the entry's dtype and layout are the shape's
-        name=entry.config_name,
+        name=name,
         family=entry.family,
-        params=entry.params,
+        params=params,
         source=source,
         distance=distance,
         confidence=confidence(distance),
@@ -328,11 +371,12 @@ def _default(
     accuracy: str = DEFAULT_ACCURACY,
 ) -> Answer:
     """The default rule's answer; ``far`` (the nearest tuned shape, too far) makes it ``far``."""
-    config = default_config(shape.m, shape.n, shape.dtype, shape.layout, accuracy)
+    config = default_config(shape.m, shape.n, shape.dtype, shape.layout, accuracy, shape.out)
     where = f" on {device.name} or a GPU of its kind" if device is not None else ""
     rule = f"config chosen by rule: {DEFAULT_RULE}"
     if far is None:
-        note = f"nothing tuned{where} for {shape.dtype} {shape.layout} yet; {rule}"
+        out = f" -> {shape.out}" if shape.out != shape.dtype else ""
+        note = f"nothing tuned{where} for {shape.dtype} {shape.layout}{out} yet; {rule}"
     else:
         near = far.entry
         note = (

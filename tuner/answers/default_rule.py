@@ -21,26 +21,32 @@ DEFAULT_TILE = 128
 DEFAULT_WAVE_BLOCKS = 132
 # FP16/BF16 inputs, by the same rule: hmma's 128x128 tile of four 64x64 warp tiles in 4 stages,
 # else a 64x64 tile of four 32x32 warp tiles in 3 stages (chosen before any measurement; both
-# fit sm_80..sm_90), with the input type and layout the shape pins.
+# fit sm_80..sm_90), with the input type, layout and type of C the shape pins.
 HALF_DEFAULT_LARGE = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8"
 HALF_DEFAULT_SMALL = "hmma_bm64_bn64_bk32_wpm2_wpn2_s3_sw1"
 DEFAULT_RULE = (
     f"{DEFAULT_LARGE} when ceil(m/{DEFAULT_TILE})*ceil(n/{DEFAULT_TILE}) >= "
     f"{DEFAULT_WAVE_BLOCKS} (one full wave on an H100), else {DEFAULT_SMALL}; for float16 and "
     f"bfloat16 inputs {HALF_DEFAULT_LARGE} or {HALF_DEFAULT_SMALL} by the same test, with the "
-    "shape's dtype and layout; for float32 at accuracy bf16x3 the same hmma tile as "
+    "shape's dtype, layout and out_dtype; for float32 at accuracy bf16x3 the same hmma tile as "
     f"{HMMA_BF16X3.name} when the grid is large or the layout is not NN (only the emulated "
     "families compute float32 in NT, TN and TT)"
 )
 
 
 def default_config(
-    m: int, n: int, dtype: str = "float32", layout: str = "NN", accuracy: str = DEFAULT_ACCURACY
+    m: int,
+    n: int,
+    dtype: str = "float32",
+    layout: str = "NN",
+    accuracy: str = DEFAULT_ACCURACY,
+    out_dtype: str | None = None,
 ) -> Config:
-    """The rule-chosen config for a shape nobody has tuned (see :data:`DEFAULT_RULE`)."""
+    """The rule-chosen config for a shape nobody has tuned (see :data:`DEFAULT_RULE`), writing
+    C in ``out_dtype`` (None: the input type)."""
     large = -(-m // DEFAULT_TILE) * -(-n // DEFAULT_TILE) >= DEFAULT_WAVE_BLOCKS
     half = HALF_DEFAULT_LARGE if large else HALF_DEFAULT_SMALL
-    shape = Shape(m, n, 1, dtype, layout)
+    shape = Shape(m, n, 1, dtype, layout, out_dtype)
     if dtype == "float32":
         emulated = BF16X3.name in accepted(accuracy) and (large or layout != "NN")
         if not emulated:

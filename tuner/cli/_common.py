@@ -60,7 +60,15 @@ DtypeOpt = Annotated[
     str,
     typer.Option(
         "--dtype",
-        help=f"type of A and B: {', '.join(SUPPORTED_DTYPES)} (half inputs: FP32 sums, float32 C)",
+        help=f"type of A and B: {', '.join(SUPPORTED_DTYPES)} (half inputs: FP32 sums)",
+    ),
+]
+OutDtypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--out-dtype",
+        help="type of C: float32 for float32 inputs; float32 or the input type for half "
+        "inputs (default: the input type, as torch.matmul)",
     ),
 ]
 AccuracyOpt = Annotated[

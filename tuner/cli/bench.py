@@ -18,6 +18,7 @@ from tuner.cli._common import (
     DtypeOpt,
     FamiliesOpt,
     LayoutOpt,
+    OutDtypeOpt,
     SamplerOpt,
     SeedOpt,
     WarmStartOpt,
@@ -69,6 +70,7 @@ def bench(
     ] = None,
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
+    out_dtype: OutDtypeOpt = None,
     accuracy: AccuracyOpt = DEFAULT_ACCURACY,
     db: DbOpt = None,
     family: FamiliesOpt = None,
@@ -104,7 +106,7 @@ def bench(
         typer.Option(
             "--out",
             help="default <device>-suite.json (float32 NN) or <device>-suite-<dtype>-<layout>.json "
-            "in the working directory",
+            "(-out-<out_dtype> before .json for a half C) in the working directory",
         ),
     ] = None,
     markdown_file: Annotated[
@@ -123,7 +125,7 @@ def bench(
     from tuner.run import bench as logic
     from tuner.run.runner import start_gpu
 
-    entries = read_suite(suite if suite is not None else default_suite(), dtype, layout)
+    entries = read_suite(suite if suite is not None else default_suite(), dtype, layout, out_dtype)
     request = logic.BenchRequest(
         TuneRequest(
             shapes=tuple(entry.shape for entry in entries),

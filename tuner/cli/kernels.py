@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tuner.cli._common import DtypeOpt, LayoutOpt, out
+from tuner.cli._common import DtypeOpt, LayoutOpt, OutDtypeOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
 from tuner.core.errors import InputError
@@ -56,6 +56,7 @@ def space(
     shape: ShapeOpt,
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
+    out_dtype: OutDtypeOpt = None,
     device: DeviceOpt = None,
     limit: Annotated[int, typer.Option(help="how many configs to list (0 or more)")] = 10,
     compile: Annotated[
@@ -68,7 +69,7 @@ def space(
     if limit < 0:
         raise InputError(f"`--limit` must be 0 or more, got {limit}")
     fam, dev = get_family(family), resolve_device(device)
-    problem = parse_shape(shape, dtype, layout)
+    problem = parse_shape(shape, dtype, layout, out_dtype)
     sp = Space(fam, problem, dev)
     checks, counts = sp.evaluate()
     out.print(f"{fam.name} on {dev.name} for {problem.label()}: {counts}")

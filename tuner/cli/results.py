@@ -13,7 +13,7 @@ import typer
 import storage
 from tuner.answers.best import UnknownDeviceError
 from tuner.answers.device_kind import DeviceSpec
-from tuner.cli._common import AccuracyOpt, DbOpt, DtypeOpt, LayoutOpt, out
+from tuner.cli._common import AccuracyOpt, DbOpt, DtypeOpt, LayoutOpt, OutDtypeOpt, out
 from tuner.cli._progress import StepBar
 from tuner.cli._tables import Column, table_lines
 from tuner.core.accuracy import DEFAULT_ACCURACY, check_accuracy
@@ -37,6 +37,7 @@ def best(
     shape: Annotated[str, typer.Option("--shape", "-s", help="MxNxK, e.g. 4096x4096x4096")],
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
+    out_dtype: OutDtypeOpt = None,
     accuracy: AccuracyOpt = DEFAULT_ACCURACY,
     device: Annotated[
         str | None, typer.Option(help="GPU name as stored; default: the fastest of any device")
@@ -51,7 +52,7 @@ def best(
     db: DbOpt = None,
 ) -> None:
     """The config the API would answer for a shape: exact, nearest or default, and whose data."""
-    problem = parse_shape(shape, dtype, layout)
+    problem = parse_shape(shape, dtype, layout, out_dtype)
     if device is None and (arch is not None or sm_count is not None):
         raise InputError("--arch and --sm-count describe a GPU: give its name with --device too")
     asked = None if device is None else DeviceSpec(device, arch, sm_count)
@@ -66,6 +67,7 @@ def best(
             problem.layout,
             device=asked,
             accuracy=check_accuracy(accuracy),
+            out_dtype=problem.out,
         )
     lines = [answer.name]
     where, shape_ = answer.measured_on_device, answer.measured_on
@@ -82,7 +84,8 @@ def best(
         lines.append(f"  source: {answer.source}, distance {answer.distance:.3f}")
     else:
         lines.append(f"  source: {answer.source}")
-    for line in [*lines, f"  {answer.note}", f"  accuracy class: {answer.accuracy}"]:
+    extra = [f"  accuracy class: {answer.accuracy}", f"  C written as {answer.out_dtype}"]
+    for line in [*lines, f"  {answer.note}", *extra]:
         out.print(line, soft_wrap=True, markup=False)
 
 
@@ -104,6 +107,7 @@ def _best_rows(sessions: sessionmaker[Session], device: str | None) -> list[dict
             "k": r.shape.k,
             "dtype": r.shape.dtype,
             "layout": r.shape.layout,
+            "out_dtype": r.shape.out_dtype,
             "config": r.measurement.config_name,
             "ms": r.measurement.ms,
             "tflops": r.measurement.tflops,
@@ -141,7 +145,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         mine = [r for r in rows if r["device"] == device]
         cells = [
             [
-                Shape(r["m"], r["n"], r["k"], r["dtype"], r["layout"]).label(),
+                Shape(r["m"], r["n"], r["k"], r["dtype"], r["layout"], r["out_dtype"]).label(),
                 f"{r['ms']:.4f}",
                 f"{r['tflops'] or 0:.1f}",
                 f"{r['cublas_tflops'] or 0:.1f}",

@@ -14,6 +14,7 @@ from tuner.cli._common import (
     FamiliesOpt,
     GpusOpt,
     LayoutOpt,
+    OutDtypeOpt,
     ReplayTablesOpt,
     SamplerOpt,
     SeedOpt,
@@ -41,6 +42,7 @@ def tune(
     shape: Annotated[str, typer.Option("--shape", "-s", help="MxNxK")],
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
+    out_dtype: OutDtypeOpt = None,
     accuracy: AccuracyOpt = DEFAULT_ACCURACY,
     family: FamiliesOpt = None,
     trials: TrialsOpt = DEFAULT_TRIALS,
@@ -55,7 +57,7 @@ def tune(
 ) -> None:
     """Tune one shape; re-running the same command resumes the study."""
     request = TuneRequest(
-        shapes=(parse_shape(shape, dtype, layout),),
+        shapes=(parse_shape(shape, dtype, layout, out_dtype),),
         families=tuple(family or ()),
         accuracy=accuracy,
         sampler=sampler,
@@ -81,6 +83,7 @@ def tune_batch(
     ],
     dtype: DtypeOpt = "float32",
     layout: LayoutOpt = "NN",
+    out_dtype: OutDtypeOpt = None,
     accuracy: AccuracyOpt = DEFAULT_ACCURACY,
     family: FamiliesOpt = None,
     trials: TrialsOpt = DEFAULT_TRIALS,
@@ -96,7 +99,7 @@ def tune_batch(
     """Tune every shape of a CSV file, one study each, spread over the GPUs (resumable like
     ``tune``)."""
     request = TuneRequest(
-        shapes=tuple(read_shapes(file, dtype, layout)),
+        shapes=tuple(read_shapes(file, dtype, layout, out_dtype)),
         families=tuple(family or ()),
         accuracy=accuracy,
         sampler=sampler,

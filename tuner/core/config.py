@@ -47,6 +47,10 @@ PARAM_ABBR: dict[str, str] = {
     "CM": "cm",
     "CN": "cn",
 }
+# Parameters a name leaves out at one value, so that the names stored before the parameter
+# existed read back as that value: OUT (the type C is written in) is 0, float32, in every name
+# without an ``out`` token, which is what every config wrote before C had a type.
+IMPLICIT_VALUES: dict[str, int] = {"OUT": 0}
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 # The name token of the operand mode (``_pad4``, ``_pad8``): rows rounded up to a whole number of
 # 16-byte vectors, what the templates' widest copies need; its value is that multiple in
@@ -87,7 +91,11 @@ class Config:
     @property
     def kernel_name(self) -> str:
         """The name without the operand mode: the kernel's symbol, shared by both modes."""
-        tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in self.params)
+        tokens = (
+            f"{PARAM_ABBR[name]}{value}"
+            for name, value in self.params
+            if IMPLICIT_VALUES.get(name) != value
+        )
         return "_".join([self.family, *tokens])
 
     @property

@@ -1,7 +1,11 @@
 """The problem being tuned: C[M,N] = alpha * op(A) @ op(B) + beta * C.
 
 ``dtype`` is the type of A and B: float32, or float16 / bfloat16 multiplied with FP32
-accumulation. C is float32 for every input type (the FP32 sums are stored unrounded to half).
+accumulation. ``out_dtype`` is the type of C: float32 for float32 inputs; for half inputs
+float32 or the input type, by default the input type (as ``torch.matmul`` and ``nn.Linear``
+give). The sums and beta * C are FP32 whatever C is; a half C is rounded once, when written.
+Results stored before C had a type (rows, export files, suites without ``out_dtype``) were all
+measured writing float32 C, and read so (:data:`STORED_OUT_DTYPE`).
 ``layout`` says how A and B are stored, in row-major terms (PyTorch's and CuPy's default): the
 first letter for A, the second for B, ``N`` for stored as used (A as M x K, B as K x N) and
 ``T`` for stored transposed (A as K x M, B as N x K). ``NT`` is ``x @ W.T``, what nn.Linear
@@ -25,6 +29,17 @@ LEGACY_LAYOUTS: dict[str, str] = {"row-major": "NN"}
 # Every name a layout may be given by: the four, and the older names they replace.
 ACCEPTED_LAYOUTS = (*SUPPORTED_LAYOUTS, *LEGACY_LAYOUTS)
 HALF_DTYPES = ("float16", "bfloat16")
+# The types C may be written in, for each input type: float32 or the input type. float32 sums
+# are never rounded to half for float32 inputs (nothing asks for it, and no float32 family writes
+# half), nor FP16 inputs written as BF16 or the other way round: cuBLAS has no such GEMM to
+# verify or time against (cublasGemmEx answers CUBLAS_STATUS_NOT_SUPPORTED), and torch.matmul
+# never asks for one.
+OUT_DTYPES: dict[str, tuple[str, ...]] = {
+    "float32": ("float32",),
+    **{dtype: ("float32", dtype) for dtype in HALF_DTYPES},
+}
+# The type of C in anything stored without one: every result before C had a type wrote float32.
+STORED_OUT_DTYPE = "float32"
 # Unit roundoff of each input type (half the distance from 1 to the next value): what
 # verification tolerances scale with.
 UNIT_ROUNDOFF = {"float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
@@ -42,6 +57,23 @@ def check_dtype(value: object) -> str:
     return str(value)
 
 
+def default_out_dtype(dtype: str) -> str:
+    """The type C is written in when a question names none: the input type, as torch.matmul
+    gives (float32 stays float32)."""
+    return dtype
+
+
+def check_out_dtype(value: object, dtype: str) -> str:
+    """``value`` if C may be written in it for ``dtype`` inputs, else raise naming it and the
+    types allowed."""
+    allowed = OUT_DTYPES.get(dtype, ("float32",))
+    if value not in allowed:
+        raise InputError(
+            f"`out_dtype` must be one of {', '.join(allowed)} for {dtype} inputs, got {value!r}"
+        )
+    return str(value)
+
+
 def check_layout(value: object) -> str:
     """The canonical name of layout ``value`` (``row-major`` reads as ``NN``), else raise
     naming it and the choices."""
@@ -55,19 +87,31 @@ def check_layout(value: object) -> str:
 
 @dataclass(frozen=True, order=True)
 class Shape:
-    """A GEMM problem size; immutable and hashable so it can key caches and studies."""
+    """A GEMM problem size; immutable and hashable so it can key caches and studies.
+
+    ``out_dtype`` left as None becomes :func:`default_out_dtype` of ``dtype`` (the input type):
+    a reader of stored results without a C type passes :data:`STORED_OUT_DTYPE` instead."""
 
     m: int
     n: int
     k: int
     dtype: str = "float32"
     layout: str = "NN"
+    out_dtype: str | None = None
 
     def __post_init__(self) -> None:
         for field, value in (("m", self.m), ("n", self.n), ("k", self.k)):
             check_dim(field, value)
         check_dtype(self.dtype)
         object.__setattr__(self, "layout", check_layout(self.layout))
+        out = default_out_dtype(self.dtype) if self.out_dtype is None else self.out_dtype
+        object.__setattr__(self, "out_dtype", check_out_dtype(out, self.dtype))
+
+    @property
+    def out(self) -> str:
+        """The type of C (``out_dtype``, never None once built)."""
+        assert self.out_dtype is not None
+        return self.out_dtype
 
     @property
     def flops(self) -> int:
@@ -97,12 +141,20 @@ class Shape:
         """float32 NN: what a bare ``MxNxK`` means and every FP32 family computes."""
         return self.dtype == "float32" and self.layout == "NN"
 
+    def with_out(self, out_dtype: str | None) -> Shape:
+        """This shape writing C in ``out_dtype`` (None: the input type's default)."""
+        return Shape(self.m, self.n, self.k, self.dtype, self.layout, out_dtype)
+
     def __str__(self) -> str:
         return f"{self.m}x{self.n}x{self.k}"
 
     def label(self) -> str:
-        """``MxNxK``, followed by dtype and layout unless they are float32 NN."""
-        return str(self) if self.is_default_kind else f"{self} {self.dtype} {self.layout}"
+        """``MxNxK``, followed by dtype and layout unless they are float32 NN, and by ``-> out``
+        where C's type is not the input type."""
+        if self.is_default_kind:
+            return str(self)
+        out = "" if self.out == self.dtype else f" -> {self.out}"
+        return f"{self} {self.dtype} {self.layout}{out}"
 
 
 def check_dim(field: str, value: object) -> int:
@@ -114,9 +166,11 @@ def check_dim(field: str, value: object) -> int:
     return value
 
 
-def parse_shape(text: str, dtype: str = "float32", layout: str = "NN") -> Shape:
-    """Parse ``MxNxK`` (e.g. ``4096x4096x4096``) into a :class:`Shape` of ``dtype`` and
-    ``layout``."""
+def parse_shape(
+    text: str, dtype: str = "float32", layout: str = "NN", out_dtype: str | None = None
+) -> Shape:
+    """Parse ``MxNxK`` (e.g. ``4096x4096x4096``) into a :class:`Shape` of ``dtype``, ``layout``
+    and ``out_dtype`` (None: the input type)."""
     match = _SHAPE_RE.match(text)
     if not match:
         raise InputError(f"shape must look like MxNxK with positive integers, got {text!r}")
@@ -125,4 +179,4 @@ def parse_shape(text: str, dtype: str = "float32", layout: str = "NN") -> Shape:
         if not token.isdigit():
             raise InputError(f"{field} in shape {text!r} must be a positive integer, got {token!r}")
         dims.append(check_dim(field, int(token)))
-    return Shape(dims[0], dims[1], dims[2], dtype, layout)
+    return Shape(dims[0], dims[1], dims[2], dtype, layout, out_dtype)

@@ -36,7 +36,7 @@ from tuner.answers.device_kind import ARCH_FORMAT
 from tuner.core.config import Config
 from tuner.core.dims import tflops as gemm_tflops
 from tuner.core.errors import InputError
-from tuner.core.shape import MAX_DIM, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS, Shape
+from tuner.core.shape import MAX_DIM, OUT_DTYPES, SUPPORTED_DTYPES, SUPPORTED_LAYOUTS, Shape
 from tuner.kernels.families import FAMILIES, checked_config, parse_config
 from tuner.kernels.families._base import MathUnit
 from tuner.model.rates import ARCH_FIGURES, ArchFigures
@@ -112,6 +112,10 @@ def shape_problems(shape: ShapeIn) -> list[Problem]:
         value = getattr(shape, name)
         if value not in allowed:
             problems.append(Problem((name,), f"must be one of {', '.join(allowed)}, got {value!r}"))
+    outs = OUT_DTYPES.get(shape.dtype)
+    if outs is not None and shape.out_dtype not in outs:
+        message = f"must be one of {', '.join(outs)} for {shape.dtype} inputs"
+        problems.append(Problem(("out_dtype",), f"{message}, got {shape.out_dtype!r}"))
     return problems
 
 
@@ -227,7 +231,10 @@ def _family_problem(shape: ShapeIn, m: MeasurementIn) -> Problem | None:
     accuracy class is not its family's: either would serve another product than the one
     asked for, or compete in the wrong class."""
     family = FAMILIES[m.family]
-    problem = Shape(shape.m, shape.n, shape.k, shape.dtype, shape.layout)
+    try:
+        problem = Shape(shape.m, shape.n, shape.k, shape.dtype, shape.layout, shape.out_dtype)
+    except InputError:
+        return None  # a type of C the inputs cannot write: named as `shape.out_dtype` itself
     unsupported = family.unsupported(problem)
     if unsupported is not None:
         return Problem(("family",), f"must compute the shape: {unsupported}")

@@ -27,8 +27,11 @@ class SuiteEntry:
     shape: Shape
 
 
-def read_suite(path: Path, dtype: str = "float32", layout: str = "NN") -> list[SuiteEntry]:
-    """Every row of a shape CSV, in file order, as shapes of ``dtype`` and ``layout``."""
+def read_suite(
+    path: Path, dtype: str = "float32", layout: str = "NN", out_dtype: str | None = None
+) -> list[SuiteEntry]:
+    """Every row of a shape CSV, in file order, as shapes of ``dtype``, ``layout`` and
+    ``out_dtype`` (None: the input type)."""
     text = read_text(path, "shape file")
     rows: list[SuiteEntry] = []
     seen_data = False
@@ -39,22 +42,27 @@ def read_suite(path: Path, dtype: str = "float32", layout: str = "NN") -> list[S
         first, seen_data = not seen_data, True
         if first and [c.lower() for c in cells] in _HEADERS:
             continue
-        rows.append(_entry(cells, f"{path.name} line {number}", dtype, layout))
+        rows.append(_entry(cells, f"{path.name} line {number}", dtype, layout, out_dtype))
     if not rows:
         raise InputError(f"{path.name} holds no shapes")
     return rows
 
 
-def _entry(cells: list[str], where: str, dtype: str, layout: str) -> SuiteEntry:
+def _entry(
+    cells: list[str], where: str, dtype: str, layout: str, out_dtype: str | None
+) -> SuiteEntry:
     if len(cells) not in (3, 4):
         raise InputError(f"{where}: expected M,N,K or class,M,N,K, got {','.join(cells)!r}")
     try:
-        shape = parse_shape("x".join(cells[-3:]), dtype, layout)
+        shape = parse_shape("x".join(cells[-3:]), dtype, layout, out_dtype)
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     return SuiteEntry((cells[0] or None) if len(cells) == 4 else None, shape)
 
 
-def read_shapes(path: Path, dtype: str = "float32", layout: str = "NN") -> list[Shape]:
-    """The shapes of a shape CSV, in file order, as shapes of ``dtype`` and ``layout``."""
-    return [entry.shape for entry in read_suite(path, dtype, layout)]
+def read_shapes(
+    path: Path, dtype: str = "float32", layout: str = "NN", out_dtype: str | None = None
+) -> list[Shape]:
+    """The shapes of a shape CSV, in file order, as shapes of ``dtype``, ``layout`` and
+    ``out_dtype`` (None: the input type)."""
+    return [entry.shape for entry in read_suite(path, dtype, layout, out_dtype)]

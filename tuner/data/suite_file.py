@@ -6,11 +6,12 @@ server's preload and ``gemmtune report`` read them with :func:`read_suite_file`.
 
 * ``device`` (the GPU's name) and ``provenance`` (with ``sm_count`` and ``compute_capability``,
   and the driver, CUDA, NVRTC and CuPy versions);
-* ``shapes``: one row per suite shape, ``{"class", "m", "n", "k", "dtype", "layout", "status",
-  "config", "ms",
+* ``shapes``: one row per suite shape, ``{"class", "m", "n", "k", "dtype", "layout",
+  "out_dtype", "status", "config", "ms",
   "tflops", "cublas_ms", "cublas_tflops", "ratio", "rel_error", ...}``: ``config`` is null when
   the shape got none (``status`` ``no_config``), the figures are numbers or null, and an ``ok``
-  row has its config and ``ms``;
+  row has its config and ``ms``; a row without ``out_dtype`` (a file from before C had a type)
+  was measured writing float32 C;
 * whatever else the writer records (``what``, ``date``, ``method``, ``roofline``, ``summary``,
   a row's ``roofline`` or ``rounds``), kept as it is in :attr:`SuiteFile.document`.
 
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import InputError
-from tuner.core.shape import Shape
+from tuner.core.shape import STORED_OUT_DTYPE, Shape
 from tuner.core.statuses import STATUSES
 from tuner.data.measured_on import MeasuredOn, measured_on
 from tuner.data.user_files import read_text
@@ -77,6 +78,7 @@ class SuiteRow:
                 integer(obj, "k"),
                 optional_text(obj, "dtype") or "float32",  # files from before dtypes: float32
                 optional_text(obj, "layout") or "NN",
+                optional_text(obj, "out_dtype") or STORED_OUT_DTYPE,
             )
         except InputError as exc:
             raise BadField(str(exc)) from None

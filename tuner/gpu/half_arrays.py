@@ -5,7 +5,8 @@ dtype from ml_dtypes); everywhere else the tuner holds BF16 values as their 16-b
 in ``uint16`` arrays, which is all a kernel reads. The conversions here round to nearest even.
 
 ``gemm`` is the cuBLAS reference of every shape: one ``cublasGemmEx`` on the stored operands
-(row-major, either of them transposed) into a float32 C, with FP32 sums
+(row-major, either of them transposed) into a C of the shape's ``out_dtype`` (float32, or
+float16 / bfloat16 rounded once from the FP32 result, as the kernels write it), with FP32 sums
 (``CUBLAS_COMPUTE_32F``: never TF32, which only ``..._FAST_TF32`` would allow).
 """
 
@@ -18,7 +19,6 @@ from tuner.core.shape import SUPPORTED_DTYPES, Shape
 
 # cudaDataType_t and cublasComputeType_t (library_types.h, cublas_api.h).
 CUDA_TYPES = {"float32": 0, "float16": 2, "bfloat16": 14}
-CUDA_R_32F = 0
 CUBLAS_COMPUTE_32F = 68
 CUBLAS_GEMM_DEFAULT = -1
 
@@ -43,6 +43,16 @@ def from_float32(values: Any, dtype: str) -> Any:
     return rounded.astype(cp.uint16)
 
 
+def nan_filled(rows: int, cols: int, dtype: str) -> Any:
+    """A rows x cols array of ``dtype`` (stored as :func:`from_float32` stores it) holding NaN
+    everywhere: a C that a kernel must overwrite without reading."""
+    import cupy as cp
+
+    if dtype == "bfloat16":
+        return cp.full((rows, cols), 0x7FC0, dtype=cp.uint16)  # BF16's quiet NaN
+    return cp.full((rows, cols), cp.nan, dtype=cp.float16 if dtype == "float16" else cp.float32)
+
+
 def to_float32(stored: Any, dtype: str) -> Any:
     """The float32 values of an array made by :func:`from_float32` (exact: every FP16 and BF16
     value is a float32)."""
@@ -56,7 +66,8 @@ def to_float32(stored: Any, dtype: str) -> Any:
 def gemm(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
     """``c = alpha * op(a) @ op(b) + beta * c`` by one cuBLAS call, in place: ``a`` and ``b``
     stored as ``shape.layout`` says (A M x K or K x M, B K x N or N x K, row-major), ``c`` a
-    row-major float32 M x N array.
+    row-major M x N array of ``shape.out_dtype`` (as :func:`from_float32` stores it). alpha,
+    beta and the sums are FP32 whatever C is (``CUBLAS_COMPUTE_32F`` scales in float).
 
     cuBLAS is column-major: it computes the row-major M x N C as its N x M C^T = op(B)^T
     op(A)^T, B first. A row-major array read column-major is its transpose, so an operand stored
@@ -89,7 +100,7 @@ def gemm(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c: Any) -> Non
         m if shape.a_transposed else k,
         one_beta.ctypes.data,
         c.data.ptr,
-        CUDA_R_32F,
+        CUDA_TYPES[shape.out],
         n,
         CUBLAS_COMPUTE_32F,
         CUBLAS_GEMM_DEFAULT,

@@ -21,7 +21,7 @@ from typing import Any
 from tuner.answers.best import computed
 from tuner.core.accuracy import check_accuracy
 from tuner.core.errors import InputError
-from tuner.core.shape import Shape
+from tuner.core.shape import OUT_DTYPES, Shape, check_out_dtype, default_out_dtype
 from tuner.gpu.call_plan import (
     DirectLaunch,
     current_stream_ptr,
@@ -44,15 +44,19 @@ class MatmulCall:
     shape: Shape
     a: Any  # A as stored (the array itself, or the array a transposed view was made from)
     b: Any
-    c: Any  # the output, float32 (M, N), C-contiguous
+    c: Any  # the output (M, N) of shape.out_dtype, C-contiguous
 
 
-def prepare_call(a: Any, b: Any, beta: float, c: Any, accuracy: str) -> MatmulCall:
-    """Check the operands (naming the array at fault) and read the shape and layout from them.
+def prepare_call(
+    a: Any, b: Any, beta: float, c: Any, accuracy: str, out_dtype: str | None = None
+) -> MatmulCall:
+    """Check the operands (naming the array at fault) and read the shape, layout and type of C
+    from them.
 
     A C-contiguous array is read as it is, and so is the transposed view of one (layout T);
     float32 in a layout that only emulated families compute, asked at a stricter class, is copied
-    to NN once. ``c`` is allocated when None (``beta`` must then be 0).
+    to NN once. ``c`` is allocated when None (``beta`` must then be 0), of ``out_dtype`` (None:
+    the input type); a given ``c`` decides the type of C, and must agree with ``out_dtype``.
     """
     import cupy
 
@@ -66,14 +70,22 @@ def prepare_call(a: Any, b: Any, beta: float, c: Any, accuracy: str) -> MatmulCa
         raise InputError(f"`a` is {a.shape} and `b` is {b.shape}: inner dimensions differ")
     m, k = a.shape
     n = b.shape[1]
+    dtype = dtype_name(a)
+    allowed = OUT_DTYPES[dtype]
     if c is None:
         if beta != 0:
             raise InputError(f"`beta` must be 0 when `c` is None, got {beta!r}")
-        c = cupy.empty((m, n), dtype=cupy.float32)
-    elif not isinstance(c, cupy.ndarray) or c.dtype != cupy.float32:
-        raise InputError(f"`c` must be a cupy float32 array, got {describe(c)}")
+        out = check_out_dtype(default_out_dtype(dtype) if out_dtype is None else out_dtype, dtype)
+        c = cupy.empty((m, n), dtype=_cupy_dtype(out, a))
+    elif not isinstance(c, cupy.ndarray) or dtype_name(c) not in allowed:
+        raise InputError(
+            f"`c` must be a cupy array of {', '.join(allowed)} for {dtype} inputs, got "
+            f"{describe(c)}"
+        )
     elif c.shape != (m, n) or not c.flags.c_contiguous:
         raise InputError(f"`c` must be C-contiguous with shape {(m, n)}, got {c.shape}")
+    elif out_dtype is not None and out_dtype != dtype_name(c):
+        raise InputError(f"`out_dtype` is {out_dtype!r} but `c` is {dtype_name(c)}: give one")
     layout = ("T" if a_transposed else "N") + ("T" if b_transposed else "N")
     if not computed(dtype_name(a), layout, accuracy):
         # No family of the class computes this layout: the operands as NN, copied once.
@@ -81,7 +93,13 @@ def prepare_call(a: Any, b: Any, beta: float, c: Any, accuracy: str) -> MatmulCa
         b_stored = cupy.ascontiguousarray(b_stored.T) if b_transposed else b_stored
         layout = "NN"
     # 1..2**31-1 each, or InputError naming the dimension
-    return MatmulCall(Shape(m, n, k, dtype_name(a), layout), a_stored, b_stored, c)
+    return MatmulCall(Shape(m, n, k, dtype, layout, dtype_name(c)), a_stored, b_stored, c)
+
+
+def _cupy_dtype(name: str, like: Any) -> Any:
+    """The CuPy dtype of the tuner's type ``name`` (float32 or ``like``'s own type: bfloat16 is
+    the dtype CuPy gave the inputs)."""
+    return like.dtype if name == dtype_name(like) else name
 
 
 def launch_answer(
@@ -147,6 +165,7 @@ class Prepared:
     algorithm: tuple[str, ...] | None  # a vendor config's stored algorithm (launch_answer)
     direct: DirectLaunch | None
     c_shape: tuple[int, int]
+    c_dtype: Any  # the CuPy dtype of C the call allocates
 
 
 # (operand attributes, device, asked) -> the prepared call. Plain dict operations: each is atomic
@@ -161,25 +180,27 @@ def run_matmul(
     beta: float,
     c: Any,
     accuracy: str,
+    out_dtype: str | None,
     asked: Hashable,
     answer: Callable[[Shape, Any], tuple[str, tuple[str, ...] | None]],
 ) -> Any:
     """``alpha * a @ b + beta * c`` for :func:`tuner.client.matmul`: ``answer`` names the config
     of a shape as asked (``asked``: where and how, ``accuracy`` included), and the vendor
-    algorithm it replays, once per kind."""
-    key = _kind(a, b, c, asked)
+    algorithm it replays, once per kind; C of ``out_dtype`` (None: ``c``'s type, else the input
+    type)."""
+    key = _kind(a, b, c, (asked, out_dtype))
     prepared = _prepared.get(key)
     if prepared is None:
-        return _first_call(key, a, b, alpha, beta, c, accuracy, asked, answer)
+        return _first_call(key, a, b, alpha, beta, c, accuracy, out_dtype, asked, answer)
     direct = prepared.direct
     if direct is None:
-        call = prepare_call(a, b, beta, c, accuracy)
+        call = prepare_call(a, b, beta, c, accuracy, out_dtype)
         launch_answer(prepared.name, call, alpha, beta, prepared.algorithm)
         return call.c
     if c is None:
         if beta != 0:
             raise InputError(f"`beta` must be 0 when `c` is None, got {beta!r}")
-        c = _empty(prepared.c_shape, _float32)
+        c = _empty(prepared.c_shape, prepared.c_dtype)
     direct.launch(a, b, alpha, beta, c, None)
     return c
 
@@ -213,16 +234,17 @@ def _first_call(
     beta: float,
     c: Any,
     accuracy: str,
+    out_dtype: str | None,
     asked: Hashable,
     answer: Callable[[Shape, Any], tuple[str, tuple[str, ...] | None]],
 ) -> Any:
-    global _device, _empty, _float32
+    global _device, _empty
     cupy = require_cupy("tuner.matmul")
-    _device, _empty, _float32 = cupy.cuda.runtime.getDevice, cupy.empty, cupy.float32
+    _device, _empty = cupy.cuda.runtime.getDevice, cupy.empty
     if key is None:  # the first call of the process: CuPy was not loaded to read the kind
-        key = _kind(a, b, c, asked)
+        key = _kind(a, b, c, (asked, out_dtype))
     check_accuracy(accuracy)
-    call = prepare_call(a, b, beta, c, accuracy)  # checks every operand, naming it
+    call = prepare_call(a, b, beta, c, accuracy, out_dtype)  # checks every operand, naming it
     refuse_first_call_while_capturing(current_stream_ptr())
     name, algorithm = answer(call.shape, asked)
     direct = None
@@ -232,7 +254,8 @@ def _first_call(
     if key is not None:
         if len(_prepared) >= KEPT_CALLS:
             _prepared.pop(next(iter(_prepared)))
-        _prepared[key] = Prepared(name, algorithm, direct, (call.shape.m, call.shape.n))
+        c_shape = (call.shape.m, call.shape.n)
+        _prepared[key] = Prepared(name, algorithm, direct, c_shape, call.c.dtype)
     if direct is None:
         launch_answer(name, call, alpha, beta, algorithm)
     else:
@@ -262,4 +285,3 @@ def _no_cupy_yet() -> Any:
 # Bound to CuPy's own functions by the first call (CuPy is imported lazily).
 _device: Callable[[], int] = _no_cupy_yet
 _empty: Any = None
-_float32: Any = None

@@ -6,10 +6,13 @@ NaN (every element must be written, and C must not be read). Only then is it tim
 around each launch, warm-up, repeats until a time budget, L2 flushed before every repeat, median.
 cuBLAS is timed the same way in the same process.
 
-FP16 and BF16 inputs (C and the sums are float32): the reference is cuBLAS in the same dtype
-with FP32 sums (``cublasGemmEx``, ``CUBLAS_COMPUTE_32F``, never TF32), on the same rounded
-inputs, so only the order of the FP32 sums differs; and an FP32 SGEMM on the float32 values
-before they were rounded, which bounds what the input type costs. Operands are stored in the
+FP16 and BF16 inputs (FP32 sums; C float32, float16 or bfloat16, the shape's ``out_dtype``): the
+reference is cuBLAS in the same input type writing the same type of C, with FP32 sums
+(``cublasGemmEx``, ``CUBLAS_COMPUTE_32F``, never TF32), on the same rounded inputs and the same
+C, so only the order of the FP32 sums differs (and, for a half C, which way an element rounds
+where the two sums straddle a rounding boundary); and an FP32 SGEMM on the float32 values before
+they were rounded, which bounds what the input type and C's type cost. cuBLAS is timed writing
+the same type of C. Operands are stored in the
 shape's layout (a transposed operand is a transposed array, as ``x @ W.T`` hands it over).
 
 A family of a less exact accuracy class (``tuner.core.accuracy``: float32 emulated on the BF16
@@ -44,23 +47,37 @@ REPEATS_PER_GATE = 25
 HALF_SUM_FACTOR = 2
 
 
-def tolerance(k: int, dtype: str = "float32") -> float:
-    """Allowed relative error against cuBLAS in the same dtype: FP32 rounding of the sums, which
-    grows like sqrt(K) for random data (both sides hold the same inputs and exact products).
+def tolerance(k: int, dtype: str = "float32", out_dtype: str = "float32") -> float:
+    """Allowed relative error against cuBLAS in the same dtype writing the same type of C: FP32
+    rounding of the sums, which grows like sqrt(K) for random data (both sides hold the same
+    inputs and exact products).
 
     Stays an order of magnitude under what TF32 (10-bit mantissa) would produce, so a kernel that
     silently used TF32 would fail; for half inputs, under what rounding C to the input type
     would (2^-11 or 2^-8) up to K of about 10^6.
+
+    A half C (``out_dtype`` float16 or bfloat16): both sides round their FP32 result once to C's
+    type. Where the two FP32 sums (relative distance about ``sums``, the FP32 allowance) straddle
+    a rounding boundary, which happens for a fraction of about sums / (2u) of the elements (u:
+    C's unit roundoff), those elements differ by one step, 2u relative: the Frobenius error is
+    then about sqrt(2u * sums), added to the sums' own. That stays under u for K up to about
+    10^5, so a kernel that truncated instead of rounding (off by about u on half the elements),
+    or rounded twice, would fail.
     """
     factor = 1 if dtype == "float32" else HALF_SUM_FACTOR
-    return factor * max(1e-5, 8 * FP32_EPS * math.sqrt(k))
+    sums = factor * max(1e-5, 8 * FP32_EPS * math.sqrt(k))
+    if out_dtype == "float32":
+        return sums
+    return sums + math.sqrt(2 * UNIT_ROUNDOFF[out_dtype] * sums)
 
 
-def reference_tolerance(k: int, dtype: str) -> float:
+def reference_tolerance(k: int, dtype: str, out_dtype: str = "float32") -> float:
     """Allowed relative error of a half-input GEMM against FP32 on the values before rounding:
     each product is off by the two inputs' rounding (about 0.8 unit roundoffs in the Frobenius
-    norm for random data, whatever K), plus the FP32 sums of :func:`tolerance`."""
-    return 4 * UNIT_ROUNDOFF[dtype] + tolerance(k, dtype)
+    norm for random data, whatever K), plus the FP32 sums of :func:`tolerance`, plus, for a half
+    C, its rounding to C's type (at most one unit roundoff of C's type per element)."""
+    rounding = 0.0 if out_dtype == "float32" else UNIT_ROUNDOFF[out_dtype]
+    return 4 * UNIT_ROUNDOFF[dtype] + tolerance(k, dtype) + rounding
 
 
 def _cupy() -> Any:
@@ -91,9 +108,14 @@ def random_values(shape: Shape, seed: int | None = None) -> tuple[Any, Any, Any]
 
 
 def random_operands(shape: Shape, seed: int | None = None) -> tuple[Any, Any, Any]:
-    """Fresh A, B in the shape's dtype and layout (:mod:`tuner.gpu.half_arrays`) and float32 C."""
+    """Fresh A, B in the shape's dtype and layout and C in its ``out_dtype``
+    (:mod:`tuner.gpu.half_arrays`)."""
     a, b, c = random_values(shape, seed)
-    return half_arrays.from_float32(a, shape.dtype), half_arrays.from_float32(b, shape.dtype), c
+    return (
+        half_arrays.from_float32(a, shape.dtype),
+        half_arrays.from_float32(b, shape.dtype),
+        half_arrays.from_float32(c, shape.out),
+    )
 
 
 def launch(
@@ -210,8 +232,8 @@ def cublas_gemm(alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
 
 
 def shape_gemm(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:
-    """cuBLAS's ``c = alpha * op(a) @ op(b) + beta * c`` for ``shape``'s dtype and layout:
-    :func:`cublas_gemm` for float32 NN, ``cublasGemmEx`` with FP32 sums for the others."""
+    """cuBLAS's ``c = alpha * op(a) @ op(b) + beta * c`` for ``shape``'s dtype, layout and type
+    of C: :func:`cublas_gemm` for float32 NN, ``cublasGemmEx`` with FP32 sums for the others."""
     _cupy()  # refuses TF32 from the environment
     if shape.is_default_kind:
         cublas_gemm(alpha, a, b, beta, c)
@@ -219,10 +241,13 @@ def shape_gemm(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c: Any) 
         half_arrays.gemm(shape, alpha, a, b, beta, c)
 
 
-def relative_error(out: Any, ref: Any) -> float:
-    """||out - ref||_F / ||ref||_F, summed in float64 (no float64 copies of the matrices);
-    NaN or inf anywhere gives inf."""
+def relative_error(out: Any, ref: Any, dtype: str = "float32") -> float:
+    """||out - ref||_F / ||ref||_F of two arrays of ``dtype`` (stored as
+    :func:`tuner.gpu.half_arrays.from_float32` stores it), summed in float64 (no float64 copies
+    of the matrices); NaN or inf anywhere gives inf."""
     cp = _cupy()
+    if dtype != "float32":
+        out, ref = half_arrays.to_float32(out, dtype), half_arrays.to_float32(ref, dtype)
     diff = out - ref
     err2 = float(cp.sum(cp.square(diff), dtype=cp.float64))
     if not math.isfinite(err2):
@@ -263,7 +288,8 @@ class Verification:
 class Operands:
     """Random A, B and C of one shape with cuBLAS's answers for the two checks of
     :func:`verify`, made once per shape: a study verifies every candidate against them, and
-    times on ``a``, ``b`` and ``out``."""
+    times on ``a``, ``b`` and ``out``. ``c0``, the references and ``out`` are of the shape's
+    ``out_dtype``; the FP32 references are float32."""
 
     shape: Shape
     a: Any
@@ -277,17 +303,17 @@ class Operands:
     @classmethod
     def make(cls, shape: Shape, seed: int | None = None) -> Operands:
         cp = _cupy()
-        a32, b32, c0 = random_values(shape, seed)
+        a32, b32, c32 = random_values(shape, seed)
         a = half_arrays.from_float32(a32, shape.dtype)
         b = half_arrays.from_float32(b32, shape.dtype)
+        c0 = half_arrays.from_float32(c32, shape.out)
         fp32 = Shape(shape.m, shape.n, shape.k, "float32", shape.layout)
         references, fp32_references = [], []
         for alpha, beta in CHECKS:
-            ref = c0.copy()
-            shape_gemm(shape, alpha, a, b, beta, ref)
-            references.append(ref)
+            references.append(_reference(shape, alpha, a, b, beta, c0))
             if shape.dtype != "float32":
-                ref32 = c0.copy()
+                # The same C as the kernel reads (rounded to its type), the sums unrounded.
+                ref32 = half_arrays.to_float32(c0, shape.out)
                 shape_gemm(fp32, alpha, a32, b32, beta, ref32)
                 fp32_references.append(ref32)
         cp.cuda.get_current_stream().synchronize()
@@ -306,6 +332,23 @@ class Operands:
         shape_gemm(self.shape, alpha, self.a, self.b, beta, c)
 
 
+def _reference(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c0: Any) -> Any:
+    """cuBLAS's C for one check: the same GEMM in FP32 (cublasGemmEx, FP32 sums, on the same
+    inputs and the same C) written as float32 and, for a half C, rounded once to C's type.
+
+    Not cuBLAS writing the half C itself: on some shapes its half C is not the FP32 result
+    rounded once (on an H200, 130x1028x1030 BF16 NT writing BF16 came out 2.6e-3 from it, where
+    both hmma and wgmma were within 1e-4 on every other shape), and a reference must be what a
+    correct kernel writes. cuBLAS writing the half C stays the timed baseline."""
+    if shape.out == "float32":
+        ref = c0.copy()
+        shape_gemm(shape, alpha, a, b, beta, ref)
+        return ref
+    wide = half_arrays.to_float32(c0, shape.out)
+    shape_gemm(shape.with_out("float32"), alpha, a, b, beta, wide)
+    return half_arrays.from_float32(wide, shape.out)
+
+
 # (alpha, beta) of the two checks: C read and scaled; C poisoned with NaN and never read.
 CHECKS = ((0.5, 3.0), (1.0, 0.0))
 
@@ -321,27 +364,32 @@ def verify(
     ``operands``: made for this shape already (else fresh ones from ``seed``).
 
     Raises:
-        ValueError: the config's shape-pinned parameters (DTYPE, LAYOUT) are not the shape's:
+        ValueError: the config's shape-pinned parameters (DTYPE, LAYOUT, OUT) are not the shape's:
             its kernel computes another product, and the error would say nothing of it.
     """
     _check_pinned(source, shape)
     cp = _cupy()
     ops = operands if operands is not None else Operands.make(shape, seed)
     worst, worst_fp32 = 0.0, 0.0
+    out = shape.out
     for index, (alpha, beta) in enumerate(CHECKS):
-        c = ops.c0.copy() if beta != 0.0 else cp.full_like(ops.c0, cp.nan)
+        c = ops.c0.copy() if beta != 0.0 else half_arrays.nan_filled(shape.m, shape.n, out)
         launch(kernel, source, shape, alpha, ops.a, ops.b, beta, c)
         cp.cuda.get_current_stream().synchronize()
-        worst = max(worst, relative_error(c, ops.references[index]))
+        worst = max(worst, relative_error(c, ops.references[index], out))
         if ops.fp32_references is not None:
-            worst_fp32 = max(worst_fp32, relative_error(c, ops.fp32_references[index]))
+            c32 = half_arrays.to_float32(c, out)
+            worst_fp32 = max(worst_fp32, relative_error(c32, ops.fp32_references[index]))
     if ops.fp32_references is None:
         # An emulated family's class allows its own error on top of the FP32 sums'.
         extra = allowance(get_family(source.config.family).accuracy)
         return Verification(worst, tolerance(shape.k) + extra)
     dtype = shape.dtype
     return Verification(
-        worst, tolerance(shape.k, dtype), worst_fp32, reference_tolerance(shape.k, dtype)
+        worst,
+        tolerance(shape.k, dtype, out),
+        worst_fp32,
+        reference_tolerance(shape.k, dtype, out),
     )
 
 
@@ -352,7 +400,8 @@ def _check_pinned(source: KernelSource, shape: Shape) -> None:
     if wrong:
         needs = ", ".join(f"{name}={value}" for name, value in wrong.items())
         raise ValueError(
-            f"{config.name} computes another input type or layout: {shape.label()} needs {needs}"
+            f"{config.name} computes another input type, layout or type of C: {shape.label()} "
+            f"needs {needs}"
         )
 
 

@@ -132,7 +132,8 @@ def prepare_gemm(
         if b_transposed:
             b_prep, b_transposed, b_pitch = _contiguous, False, n
         layout = "NN"
-    shape = Shape(m, n, k, dtype, layout)
+    # C is float32 here, cast to the asked type after (tuner.torch.ops._to_out_dtype).
+    shape = Shape(m, n, k, dtype, layout, "float32")
     with cupy.cuda.Device(device):
         refuse_first_call_while_capturing(_raw_stream(device))
         name, algorithm = answer(shape)

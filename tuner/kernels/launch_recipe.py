@@ -33,10 +33,15 @@ from tuner.kernels.render import KernelSource
 # declares ``half_bits``), and what the types that are not standard C mean.
 ELEMENT_TYPES = {"float32": "float", "float16": "half_bits", "bfloat16": "half_bits"}
 TYPE_NOTES = {
-    "half_bits": "unsigned short: an FP16 or BF16 value's 16 bits as stored (typedef in the source)"
+    "half_bits": "unsigned short: an FP16 or BF16 value's 16 bits as stored (typedef in the "
+    "source)",
+    "c_elem": "C's element: float for a float32 C, else unsigned short, the FP16 or BF16 value's "
+    "16 bits (typedef in the source, by the config's OUT)",
 }
-# C is float32 for every input type.
+# C as the float32-input templates declare it; the half templates declare ``c_elem``, the type
+# of C their OUT names.
 C_TYPE = "float*"
+HALF_C_TYPE = "c_elem*"
 C_ELEMENT = "float32"
 
 
@@ -89,6 +94,12 @@ def kernel_parameters(family: Family, dtype: str) -> tuple[Parameter, ...]:
         ),
     )
     beta = Parameter("beta", "float", "scales C as read (0: C is never read)")
+    if dtype != "float32":
+        c, ldc = matrices[2]
+        matrices = (
+            *matrices[:2],
+            (Parameter("C", HALF_C_TYPE, c.meaning.replace(" float32", "")), ldc),
+        )
     held = [pair if family.leading_dims else pair[:1] for pair in matrices]
     return (*head, *held[0], *held[1], beta, *held[2])
 

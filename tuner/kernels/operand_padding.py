@@ -72,7 +72,7 @@ def padded_product(shape: Shape) -> Shape:
     """Mp x Np x Kp: ``shape`` with each dimension that is a stored operand's row length
     rounded up to whole 16-byte vectors (the product a padded kernel without leading
     dimensions computes, ``PaddingPlan.run_shape``)."""
-    return Shape(*_padded_dims(shape), shape.dtype, shape.layout)
+    return Shape(*_padded_dims(shape), shape.dtype, shape.layout, shape.out_dtype)
 
 
 def padding_refusal(shape: Shape) -> str | None:
@@ -125,7 +125,9 @@ class PaddingPlan:
     @property
     def run_shape(self) -> Shape:
         """The product the kernel computes: Mp x Np x Kp, in the caller's dtype and layout."""
-        return Shape(self.mp, self.np, self.kp, self.shape.dtype, self.shape.layout)
+        return Shape(
+            self.mp, self.np, self.kp, self.shape.dtype, self.shape.layout, self.shape.out_dtype
+        )
 
     def _widened(self, array: tuple[int, int], copied: bool) -> tuple[int, int]:
         """A copied array's buffer: rows whose pitch is a multiple of row_pitch_multiple."""

@@ -2,11 +2,11 @@
 
 A shape needs ``2MNK`` flops and must move at least its operands through HBM once. The benchmark
 runs with ``beta = 0``, so C is only written, never read: the minimum traffic is
-``e(MK + KN) + 4MN`` bytes, ``e`` the bytes of one input (4 for float32, 2 for float16 and
-bfloat16; C is float32). The bound is ``min(compute ceiling, intensity x bandwidth)``; the
-compute ceiling is the FFMA rate for float32 inputs and the dense FP16/BF16 tensor-core rate for
-half inputs. A shape whose intensity is under the ridge point (ceiling / bandwidth) is
-memory-bound.
+``e(MK + KN) + c MN`` bytes, ``e`` the bytes of one input and ``c`` of one element of C (4 for
+float32, 2 for float16 and bfloat16). The bound is ``min(compute ceiling, intensity x
+bandwidth)``; the compute ceiling is the FFMA rate for float32 inputs and the dense FP16/BF16
+tensor-core rate for half inputs. A shape whose intensity is under the ridge point (ceiling /
+bandwidth) is memory-bound.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ BYTES_MODEL = (
     "4(MK + KN + MN) bytes: A and B read once, C written once (beta = 0, so C is not read)"
 )
 HALF_BYTES_MODEL = (
-    "2(MK + KN) + 4MN bytes: half A and B read once, float32 C written once (beta = 0, so C is "
-    "not read)"
+    "2(MK + KN) + cMN bytes: half A and B read once, C written once (c = 4 for a float32 C, 2 "
+    "for a half C; beta = 0, so C is not read)"
 )
 
 
@@ -112,7 +112,7 @@ class Roofline:
 def min_bytes(shape: Shape) -> int:
     """HBM traffic no kernel can avoid with beta = 0 (see the module docstring)."""
     m, n, k = shape.m, shape.n, shape.k
-    return INPUT_BYTES[shape.dtype] * (m * k + k * n) + FLOAT_BYTES * m * n
+    return INPUT_BYTES[shape.dtype] * (m * k + k * n) + INPUT_BYTES[shape.out] * m * n
 
 
 def roofline(shape: Shape, ceilings: Ceilings) -> Roofline:

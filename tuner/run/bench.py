@@ -35,7 +35,7 @@ from tuner.core.config import Config
 from tuner.core.errors import InputError
 from tuner.core.evaluators import EvaluatorKind
 from tuner.core.result import Comparison
-from tuner.core.shape import Shape
+from tuner.core.shape import STORED_OUT_DTYPE, Shape
 from tuner.data import suite_document
 from tuner.data.location import DEFAULT_SUITE_NAME
 from tuner.data.shape_lists import SuiteEntry
@@ -122,12 +122,14 @@ def device_slug(name: str) -> str:
 
 def suite_file_name(slug: str, shape: Shape, accuracy: str = DEFAULT_ACCURACY) -> str:
     """Where ``gemmtune bench`` writes by default: ``<device>-suite.json`` for float32 NN (the
-    committed FP32 results), ``<device>-suite-<dtype>-<layout>.json`` for the others, with
-    ``-<accuracy>`` before ``.json`` at a floor other than ``exact``."""
+    committed FP32 results), ``<device>-suite-<dtype>-<layout>.json`` for the others writing
+    float32 C (what every committed file measured) and ``...-<layout>-out-<out_dtype>.json``
+    for a half C, with ``-<accuracy>`` before ``.json`` at a floor other than ``exact``."""
     tail = "" if accuracy == DEFAULT_ACCURACY else f"-{accuracy}"
     if shape.is_default_kind:
         return f"{slug}-suite{tail}.json"
-    return f"{slug}-suite-{shape.dtype}-{shape.layout.lower()}{tail}.json"
+    out = "" if shape.out == STORED_OUT_DTYPE else f"-out-{shape.out}"
+    return f"{slug}-suite-{shape.dtype}-{shape.layout.lower()}{out}{tail}.json"
 
 
 def _stored_choice(
@@ -143,10 +145,13 @@ def _stored_choice(
     studies found, which is never a best config (``storage.fastest_replayed``)."""
     dims = (shape.m, shape.n, shape.k, shape.dtype, shape.layout)
     with sessions() as session:
+        out = shape.out
         if replayed:
-            row = storage.fastest_replayed(session, device, *dims, accuracies=classes)
+            row = storage.fastest_replayed(
+                session, device, *dims, accuracies=classes, out_dtype=out
+            )
         else:
-            found = storage.best_for(session, device, *dims, accuracies=classes)
+            found = storage.best_for(session, device, *dims, accuracies=classes, out_dtype=out)
             row = None if found is None else found[1]
         if row is None:
             return None
@@ -244,6 +249,7 @@ def shape_row(
         "k": shape.k,
         "dtype": shape.dtype,
         "layout": shape.layout,
+        "out_dtype": shape.out,
         "status": "no_config",
         "reason": choice.reason,
         "config": choice.config.name if choice.config else None,
@@ -446,6 +452,7 @@ def document(
             "retune": request.retune,
             "dtype": dtype,
             "layout": layout,
+            "out_dtype": (rows[0].get("out_dtype") if rows else None) or STORED_OUT_DTYPE,
             "warm_start": request.tune.warm_start,
             "rounds": request.rounds,
             "timing_budget_ms": request.budget_ms,

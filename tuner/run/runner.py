@@ -22,7 +22,7 @@ from tuner.core.config import Config
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.gpu.selection import cuda_device_count
-from tuner.kernels.families import FAMILIES, checked_config
+from tuner.kernels.families import FAMILIES, checked_config, repinned
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates, table_rates
 from tuner.run.default_families import (
@@ -135,7 +135,8 @@ def check_families_compute(shape: Shape, families: Sequence[str]) -> None:
     ]
     raise InputError(
         f"no family of {', '.join(families) or 'the defaults'} computes {shape.dtype} inputs "
-        f"in layout {shape.layout}; " + (f"use {', '.join(able)}" if able else "no family does yet")
+        f"in layout {shape.layout} writing {shape.out} C; "
+        + (f"use {', '.join(able)}" if able else "no family does yet")
     )
 
 
@@ -158,12 +159,21 @@ def untuned_answer(
         tuning = load_snapshot(session)
     spec = DeviceSpec(device.name, device.arch, device.sm_count)
     answer = tuning.answer(
-        shape.m, shape.n, shape.k, shape.dtype, shape.layout, spec, accuracy=accuracy
+        shape.m,
+        shape.n,
+        shape.k,
+        shape.dtype,
+        shape.layout,
+        spec,
+        accuracy=accuracy,
+        out_dtype=shape.out,
     )
     try:
         return checked_config(answer.name)
     except InputError:  # a stored name this version of the tuner cannot read
-        return default_config(shape.m, shape.n, shape.dtype, shape.layout)
+        return default_config(
+            shape.m, shape.n, shape.dtype, shape.layout, accuracy, out_dtype=shape.out
+        )
 
 
 def warm_starts(
@@ -175,9 +185,11 @@ def warm_starts(
     families: Sequence[str] | None = None,
 ) -> list[Config]:
     """What a new study evaluates first: ``first`` (the untuned answer), then up to ``limit``
-    more of ``families`` (default: any): the committed suite's best for this shape on this kind
-    of GPU, the committed sweep tables' fastest configs of this shape (``tuner.search.priors``), the
-    best configs of the nearest shapes tuned in this database, and the committed bests of the
+    more of ``families`` (default: any), each pinned for ``shape`` (its DTYPE, LAYOUT and OUT:
+    a suite measured writing float32 C starts a study of a half C): the committed suite's best
+    for this shape on this kind of GPU, the committed sweep tables' fastest configs of this
+    shape (``tuner.search.priors``), the best configs of the nearest shapes tuned in this
+    database, and the committed bests of the
     nearest other shapes."""
     names: list[str] = []
     if limit:
@@ -190,10 +202,14 @@ def warm_starts(
         if len(starts) > limit:
             break
         try:
-            config = checked_config(name)
+            config = repinned(checked_config(name), shape)
         except InputError:
             continue
-        if config != first and (families is None or config.family in families):
+        # repinned: a start measured for another input type, layout or type of C is the same
+        # tiles pinned for this shape; None where its family does not compute the shape.
+        if config is None or config == first or config in starts:
+            continue
+        if families is None or config.family in families:
             starts.append(config)
     return starts
 

@@ -74,8 +74,11 @@ class Recorder(Protocol):
         """Best config names of the tuned shapes nearest to ``shape`` on ``device``."""
         ...
 
-    def history(self, device: DeviceLimits, dtype: str, layout: str) -> list[Observation]:
-        """The fastest ok time of every (shape, config) measured on ``device``."""
+    def history(
+        self, device: DeviceLimits, dtype: str, layout: str, out_dtype: str
+    ) -> list[Observation]:
+        """The fastest ok time of every (shape, config) measured on ``device`` for ``dtype``
+        inputs in ``layout`` writing ``out_dtype`` C."""
         ...
 
     def rates(self, device: DeviceLimits) -> DeviceRates | None:
@@ -144,7 +147,9 @@ class MemoryRecorder:
     def neighbours(self, device: DeviceLimits, shape: Shape, limit: int) -> list[str]:
         return []
 
-    def history(self, device: DeviceLimits, dtype: str, layout: str) -> list[Observation]:
+    def history(
+        self, device: DeviceLimits, dtype: str, layout: str, out_dtype: str
+    ) -> list[Observation]:
         return list(self.observations)
 
     def rates(self, device: DeviceLimits) -> DeviceRates | None:

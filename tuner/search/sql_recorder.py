@@ -20,12 +20,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from tuner.core.claims import Claimed
+from tuner.core.config import Config
 from tuner.core.dims import shape_distance
 from tuner.core.errors import InputError
 from tuner.core.phases import Phase
 from tuner.core.result import Result
 from tuner.core.shape import Shape
-from tuner.kernels.families import accuracy_of, parse_config
+from tuner.kernels.families import accuracy_of, parse_config, repinned
 from tuner.kernels.resources import DeviceLimits
 from tuner.model.rates import DeviceRates
 from tuner.search.samplers import Observation
@@ -36,7 +37,7 @@ def device_in(device: DeviceLimits) -> storage.DeviceIn:
 
 
 def shape_in(shape: Shape) -> storage.ShapeIn:
-    return storage.ShapeIn(shape.m, shape.n, shape.k, shape.dtype, shape.layout)
+    return storage.ShapeIn(shape.m, shape.n, shape.k, shape.dtype, shape.layout, shape.out)
 
 
 # A Result holds the measured part of a measurement record: its fields are record fields.
@@ -170,10 +171,15 @@ class SqlRecorder:
         with self.sessions.begin() as session:
             storage.release_claim(session, study, config_name)
 
-    def history(self, device: DeviceLimits, dtype: str, layout: str) -> list[Observation]:
+    def history(
+        self, device: DeviceLimits, dtype: str, layout: str, out_dtype: str
+    ) -> list[Observation]:
         with self.sessions() as session:
-            rows = storage.fastest_ok_times(session, device.name, dtype, layout)
-        return [Observation(Shape(m, n, k, dtype, layout), name, ms) for m, n, k, name, ms in rows]
+            rows = storage.fastest_ok_times(session, device.name, dtype, layout, out_dtype)
+        return [
+            Observation(Shape(m, n, k, dtype, layout, out_dtype), name, ms)
+            for m, n, k, name, ms in rows
+        ]
 
     def rates(self, device: DeviceLimits) -> DeviceRates | None:
         """The newest rates stored for ``device``, when all four were probed."""
@@ -206,24 +212,31 @@ class SqlRecorder:
     def neighbours(self, device: DeviceLimits, shape: Shape, limit: int) -> list[str]:
         """Best configs of the nearest tuned shapes on this device (never this shape itself);
         where a shape has no best config but replayed times (a study on a replay table), the
-        fastest of those: a search may start from them, though no answer is built on them."""
+        fastest of those: a search may start from them, though no answer is built on them. A
+        config tuned writing another type of C than ``shape``'s comes with its OUT set for
+        ``shape``'s (the same tiles), or not at all where its family cannot write that type."""
         with self.sessions() as session:
             rows = storage.best_configs(session, device.name)
             replayed = storage.replayed_fastest_per_shape(session, device.name)
-        tuned = [((r.shape.m, r.shape.n, r.shape.k), r.measurement.config_name) for r in rows]
-        bested = {dims for dims, _ in tuned}
-        tuned += [(dims, name) for dims, name in replayed.items() if dims not in bested]
+        tuned = [
+            ((r.shape.m, r.shape.n, r.shape.k), r.measurement.config_name, r.shape.out_dtype)
+            for r in rows
+        ]
+        bested = {dims for dims, _, _ in tuned}
+        tuned += [(dims, *found) for dims, found in replayed.items() if dims not in bested]
         scored = sorted(
-            (shape_distance(shape.dims, dims), name)
-            for dims, name in tuned
+            (shape_distance(shape.dims, dims), name, out_dtype)
+            for dims, name, out_dtype in tuned
             if dims != (shape.m, shape.n, shape.k)
         )
         names: list[str] = []
-        for _, name in scored:
+        for _, name, out_dtype in scored:
             try:
-                parse_config(name)
+                config: Config | None = parse_config(name)
             except InputError:  # a name written by an older tuner with other parameters
                 continue
-            if name not in names:
-                names.append(name)
+            if out_dtype != shape.out and config is not None:
+                config = repinned(config, shape)
+            if config is not None and config.name not in names:
+                names.append(config.name)
         return names[:limit]

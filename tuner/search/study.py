@@ -44,7 +44,7 @@ from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.phases import Phase
 from tuner.core.result import Result
-from tuner.core.shape import Shape
+from tuner.core.shape import STORED_OUT_DTYPE, Shape
 from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import get_family
 from tuner.kernels.space import Space
@@ -91,7 +91,10 @@ CLAIM_POLL_S = 1.0
 
 
 def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:
-    return f"{device}|{shape}|{shape.dtype}|{shape.layout}|{'+'.join(families)}"
+    # C's type joins the key only where it is not float32, so that studies started before C had
+    # a type (all float32) keep their names.
+    out = "" if shape.out == STORED_OUT_DTYPE else f"->{shape.out}"
+    return f"{device}|{shape}|{shape.dtype}|{shape.layout}{out}|{'+'.join(families)}"
 
 
 @dataclass
@@ -212,7 +215,7 @@ class Study:
                     list(built.values()),
                     self.families,
                     rates,
-                    self.recorder.history(self.device, shape.dtype, shape.layout),
+                    self.recorder.history(self.device, shape.dtype, shape.layout, shape.out),
                 )
             )
         # Where the sampler proposes (invalid points included): memory only.

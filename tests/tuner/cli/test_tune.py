@@ -259,7 +259,8 @@ def test_kill_9_loses_no_completed_trial(tmp_path: Path, replay: ReplayEvaluator
                 "--evaluator",
                 "replay",
             ),
-            "no family of warptile computes bfloat16 inputs in layout NN; use hmma",
+            "no family of warptile computes bfloat16 inputs in layout NN writing bfloat16 C; "
+            "use hmma",
         ),
     ],
     ids=[
@@ -435,8 +436,10 @@ def test_default_families_are_a_replay_tables_own_or_the_gpu_set(replay: ReplayE
     # Without a replay table, the defaults that compute the shape's dtype and layout, and the
     # vendor library beside them.
     assert default_families(NoTable()) == (*DEFAULT_FAMILIES, *VENDOR_FAMILIES)  # type: ignore[arg-type]
-    half = Shape(64, 64, 64, "bfloat16", "NT")
+    half = Shape(64, 64, 64, "bfloat16", "NT", "float32")
     assert default_families(NoTable(), half) == (*DEFAULT_HALF_FAMILIES, *VENDOR_FAMILIES)  # type: ignore[arg-type]
+    half_c = half.with_out("bfloat16")  # split-K families write float32 C only
+    assert default_families(NoTable(), half_c) == ("hmma", "wgmma", "tma_ws", *VENDOR_FAMILIES)  # type: ignore[arg-type]
     assert {"hmma", "wgmma"} <= set(DEFAULT_HALF_FAMILIES)
     assert default_families(NoTable(), Shape(64, 64, 64)) == (*DEFAULT_FAMILIES, *VENDOR_FAMILIES)  # type: ignore[arg-type]
     assert default_families(replay, half) == (

@@ -164,3 +164,13 @@ def test_a_vendor_measurement_is_bounded_by_the_unit_cublas_uses_for_its_input_t
     assert record_problems(H100, ragged, good("cublaslt_rk0_pad8", ms=0.32, cublas_ms=1.08)) == []
     too_fast = good("cublaslt_rk0", ms=0.32)  # 430 TFLOP/s of float32 would beat the FMA pipes
     assert fields(H100, CUBE, too_fast) == {"ms"}
+
+
+def test_a_type_of_c_the_inputs_cannot_write_is_named() -> None:
+    for dtype, out in (("float32", "bfloat16"), ("float16", "bfloat16"), ("bfloat16", "int8")):
+        shape = storage.ShapeIn(64, 64, 64, dtype=dtype, out_dtype=out)
+        assert fields(H100, shape, good()) == {"shape.out_dtype"}
+    for dtype, out in (("float32", "float32"), ("bfloat16", "bfloat16"), ("float16", "float32")):
+        assert "shape.out_dtype" not in fields(
+            H100, storage.ShapeIn(64, 64, 64, dtype, "NN", out), good()
+        )

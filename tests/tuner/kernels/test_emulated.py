@@ -101,7 +101,9 @@ def test_the_emulated_families_are_the_half_ones_on_float32() -> None:
         assert family.dtypes == ("float32",) and family.layouts == SUPPORTED_LAYOUTS
         assert accuracy_of(name) == "bf16x3" and accuracy_of(inner.name) == "exact"
         pinned = family.pinned(Shape(64, 64, 64, "float32", "TN"))
-        assert pinned == HMMA.pinned(Shape(64, 64, 64, "bfloat16", "TN"))
+        # BF16 parts in, the caller's float32 C out.
+        assert pinned == HMMA.pinned(Shape(64, 64, 64, "bfloat16", "TN", "float32"))
+        assert pinned["OUT"] == 0 and family.out_dtypes == ("float32",)
     assert accuracy_of("no_such_family") == "exact"
 
 

@@ -108,18 +108,24 @@ def test_tiles_are_stored_with_k_along_rows_exactly_where_the_operand_is_stored_
 def test_a_half_shape_is_searched_by_the_half_families_alone_with_its_dtype_and_layout(
     dtype: str, layout: str
 ) -> None:
-    shape = Shape(1000, 1000, 1000, dtype, layout)
+    """With C float32 all the half families search it; with C in the input type (the default)
+    the split-K ones do not (their slices add into C), and every config pins OUT."""
+    codes = (["float16", "bfloat16"].index(dtype), ["NN", "NT", "TN", "TT"].index(layout))
     half_families = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk", "tma_ws")
-    for half_family in half_families:
-        configs = Space(half_family, shape, H100).candidates()
-        assert configs
-        assert {(c["DTYPE"], c["LAYOUT"]) for c in configs} == {
-            (["float16", "bfloat16"].index(dtype), ["NN", "NT", "TN", "TT"].index(layout))
-        }
-    for name, family in KERNEL_FAMILIES.items():  # the vendor library computes every type
-        if name not in half_families:
-            checks, counts = Space(family, shape, H100).evaluate()
-            assert checks == [] and f"not {dtype} {layout}" in next(iter(counts.pruned))
+    for out, searching in (("float32", half_families), (None, ("hmma", "wgmma", "tma_ws"))):
+        shape = Shape(1000, 1000, 1000, dtype, layout, out)
+        out_code = {"float32": 0, "float16": 1, "bfloat16": 2}[shape.out]
+        for half_family in searching:
+            configs = Space(half_family, shape, H100).candidates()
+            assert configs
+            assert {(c["DTYPE"], c["LAYOUT"], c["OUT"]) for c in configs} == {(*codes, out_code)}
+        for name in set(half_families) - set(searching):
+            checks, counts = Space(name, shape, H100).evaluate()
+            assert checks == [] and f"not {shape.out}" in next(iter(counts.pruned))
+        for name, family in KERNEL_FAMILIES.items():  # the vendor library computes every type
+            if name not in half_families:
+                checks, counts = Space(family, shape, H100).evaluate()
+                assert checks == [] and f"not {dtype} {layout}" in next(iter(counts.pruned))
 
 
 def test_float32_shapes_get_no_hmma_config() -> None:
@@ -168,7 +174,7 @@ def test_hmma_splitk_is_hmma_with_the_split_k_hand_off_over_grid_z() -> None:
 def test_the_space_keeps_splits_that_fill_the_chip_for_a_large_k_shape() -> None:
     """256 x 256 output in 64 x 64 tiles is 16 blocks: splits that reach the 132 SMs stay, and
     the cost model ranks a split config above every unsplit one."""
-    shape = Shape(256, 256, 65536, "bfloat16", "NN")
+    shape = Shape(256, 256, 65536, "bfloat16", "NN", "float32")
     split_configs = Space("hmma_splitk", shape, H100).candidates()
     assert {8, 16} <= {c["SPLITK"] for c in split_configs}
     best_split = min(estimate(c, shape, H100).ms for c in split_configs)

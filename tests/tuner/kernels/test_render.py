@@ -19,7 +19,7 @@ def _several(family: str) -> list[str]:
     # A shape each family has candidates for (the streaming family is only for small M).
     fam = get_family(family)
     m = 16 if family == "skinny" else 4096
-    shape = Shape(m, 4096, 4096, fam.dtypes[-1], fam.layouts[-1])
+    shape = Shape(m, 4096, 4096, fam.dtypes[-1], fam.layouts[-1], fam.out_dtypes[-1])
     configs = Space(family, shape, DEVICE_TABLE["sm_90"]).candidates()
     picks = {configs[0], configs[len(configs) // 2], configs[-1]}
     return sorted(c.name for c in picks)

@@ -17,7 +17,7 @@ def test_enumeration_is_deterministic_and_counts_add_up(family: str) -> None:
     # The streaming family is only for small M: it has no candidate for 4096 rows.
     fam = get_family(family)
     m = 16 if family == "skinny" else 4096
-    shape = Shape(m, 4096, 4096, fam.dtypes[0], fam.layouts[-1])
+    shape = Shape(m, 4096, 4096, fam.dtypes[0], fam.layouts[-1], fam.out_dtypes[0])
     space = Space(family, shape, H100)
     checks, counts = space.evaluate()
     again = space.candidates()
@@ -36,7 +36,7 @@ def test_tiny_shapes_keep_only_small_tiles_but_never_nothing() -> None:
         # TMA reads rows of whole 16-byte vectors only (8 halves): a 1 x 1 x 1 shape is left
         # to its padded configs, 8 x 8 x 8 is its tiny shape.
         side = 8 if fam.tensor_maps else 1
-        shape = Shape(side, side, side, fam.dtypes[0], fam.layouts[0])
+        shape = Shape(side, side, side, fam.dtypes[0], fam.layouts[0], fam.out_dtypes[0])
         small = Space(family, shape, H100).candidates()
         assert small, family
         smallest = {p.name: p.values[0] for p in fam.params}

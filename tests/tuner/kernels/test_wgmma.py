@@ -132,8 +132,9 @@ def test_wgmma_splitk_is_wgmma_with_the_split_k_hand_off_over_grid_z() -> None:
 
 
 def test_c_through_shared_memory_fits_in_the_ring_of_every_valid_config() -> None:
-    """The epilogue for an odd ldc reuses the ring: 16 rows of BN + 8 floats per warp."""
-    shape = Shape(4097, 4097, 4097, "bfloat16", "NN")
+    """The epilogue for an odd ldc reuses the ring: 16 rows of BN + 8 floats per warp; a float32
+    C may be added into there by a later split-K slice, a half C is rounded once and stored."""
+    shape = Shape(4097, 4097, 4097, "bfloat16", "NN", "float32")
     configs = Space("wgmma", shape, H100).candidates()
     assert configs
     for cfg in configs:
@@ -141,6 +142,9 @@ def test_c_through_shared_memory_fits_in_the_ring_of_every_valid_config() -> Non
         assert staged_c_bytes(p) <= p["STAGES"] * stage_bytes(p), cfg.name
     code = render(configs[0]).code
     assert "if (!c_vec && (beta == 0.0f || !first))" in code and "atomicAdd(c, v)" in code
+    half = render(Space("wgmma", shape.with_out("bfloat16"), H100).candidates()[0]).code
+    assert "if (!c_vec && (beta == 0.0f || !first))" in half and "*c = to_c(v);" in half
+    assert "atomicAdd" not in half
 
 
 def test_cost_model_charges_a_ring_with_one_tile_copied_ahead() -> None:

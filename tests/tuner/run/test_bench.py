@@ -665,12 +665,16 @@ def test_a_miss_that_rounds_to_its_threshold_shows_more_digits() -> None:
 
 
 def test_half_inputs_are_bound_by_the_tensor_cores_and_move_half_the_bytes() -> None:
-    half = roofline(Shape(4096, 4096, 4096, "bfloat16", "NT"), H100_SXM)
+    half = roofline(Shape(4096, 4096, 4096, "bfloat16", "NT", "float32"), H100_SXM)
     # 2*(2*4096^2) + 4*4096^2 = 8*4096^2 = 134,217,728 B; 2*4096^3 / that = 1024 flop/B.
     assert half.min_bytes == 134_217_728 and half.intensity == pytest.approx(1024.0)
     assert (half.bound_tflops, half.limit) == (989.5, "compute")
-    # 16x4096x4096 fp16: 2*(65,536 + 16,777,216) + 4*65,536 = 33,947,648 B; 15.81 flop/B.
-    thin = roofline(Shape(16, 4096, 4096, "float16"), H100_SXM)
+    # A bfloat16 C: 2*(2*4096^2) + 2*4096^2 = 6*4096^2 = 100,663,296 B.
+    half_c = roofline(Shape(4096, 4096, 4096, "bfloat16", "NT"), H100_SXM)
+    assert half_c.min_bytes == 100_663_296
+    # 16x4096x4096 fp16, float32 C: 2*(65,536 + 16,777,216) + 4*65,536 = 33,947,648 B; 15.81
+    # flop/B.
+    thin = roofline(Shape(16, 4096, 4096, "float16", "NN", "float32"), H100_SXM)
     assert thin.min_bytes == 33_947_648
     assert thin.intensity == pytest.approx(15.81467, rel=1e-6) and thin.limit == "memory"
     assert thin.bound_tflops == pytest.approx(15.81467 * 3.35, rel=1e-6)
@@ -715,7 +719,7 @@ def test_markdown_and_chart_of_a_half_bench() -> None:
     assert "| geometric mean over the odd-shape suite | ≥ 1.50 | 0.50 | **no** |" in text
     assert "Inputs: bfloat16 A and B in layout NT" in text and "never TF32" in text
     assert "against cuBLAS in bfloat16 with FP32 sums" in text and "strict FP32" not in text
-    assert "FP16/BF16 tensor-core ceiling 989.5 TFLOP/s" in text and "2(MK + KN) + 4MN" in text
+    assert "FP16/BF16 tensor-core ceiling 989.5 TFLOP/s" in text and "2(MK + KN) + cMN" in text
     from tuner.report.bench_tables import chart_title
 
     assert chart_title(doc).startswith("gemmtune vs best vendor BF16 NT on NVIDIA H100 80GB HBM3")
@@ -724,7 +728,7 @@ def test_markdown_and_chart_of_a_half_bench() -> None:
     assert chart_title(older).startswith("gemmtune vs cuBLAS FP32 on")
 
 
-def test_the_command_end_to_end_for_bfloat16_nt(
+def test_the_command_end_to_end_for_bfloat16_nt_writing_float32_c(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tests.tuner.fakes import RuleEvaluator
@@ -739,8 +743,8 @@ def test_the_command_end_to_end_for_bfloat16_nt(
     monkeypatch.chdir(folder)
     db = f"sqlite:///{tmp_path / 'half.db'}"
     code, out, err = cli(capsys, "bench", "--suite", str(suite), "--db", db, "--dtype",
-                         "bfloat16", "--layout", "NT", "--trials", "4", "--rounds", "2",
-                         "--warm-start", "0")  # fmt: skip
+                         "bfloat16", "--layout", "NT", "--out-dtype", "float32", "--trials", "4",
+                         "--rounds", "2", "--warm-start", "0")  # fmt: skip
     assert code == 0, err
     path = folder / "h100-suite-bfloat16-nt.json"
     doc = json.loads(path.read_text())
@@ -763,6 +767,38 @@ def test_the_command_end_to_end_for_bfloat16_nt(
     with sessions() as session:
         assert storage.best_for(session, H100, 4096, 4096, 4096) is None
         assert storage.best_for(session, H100, 4096, 4096, 4096, "bfloat16", "NT") is not None
+
+
+def test_a_bfloat16_bench_writes_bfloat16_c_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --out-dtype C is the input type: its own file, configs pinned to OUT=2, no
+    split-K family, C's bytes halved in the roofline, rows stored apart from float32 C's."""
+    from tests.tuner.fakes import RuleEvaluator
+
+    bench = RuleEvaluator(DeviceLimits(name=H100, arch="sm_90", sm_count=132))
+    bench.provenance = dict(Stand.provenance)
+    monkeypatch.setattr(runner, "start_gpu", lambda purpose, budget_ms: bench)
+    suite = tmp_path / "shapes.csv"
+    suite.write_text("square,4096,4096,4096\nodd,1000,1000,1000\n")
+    monkeypatch.chdir(tmp_path)
+    db = f"sqlite:///{tmp_path / 'half.db'}"
+    code, _, err = cli(capsys, "bench", "--suite", str(suite), "--db", db, "--dtype",
+                       "bfloat16", "--layout", "NT", "--trials", "4", "--rounds", "2",
+                       "--warm-start", "0")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads((tmp_path / "h100-suite-bfloat16-nt-out-bfloat16.json").read_text())
+    assert doc["method"]["families"] == ["hmma", "wgmma"]
+    assert doc["method"]["out_dtype"] == "bfloat16"
+    assert {r["out_dtype"] for r in doc["shapes"]} == {"bfloat16"}
+    assert all(r["config"].endswith("_dt1_ly1_out2") for r in doc["shapes"])
+    # 1000^3: 2e9 flop / (2*2e6 + 2e6) B = 333 flop/B x 3.35 TB/s = 1117 > 989.5: compute.
+    roofs = [(r["roofline"]["bound_tflops"], r["roofline"]["limit"]) for r in doc["shapes"]]
+    assert roofs == [(989.5, "compute"), (989.5, "compute")]
+    with open_database(db)() as session:
+        args = (session, H100, 4096, 4096, 4096, "bfloat16", "NT")
+        assert storage.best_for(*args) is None  # float32 C: nothing measured
+        assert storage.best_for(*args, out_dtype="bfloat16") is not None
 
 
 def test_a_half_bench_on_an_a100_runs_without_the_hopper_families(

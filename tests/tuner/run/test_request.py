@@ -61,8 +61,12 @@ def test_the_seed_of_each_worker_that_joins_a_study() -> None:
 def test_a_bench_searches_the_default_families_of_its_first_shape() -> None:
     floats = BenchRequest(TuneRequest((MID, Shape(64, 64, 64))))
     assert floats.families == (*DEFAULT_FAMILIES, *VENDOR_FAMILIES)
-    half = Shape(4096, 4096, 4096, "bfloat16", "NT")
+    half = Shape(4096, 4096, 4096, "bfloat16", "NT", "float32")
     assert BenchRequest(TuneRequest((half,))).families == (*DEFAULT_HALF_FAMILIES, *VENDOR_FAMILIES)
+    # A half C: the split-K families, which add slices into C, drop out.
+    half_c = BenchRequest(TuneRequest((half.with_out("bfloat16"),))).families
+    kernels = tuple(f for f in DEFAULT_HALF_FAMILIES if not f.endswith("_splitk"))
+    assert half_c == (*kernels, *VENDOR_FAMILIES)
     named = BenchRequest(TuneRequest((MID,), ("warptile",)))
     assert named.families == ("warptile",)
 

@@ -144,3 +144,20 @@ def test_a_failed_probe_falls_back_to_the_table_or_to_measurements_and_says_so()
     notes.clear()
     assert device_rates(MemoryRecorder(), evaluator, notes) is None
     assert "no table for sm_100" in notes[0] and "its own measurements" in notes[0]
+
+
+def test_starts_measured_for_another_type_of_c_are_pinned_for_the_study(committed: Path) -> None:
+    """A suite from before C had a type (float32 C) starts a study of bfloat16 C with the same
+    tiles writing bfloat16; its split-K config, which writes float32 C only, is left out."""
+    replay = ReplayEvaluator(TABLE)
+    hmma = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_dt1_ly1"
+    split = "hmma_splitk_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_sk4_dt1_ly1"
+    row = {**_row(1000, 1000, 1000, hmma), "dtype": "bfloat16", "layout": "NT"}
+    other = {**_row(1000, 1000, 1001, split), "dtype": "bfloat16", "layout": "NT"}
+    _suite(committed, "h100", GPU, [row, other])
+    half = Shape(1000, 1000, 1000, "bfloat16", "NT")
+    first = parse_config("hmma_bm64_bn64_bk32_wpm2_wpn2_s3_sw1_dt1_ly1_out2")
+    starts = warm_starts(MemoryRecorder(), replay.device, half, first, 3)
+    assert names(starts) == [first.name, hmma + "_out2"]
+    wide = warm_starts(MemoryRecorder(), replay.device, half.with_out("float32"), first, 3)
+    assert hmma in names(wide) and split in names(wide)

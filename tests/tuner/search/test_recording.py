@@ -90,7 +90,9 @@ def test_history_holds_the_fastest_ok_time_of_each_config_and_shape(recorder: Re
     recorder.record(ok(A.name, 0.4), DEVICE, small, "s2", 0)  # the same config again, faster
     recorder.record(ok(B.name, 0.9), DEVICE, big, "s3", 0)
     recorder.record(Result.failed(B, "wrong_result", "x", ms=0.01), DEVICE, small, "s1", 1)
-    seen = {(o.shape, o.config_name): o.ms for o in recorder.history(DEVICE, "float32", "NN")}
+    seen = {
+        (o.shape, o.config_name): o.ms for o in recorder.history(DEVICE, "float32", "NN", "float32")
+    }
     assert seen[(big, B.name)] == 0.9 and (small, B.name) not in seen  # failures are no history
     assert min(ms for (s, name), ms in seen.items() if (s, name) == (small, A.name)) == 0.4
 

@@ -46,6 +46,7 @@ from tuner.kernels.families.registry import (
     get_family,
     is_vendor,
     parse_config,
+    repinned,
     rewrites_operands,
 )
 from tuner.kernels.families.skinny import SKINNY, SKINNY_MAX_ROW_BLOCKS
@@ -115,6 +116,7 @@ __all__ = [
     "is_vendor",
     "parse_config",
     "persistent_blocks",
+    "repinned",
     "rewrites_operands",
     "warptile_prefetches",
     "warptile_register_budget",

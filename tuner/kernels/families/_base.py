@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tuner.core.accuracy import EXACT
-from tuner.core.config import Config
+from tuner.core.config import IMPLICIT_VALUES, Config
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 
@@ -142,6 +142,9 @@ class Family:
     # has no configs of this family.
     dtypes: tuple[str, ...] = ("float32",)
     layouts: tuple[str, ...] = ("NN",)
+    # The types it writes C in (``Shape.out_dtype``): float32 unless the template has an OUT
+    # parameter; a shape asking for another has no configs of this family.
+    out_dtypes: tuple[str, ...] = ("float32",)
     # Parameters whose one value the shape decides (a template compiled per input type or
     # layout names them, so that a config's name says what it computes), by name; every other
     # value of them is left out of the shape's space.
@@ -192,17 +195,25 @@ class Family:
         return None
 
     def unsupported(self, shape: Shape) -> str | None:
-        """Why this family computes nothing for ``shape`` (its input type or layout), or None."""
+        """Why this family computes nothing for ``shape`` (its input type, layout or the type of
+        C), or None."""
         if shape.dtype not in self.dtypes or shape.layout not in self.layouts:
             return (
                 f"{self.name} computes {'/'.join(self.dtypes)} inputs in layouts "
                 f"{'/'.join(self.layouts)}, not {shape.dtype} {shape.layout}"
             )
+        if shape.out_dtype not in self.out_dtypes:
+            return f"{self.name} writes C in {'/'.join(self.out_dtypes)}, not {shape.out_dtype}"
         return None
 
     def config(self, params: Params) -> Config:
         """Build a config in canonical order; unknown or missing names and bad values raise."""
         known = [p.name for p in self.params]
+        # A name from before a parameter existed leaves it out: it reads as its implicit value.
+        params = {
+            **{n: v for n, v in IMPLICIT_VALUES.items() if n in known},
+            **params,
+        }
         extra = sorted(set(params) - set(known))
         missing = [n for n in known if n not in params]
         if extra or missing:

@@ -42,8 +42,9 @@ def split_depth(k: int) -> int:
 @lru_cache(maxsize=256)
 def split_shape(shape: Shape) -> Shape:
     """The BF16 product the half kernel computes for a float32 ``shape``: M x N x 3·Kp, in the
-    caller's layout."""
-    return Shape(shape.m, shape.n, PARTS * split_depth(shape.k), "bfloat16", shape.layout)
+    caller's layout, writing the caller's float32 C."""
+    k = PARTS * split_depth(shape.k)
+    return Shape(shape.m, shape.n, k, "bfloat16", shape.layout, "float32")
 
 
 def bf16x3(inner: Family) -> Family:
@@ -56,6 +57,7 @@ def bf16x3(inner: Family) -> Family:
         f"(accuracy class {BF16X3.name}): {inner.doc}",
         dtypes=("float32",),
         layouts=SUPPORTED_LAYOUTS,
+        out_dtypes=("float32",),
         accuracy=BF16X3.name,
         kernel_shape=split_shape,
         # The kernel's input type and layout are those of the split: BF16.

@@ -10,12 +10,15 @@ XOR-swizzled per row;
 Blocks are numbered in groups of SWIZZLE block rows, so that blocks running at once share
 rows of A and columns of B in L2.
 
-The template is compiled per input type and layout: DTYPE and LAYOUT are parameters the shape
-pins (``Family.pinned``), so a config's name says what it computes.
+The template is compiled per input type, layout and type of C: DTYPE, LAYOUT and OUT are
+parameters the shape pins (``Family.pinned``), so a config's name says what it computes (a name
+without an ``out`` token writes float32 C, as every config did before C had a type). The sums
+and beta * C are FP32; a float16 or bfloat16 C is rounded once, as it is written.
 
 ``hmma_splitk`` is the same kernel with K split SPLITK ways over grid z, the slices meeting in
 C by the split-K hand-off (as ``splitk`` does for FP32): for output grids too small to fill the
-chip, such as skinny, narrow and large-K shapes.
+chip, such as skinny, narrow and large-K shapes. Its slices add their FP32 partial sums into C,
+so it writes float32 C only: added into a half C, every slice's sum would be rounded again.
 """
 
 from __future__ import annotations
@@ -45,22 +48,42 @@ MAX_ACCUMULATORS = 128
 MAX_ACCUMULATORS_BK64 = 64
 DTYPE_CODES = {dtype: code for code, dtype in enumerate(HALF_DTYPES)}  # float16 0, bfloat16 1
 LAYOUT_CODES = {layout: code for code, layout in enumerate(SUPPORTED_LAYOUTS)}  # NN 0 .. TT 3
+# The type of C, the template's OUT: 0 is float32, the value of every name without an ``out``
+# token (``tuner.core.config.IMPLICIT_VALUES``).
+OUT_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
+# Every type the half templates write C in (a shape asks for float32 or its input type).
+HALF_OUT_DTYPES = tuple(OUT_CODES)
+# The shape-pinned parameters of the half families, last in their parameter lists.
+HALF_PINNED = ("DTYPE", "LAYOUT", "OUT")
 
 
 def half_split_k(family: Family, doc: str) -> Family:
     """``family`` (a half-input one) with K split SPLITK ways over grid z, its template's
     SPLITK > 1 blocks (``<name>_splitk.cu.j2`` includes ``<name>.cu.j2``): SPLITK after the
-    tile parameters, before the shape-pinned DTYPE and LAYOUT; the split-K counters in the
-    module."""
-    tiles, pinned = family.params[:-2], family.params[-2:]
+    tile parameters, before the shape-pinned DTYPE, LAYOUT and OUT; the split-K counters in the
+    module. It writes float32 C only: the slices add their partial sums into C with atomic adds
+    (the split-K hand-off), and in a half C each addition would round the running sum again,
+    where a half C must be the FP32 sum rounded once."""
+    count = len(HALF_PINNED)
+    tiles, pinned = family.params[:-count], family.params[-count:]
+    assert tuple(p.name for p in pinned) == HALF_PINNED, family.name
     return replace(
         family,
         name=f"{family.name}_splitk",
         doc=doc,
-        params=(*tiles, SPLITK.params[-1], *pinned),
+        params=(*tiles, SPLITK.params[-1], *pinned[:-1], out_param(("float32",))),
         rules=(*family.rules, SPLITK_IN_GRID_Z),
         module_counters=True,
+        out_dtypes=("float32",),
     )
+
+
+def out_param(out_dtypes: tuple[str, ...]) -> Param:
+    """OUT, the type C is written in (:data:`OUT_CODES`), pinned by the shape, taking the codes
+    of ``out_dtypes``."""
+    codes = tuple(OUT_CODES[dtype] for dtype in out_dtypes)
+    names = ", ".join(f"{OUT_CODES[dtype]} {dtype}" for dtype in out_dtypes)
+    return Param("OUT", codes, f"type of C: {names} (pinned by the shape)")
 
 
 def whole_chunk_passes(threads: Callable[[Params], int]) -> Rule:
@@ -172,6 +195,7 @@ def hmma_pinned(shape: Shape) -> dict[str, int]:
     return {
         "DTYPE": DTYPE_CODES.get(shape.dtype, 0),
         "LAYOUT": LAYOUT_CODES.get(shape.layout, 0),
+        "OUT": OUT_CODES.get(shape.out, 0),
     }
 
 
@@ -191,6 +215,7 @@ HMMA_PARAMS = (
     Param("SWIZZLE", (1, 4, 8), "block rows numbered together, for L2 reuse (1: row by row)"),
     Param("DTYPE", (0, 1), "input type: 0 float16, 1 bfloat16 (pinned by the shape)"),
     Param("LAYOUT", (0, 1, 2, 3), "0 NN, 1 NT, 2 TN, 3 TT (pinned by the shape)"),
+    out_param(HALF_OUT_DTYPES),
 )
 
 HMMA_RULES = (
@@ -229,6 +254,7 @@ HMMA = Family(
     min_arch=80,  # mma.sync.m16n8k16 with bf16 inputs, ldmatrix and cp.async: sm_80
     dtypes=HALF_DTYPES,
     layouts=SUPPORTED_LAYOUTS,
+    out_dtypes=HALF_OUT_DTYPES,
     pinned=hmma_pinned,
 )
 

@@ -7,6 +7,7 @@ import re
 from tuner.core.accuracy import EXACT
 from tuner.core.config import ABBR_PARAM, OPERAND_PADS, PAD_TOKEN, Config
 from tuner.core.errors import InputError
+from tuner.core.shape import Shape
 from tuner.kernels.families._base import Family
 from tuner.kernels.families.dmma import DMMA, DMMA_PIPELINED, DMMA_STREAMK
 from tuner.kernels.families.emulated import (
@@ -90,6 +91,17 @@ def accuracy_of(name: str) -> str:
 
 _TOKEN_RE = re.compile(r"^([a-z]+)(\d+)$")
 _ASSIGN_RE = re.compile(r"^\s*([A-Za-z]+)\s*=\s*(-?\d+)\s*$")
+
+
+def repinned(config: Config, shape: Shape) -> Config | None:
+    """``config`` with its shape-pinned parameters (``Family.pinned``: DTYPE, LAYOUT, OUT) set
+    for ``shape``, its tiles and operand mode kept; None where its family computes nothing for
+    ``shape`` (``Family.unsupported``: a split-K family asked for a half C)."""
+    family = get_family(config.family)
+    if family.unsupported(shape) is not None:
+        return None
+    moved = family.config({**config.as_dict(), **family.pinned(shape)})
+    return moved.padded(config.pad) if config.pad else moved
 
 
 def parse_config(text: str, family: str | None = None) -> Config:

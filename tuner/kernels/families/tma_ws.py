@@ -32,7 +32,14 @@ from tuner.kernels.families._base import (
     Params,
     Rule,
 )
-from tuner.kernels.families.hmma import HALF_BYTES, hmma_pinned, stored_tiles
+from tuner.kernels.families.hmma import (
+    HALF_BYTES,
+    HALF_OUT_DTYPES,
+    OUT_CODES,
+    hmma_pinned,
+    out_param,
+    stored_tiles,
+)
 
 WARPGROUP = 128  # threads of one warpgroup
 M_TILE = 64  # rows of one wgmma
@@ -52,8 +59,6 @@ MAX_ACCUMULATORS = 128
 # the consumers take the rest of the SM's 65536 registers (one block per SM).
 PRODUCER_REGS = 40
 CONSUMER_REGS = {1: 240, 2: 232}
-# C's element types by OUT code; a shape without an output type writes float32.
-OUT_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 VECTOR_HALVES = 8  # halves in 16 bytes: TMA's unit of row pitch and base alignment
 C_ELEMENT_BYTES = {0: 4, 1: 2, 2: 2}  # by OUT
 PIECE_BYTES = 64 * ROW_BYTES  # a piece of C stored by TMA: 64 rows of 128 bytes
@@ -178,7 +183,7 @@ TMA_WS_PARAMS = (
     Param("CN", (1, 2), "blocks of a cluster along N (they share A's tiles by TMA multicast)"),
     Param("DTYPE", (0, 1), "input type: 0 float16, 1 bfloat16 (pinned by the shape)"),
     Param("LAYOUT", (0, 1, 2, 3), "0 NN, 1 NT, 2 TN, 3 TT (pinned by the shape)"),
-    Param("OUT", (0, 1, 2), "C's type: 0 float32, 1 float16, 2 bfloat16 (pinned by the shape)"),
+    out_param(HALF_OUT_DTYPES),
 )
 
 TMA_WS_RULES = (
@@ -257,6 +262,7 @@ TMA_WS = Family(
     arch_specific=True,
     dtypes=HALF_DTYPES,
     layouts=SUPPORTED_LAYOUTS,
+    out_dtypes=HALF_OUT_DTYPES,
     pinned=tma_ws_pinned,
     launch_bound_blocks=lambda p: 1,
 )

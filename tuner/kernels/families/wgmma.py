@@ -29,6 +29,7 @@ from tuner.kernels.families._base import (
 from tuner.kernels.families.hmma import (
     CHUNK,
     HALF_BYTES,
+    HALF_OUT_DTYPES,
     HMMA_PARAMS,
     half_split_k,
     hmma_pinned,
@@ -129,7 +130,7 @@ WGMMA_PARAMS = (
     Param("BK", (K_TILE,), "depth of the k tile: one 128-byte swizzled row of halves"),
     Param("WG_M", (1, 2), "warpgroups along m (each computes BM/WG_M rows)"),
     Param("STAGES", (3, 4, 5, 6), "shared-memory buffers of the cp.async ring"),
-    *HMMA_PARAMS[-3:],  # SWIZZLE, DTYPE, LAYOUT: hmma's block order and shape-pinned kinds
+    *HMMA_PARAMS[-4:],  # SWIZZLE, DTYPE, LAYOUT, OUT: hmma's block order and shape-pinned kinds
 )
 
 WGMMA_RULES = (
@@ -173,6 +174,7 @@ WGMMA = Family(
     arch_specific=True,
     dtypes=HALF_DTYPES,
     layouts=SUPPORTED_LAYOUTS,
+    out_dtypes=HALF_OUT_DTYPES,
     pinned=hmma_pinned,
 )
 
