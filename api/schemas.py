@@ -108,7 +108,15 @@ class Strict(BaseModel):
 H100 = "NVIDIA H100 80GB HBM3"
 BEST_EXAMPLES: list[JsonValue] = [
     {"m": 4096, "n": 4096, "k": 4096, "device": H100},
-    {"m": 4096, "n": 11008, "k": 4096, "dtype": "bfloat16", "layout": "NT", "device": H100},
+    {
+        "m": 4096,
+        "n": 11008,
+        "k": 4096,
+        "dtype": "bfloat16",
+        "layout": "NT",
+        "out_dtype": "float32",
+        "device": H100,
+    },
     {"m": 3000, "n": 5000, "k": 1000, "dtype": "float16", "layout": "NN"},
 ]
 UPLOAD_EXAMPLES: list[JsonValue] = [

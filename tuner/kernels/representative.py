@@ -102,9 +102,9 @@ REPRESENTATIVE: dict[str, list[str]] = {
     # clusters sharing A (NN); one consumer of two m64n128 tiles, FP16, direct stores (TN); a 2x1
     # cluster sharing B with BF16 C (TT).
     "tma_ws": [
-        "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly1_out0",
-        "tma_ws_bm256_bn128_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn2_dt1_ly0_out0",
-        "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm1_cn1_dt0_ly2_out0",
+        "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly1",
+        "tma_ws_bm256_bn128_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn2_dt1_ly0",
+        "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm1_cn1_dt0_ly2",
         "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm2_cn1_dt1_ly3_out2",
     ],
     # Each layout and both input types; two warpgroups of m64n256 (128 sums a thread), one of

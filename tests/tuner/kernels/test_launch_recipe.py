@@ -29,9 +29,12 @@ def shape_for(name: str, dims: tuple[int, int, int] = RAGGED) -> Shape:
     family = get_family(config.family)
     for dtype in family.dtypes:
         for layout in family.layouts:
-            shape = Shape(*dims, dtype, layout)
-            if all(config[p] == v for p, v in family.pinned(shape).items()):
-                return shape
+            for out in family.out_dtypes:
+                if out not in (dtype, "float32"):
+                    continue  # C is float32 or the input type
+                shape = Shape(*dims, dtype, layout, out)
+                if all(config[p] == v for p, v in family.pinned(shape).items()):
+                    return shape
     raise AssertionError(f"no shape for {name}")
 
 

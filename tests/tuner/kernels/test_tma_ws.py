@@ -3,8 +3,6 @@ persistent grid, what the template renders, the sm_90a compile, and the cost mod
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from tuner.core.shape import Shape
@@ -13,7 +11,6 @@ from tuner.kernels.families import TMA_WS, WGMMA, parse_config
 from tuner.kernels.families.tma_ws import (
     box_rows,
     tiles_blocks,
-    tma_ws_pinned,
     tma_ws_waste,
 )
 from tuner.kernels.render import render
@@ -46,7 +43,7 @@ def config(**changes: int) -> dict[str, int]:
 def test_a_valid_config_breaks_no_rule_and_reads_back_from_its_name() -> None:
     cfg = TMA_WS.config(config())
     assert TMA_WS.broken_rules(cfg) == []
-    assert cfg.name == "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1_dt1_ly1_out0"
+    assert cfg.name == "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1_dt1_ly1"
     assert parse_config(cfg.name) == cfg
 
 
@@ -79,11 +76,15 @@ def test_footprint_counts_stages_barriers_c_pieces_and_the_alignment_spare() -> 
 
 
 def test_the_shape_pins_input_type_layout_and_output_type() -> None:
-    assert TMA_WS.pinned(Shape(64, 64, 64, "float16", "TN")) == {"DTYPE": 0, "LAYOUT": 2, "OUT": 0}
-    with_out = SimpleNamespace(dtype="bfloat16", layout="NT", out_dtype="bfloat16")
-    assert tma_ws_pinned(with_out) == {"DTYPE": 1, "LAYOUT": 1, "OUT": 2}  # type: ignore[arg-type]
-    half_out = SimpleNamespace(dtype="bfloat16", layout="NN", out_dtype="float16")
-    assert tma_ws_pinned(half_out)["OUT"] == 1  # type: ignore[arg-type]
+    assert TMA_WS.pinned(Shape(64, 64, 64, "float16", "TN", "float32")) == {
+        "DTYPE": 0,
+        "LAYOUT": 2,
+        "OUT": 0,
+    }
+    # C in the input type unless asked otherwise, as torch.matmul.
+    assert TMA_WS.pinned(Shape(64, 64, 64, "float16", "TN"))["OUT"] == 1
+    # A half C, in the input type.
+    assert TMA_WS.pinned(Shape(64, 64, 64, "bfloat16", "NT")) == {"DTYPE": 1, "LAYOUT": 1, "OUT": 2}
 
 
 @pytest.mark.parametrize(

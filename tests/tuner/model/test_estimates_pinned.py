@@ -112,7 +112,7 @@ def test_the_pinned_file_covers_each_kind_of_model(family: str) -> None:
     names = [key.split("|")[2] for key in keys]
     assert any(n.startswith(f"{family}_") for n in names)
     kinds = {get_family(parse_config(n).family).cost.math for n in names if "_" in n}
-    assert kinds == {"ffma", "fp64_tensor", "half_tensor", "half_wgmma"}
+    assert kinds == {"ffma", "fp64_tensor", "half_tensor", "half_wgmma", "half_tma"}
     assert any(n.startswith("streamk_") for n in names)
     assert any(n.startswith("skinny_") for n in names)
     assert any(n.endswith(("_pad4", "_pad8")) for n in names)

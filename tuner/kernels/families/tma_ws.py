@@ -35,7 +35,6 @@ from tuner.kernels.families._base import (
 from tuner.kernels.families.hmma import (
     HALF_BYTES,
     HALF_OUT_DTYPES,
-    OUT_CODES,
     hmma_pinned,
     out_param,
     stored_tiles,
@@ -153,12 +152,6 @@ def tma_ws_waste(p: Params, shape: Shape) -> str | None:
     return None
 
 
-def tma_ws_pinned(shape: Shape) -> dict[str, int]:
-    """DTYPE and LAYOUT as ``hmma``'s; OUT from the shape's output type (float32 without one)."""
-    out = getattr(shape, "out_dtype", None) or "float32"
-    return {**hmma_pinned(shape), "OUT": OUT_CODES.get(out, 0)}
-
-
 def _loads_ahead(p: Params) -> int:
     """k tiles loaded ahead of the one multiplied: the ring's stages but the one the last
     released wgmma group may still read."""
@@ -263,6 +256,6 @@ TMA_WS = Family(
     dtypes=HALF_DTYPES,
     layouts=SUPPORTED_LAYOUTS,
     out_dtypes=HALF_OUT_DTYPES,
-    pinned=tma_ws_pinned,
+    pinned=hmma_pinned,
     launch_bound_blocks=lambda p: 1,
 )
