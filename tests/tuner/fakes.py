@@ -4,6 +4,7 @@ times every candidate by a fixed arbitrary rule."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from tuner.core.config import Config
@@ -52,6 +53,18 @@ class Forwarding(EvaluatesAtOnce):
 
     def close(self) -> None:
         self.inner.close()
+
+
+class AsMeasured(Forwarding):
+    """The replay's numbers reported as a GPU reports its own: results that become best
+    configs."""
+
+    def __init__(self, inner: Evaluator) -> None:
+        super().__init__(inner)
+        self.kind = "gpu"
+
+    def evaluate(self, config: Config, shape: Shape) -> Result:
+        return replace(self.inner.evaluate(config, shape), evaluator=self.kind)
 
 
 def rule_ms(name: str) -> float:

@@ -8,10 +8,8 @@ from pathlib import Path
 import pytest
 
 from storage import open_database
-from tests.tuner.fakes import Forwarding
+from tests.tuner.fakes import AsMeasured, Forwarding
 from tests.tuner.search.test_priors import GPU, STREAMK, TABLE, WT_A, WT_B, WT_C, _row, _suite
-from tuner.core.config import Config
-from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.data import RESULTS_ENV_VAR
 from tuner.kernels.families import parse_config
@@ -75,18 +73,6 @@ def test_the_shape_own_committed_best_goes_before_tuned_neighbours(
     expected = [FIRST.name, *dict.fromkeys([WT_B, neighbour.config_name, WT_C])]
     assert names(warm_starts(recorder, replay.device, MID, FIRST, 3)) == expected
     assert names(warm_starts(recorder, replay.device, MID, FIRST, 1)) == [FIRST.name, WT_B]
-
-
-class AsMeasured(Forwarding):
-    """The replay's numbers reported as a GPU reports its own: results that become best
-    configs."""
-
-    def __init__(self, inner: ReplayEvaluator) -> None:
-        super().__init__(inner)
-        self.kind = "gpu"
-
-    def evaluate(self, config: Config, shape: Shape) -> Result:
-        return replace(self.inner.evaluate(config, shape), evaluator=self.kind)
 
 
 def test_the_untuned_answer_is_the_stored_best_else_the_nearest_else_the_rule(
