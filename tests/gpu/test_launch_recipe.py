@@ -33,7 +33,8 @@ NAMES = [REPRESENTATIVE[family][0] for family in BY_CUPY] + [
     REPRESENTATIVE["dmma_pipelined"][0] + "_pad4",
     REPRESENTATIVE["hmma"][0] + "_pad8",
 ]
-ELEMENT_BYTES = {"float": 4, "half_bits": 2}
+# c_elem: C of the half templates, float for the OUT 0 configs run here (float32 C).
+ELEMENT_BYTES = {"float": 4, "half_bits": 2, "c_elem": 4}
 
 
 def _compile(code: str, recipe: LaunchRecipe, folder: Path) -> Any:

@@ -53,9 +53,12 @@ ODD = [
 ]
 
 
-def kind_config(base: str, dtype: str, layout: str) -> str:
-    pinned = TMA_WS.pinned(Shape(8, 8, 8, dtype, layout))
-    return "_".join([base, *(f"{PARAM_ABBR[name]}{value}" for name, value in pinned.items())])
+def kind_config(base: str, dtype: str, layout: str, out: str | None = None) -> str:
+    """``base`` pinned for the dtype, layout and type of C (None: the input type); a config's
+    name leaves OUT out where it is 0 (float32 C)."""
+    pinned = TMA_WS.pinned(Shape(8, 8, 8, dtype, layout, out))
+    tokens = (f"{PARAM_ABBR[name]}{value}" for name, value in pinned.items())
+    return "_".join([base, *(t for t in tokens if t != "out0")])
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +108,7 @@ def test_padded_tma_ws_matches_cublas_on_odd_sides_and_every_residue(
 @pytest.mark.parametrize("offsets", [(1, 0), (0, 3), (5, 6)], ids=str)
 @pytest.mark.parametrize("layout", ["NN", "NT"])
 def test_a_view_off_16_bytes_runs_through_copies_and_the_raw_launch_refuses_it(
-    layout: str, offsets: tuple[int, int], kernels: dict[str, tuple[Any, Any]]
+    layout: str, offsets: tuple[int, int], float32_c_kernels: dict[str, tuple[Any, Any]]
 ) -> None:
     """float16 A and B as views 2 to 12 bytes past a 16-byte boundary (rows of whole 16-byte
     vectors otherwise) cannot be TMA bases: ``launch`` copies them first and matches FP32 sums of
@@ -114,7 +117,7 @@ def test_a_view_off_16_bytes_runs_through_copies_and_the_raw_launch_refuses_it(
 
     from tuner.gpu.measure import launch, launch_kernel, relative_error
 
-    shape = Shape(136, 264, 200, "float16", layout)
+    shape = Shape(136, 264, 200, "float16", layout, "float32")
     rng = cp.random.default_rng(sum(offsets))
     b_rows, b_cols = (shape.k, shape.n) if layout == "NN" else (shape.n, shape.k)
 
@@ -125,7 +128,7 @@ def test_a_view_off_16_bytes_runs_through_copies_and_the_raw_launch_refuses_it(
     a, b = view(shape.m, shape.k, offsets[0]), view(b_rows, b_cols, offsets[1])
     b_kn = b if layout == "NN" else b.T
     ref = a.astype(cp.float32) @ b_kn.astype(cp.float32)
-    kernel, source = kernels[kind_config(TILES[0], "float16", layout)]
+    kernel, source = float32_c_kernels[kind_config(TILES[0], "float16", layout, "float32")]
     c = cp.full((shape.m, shape.n), cp.nan, dtype=cp.float32)
     launch(kernel, source, shape, 1.0, a, b, 0.0, c)
     assert relative_error(c, ref) <= 1e-5
@@ -133,7 +136,18 @@ def test_a_view_off_16_bytes_runs_through_copies_and_the_raw_launch_refuses_it(
         launch_kernel(kernel, source, shape, 1.0, a, b, 0.0, c)
 
 
-# C of 16-bit types (OUT 1 float16, 2 bfloat16), direct and by TMA stores.
+@pytest.fixture(scope="module")
+def float32_c_kernels() -> dict[str, tuple[Any, Any]]:
+    from tuner.gpu.device import live_device
+
+    if live_device().arch != "sm_90":
+        pytest.skip("tma_ws runs on sm_90 only")
+    return compile_and_load(
+        [kind_config(TILES[0], "float16", layout, "float32") for layout in ("NN", "NT")]
+    )
+
+
+# C of 16-bit types (OUT 1 float16, 2 bfloat16: the inputs' own), direct and by TMA stores.
 HALF_C_TILES = (
     "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm1_cn1",
     "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm2_cn1",
@@ -151,7 +165,7 @@ def half_c_kernels() -> dict[str, tuple[Any, Any]]:
     if live_device().arch != "sm_90":
         pytest.skip("tma_ws runs on sm_90 only")
     names = [
-        f"{base}_dt1_ly{layout}_out{out}"
+        f"{base}_dt{out - 1}_ly{layout}_out{out}"  # float16 inputs (dt0) for OUT 1, bfloat16 for 2
         for base in HALF_C_TILES
         for layout in (0, 1)
         for out in HALF_C_BITS
@@ -172,15 +186,15 @@ def test_tma_ws_writes_half_c(
     from tuner.gpu import half_arrays
     from tuner.gpu.measure import launch, random_operands, relative_error
 
-    shape = Shape(*mnk, "bfloat16", layout)
-    a, b, c32 = random_operands(shape, seed=out)
-    a32 = half_arrays.to_float32(a, "bfloat16")
-    b32 = half_arrays.to_float32(b, "bfloat16")
-    product = (a32 if layout[0] == "N" else a32.T) @ (b32 if layout[1] == "N" else b32.T)
     c_type, nan_bits = HALF_C_BITS[out]
+    shape = Shape(*mnk, c_type, layout, c_type)  # C in the inputs' own type
+    a, b, c32 = random_operands(Shape(*mnk, c_type, layout, "float32"), seed=out)
+    a32 = half_arrays.to_float32(a, c_type)
+    b32 = half_arrays.to_float32(b, c_type)
+    product = (a32 if layout[0] == "N" else a32.T) @ (b32 if layout[1] == "N" else b32.T)
     c0 = half_arrays.from_float32(c32, c_type)
     for base in HALF_C_TILES:
-        name = f"{base}_dt1_ly{['NN', 'NT'].index(layout)}_out{out}"
+        name = f"{base}_dt{out - 1}_ly{['NN', 'NT'].index(layout)}_out{out}"
         kernel, source = half_c_kernels[name]
         for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
             if beta == 0.0:

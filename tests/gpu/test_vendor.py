@@ -110,7 +110,9 @@ def test_a_study_with_the_vendor_stores_a_best_no_slower_than_the_vendor(tmp_pat
         progress = study.run(trials=16)
         with sessions() as session:
             rows = storage.measurements_for_study(session, study.name)
-            stored = storage.best_for(session, evaluator.device.name, 1024, 1024, 1024, "float16")
+            stored = storage.best_for(
+                session, evaluator.device.name, 1024, 1024, 1024, "float16", out_dtype="float16"
+            )
         assert stored is not None
         best_row = stored[1]
         vendor_rows = [r for r in rows if r.family == "cublaslt" and r.status == "ok"]

@@ -23,7 +23,6 @@ from tuner.core.shape import Shape
 from tuner.gpu.kept_buffers import kept_buffers
 from tuner.gpu.pad_copy import copy_rows
 from tuner.kernels.operand_padding import (
-    C_BYTES,
     VECTOR_BYTES,
     Copy2D,
     PaddingPlan,
@@ -97,17 +96,17 @@ def launch_steps(shape: Shape, leading_dims: bool, a: Layout, b: Layout, c: Layo
     )
 
 
-def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any]:
-    """Zeroed buffers of the arrays ``plan`` copies (A and B of the arrays' own dtypes: FP16
-    or BF16 bits move as they are; C float32), kept per device, stream and thread
-    (``tuner.gpu.kept_buffers``)."""
+def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any, c_dtype: Any) -> dict[str, Any]:
+    """Zeroed buffers of the arrays ``plan`` copies, each of its array's own dtype (FP16 or
+    BF16 bits move as they are; C float32 or, for a half C, its half type), kept per device,
+    stream and thread (``tuner.gpu.kept_buffers``)."""
     import cupy
 
     def make() -> dict[str, Any]:
         wanted = {
             "a": (plan.copy_a, plan.a_buffer, a_dtype),
             "b": (plan.copy_b, plan.b_buffer, b_dtype),
-            "c": (plan.copy_c, plan.c_buffer, cupy.float32),
+            "c": (plan.copy_c, plan.c_buffer, c_dtype),
         }
         return {
             name: cupy.zeros(extent, dtype=dtype)
@@ -115,7 +114,7 @@ def _buffers_for(plan: PaddingPlan, a_dtype: Any, b_dtype: Any) -> dict[str, Any
             if copied
         }
 
-    return kept_buffers(("padded", plan, a_dtype, b_dtype), make)
+    return kept_buffers(("padded", plan, a_dtype, b_dtype, c_dtype), make)
 
 
 def launch_padded(
@@ -137,16 +136,16 @@ def launch_padded(
     if not plan.copies:
         raw_launch(kernel, source, shape, alpha, a, b, beta, c)
         return
-    buffers = _buffers_for(plan, a.dtype, b.dtype)
+    buffers = _buffers_for(plan, a.dtype, b.dtype, c.dtype)
     if steps.a_in is not None:
         copy_rows(buffers["a"], a, steps.a_in, plan.element)
     if steps.b_in is not None:
         copy_rows(buffers["b"], b, steps.b_in, plan.element)
     if steps.c_in is not None and beta != 0.0:
-        copy_rows(buffers["c"], c, steps.c_in, C_BYTES)
+        copy_rows(buffers["c"], c, steps.c_in, plan.c_bytes)
     a_run = buffers["a"] if plan.copy_a else a
     b_run = buffers["b"] if plan.copy_b else b
     c_run = buffers["c"] if plan.copy_c else c
     raw_launch(kernel, source, plan.run_shape, alpha, a_run, b_run, beta, c_run)
     if steps.c_out is not None:
-        copy_rows(c, buffers["c"], steps.c_out, C_BYTES)
+        copy_rows(c, buffers["c"], steps.c_out, plan.c_bytes)

@@ -36,13 +36,11 @@ class VendorKernel:
     """The algorithm of one ``cublaslt`` config per problem it meets (chosen on first use).
 
     ``stored``: an algorithm's words to replay (an answer's), else the config's rank in the
-    heuristic's list is taken. ``out_dtype``: C's type (float32 unless the caller's C is of
-    another; ``tuner.gpu.lt_layouts.lt_problem``).
+    heuristic's list is taken. C's type is the shape's (``Shape.out_dtype``) at each launch.
     """
 
     config: Config
     stored: tuple[int, ...] | None = None
-    out_dtype: str = "float32"
     _chosen: dict[LtProblem, cublaslt.Algorithm] = field(default_factory=dict)
     _fallbacks: dict[LtProblem, str] = field(default_factory=dict)
     _last: LtProblem | None = None
@@ -142,6 +140,7 @@ def run_vendor(
     """One ``cublasLtMatmul`` on these arrays (rows contiguous; any pitch), on the current
     stream (asynchronous)."""
     bases = (int(a.data.ptr), int(b.data.ptr), int(c.data.ptr))
-    problem = lt_problem(shape, row_pitch(a), row_pitch(b), row_pitch(c), kernel.out_dtype, bases)
+    pitches = (row_pitch(a), row_pitch(b), row_pitch(c))
+    problem = lt_problem(shape, *pitches, shape.out, bases)
     algorithm = kernel.algorithm(problem)
     cublaslt.matmul(problem, algorithm, alpha, bases[0], bases[1], beta, bases[2])

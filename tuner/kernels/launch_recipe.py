@@ -42,7 +42,6 @@ TYPE_NOTES = {
 # of C their OUT names.
 C_TYPE = "float*"
 HALF_C_TYPE = "c_elem*"
-C_ELEMENT = "float32"
 
 
 @dataclass(frozen=True)
@@ -248,7 +247,7 @@ def _operands(
     wanted = {
         "A": (plan.copy_a, plan.a_array, plan.a_buffer, element),
         "B": (plan.copy_b, plan.b_array, plan.b_buffer, element),
-        "C": (plan.copy_c, (shape.m, shape.n), plan.c_buffer, C_ELEMENT),
+        "C": (plan.copy_c, (shape.m, shape.n), plan.c_buffer, shape.out),
     }
     buffers = {
         name: OperandBuffer(name, array, buffer, dtype, copy_back=name == "C")
@@ -370,4 +369,4 @@ def launch_recipe(
 
 
 def _element(matrix: str, shape: Shape) -> str:
-    return C_ELEMENT if matrix == "C" else shape.dtype
+    return shape.out if matrix == "C" else shape.dtype

@@ -31,7 +31,6 @@ from typing import Any
 from tuner.core.shape import ELEMENT_BYTES, Shape
 
 VECTOR_BYTES = 16
-C_BYTES = ELEMENT_BYTES["float32"]  # C is float32 for every input type
 
 
 def pad_multiple(dtype: str) -> int:
@@ -141,6 +140,11 @@ class PaddingPlan:
         return self.copy_a or self.copy_b or self.copy_c
 
     @property
+    def c_bytes(self) -> int:
+        """Bytes of one element of C: the shape's type of C (float32, or a half C)."""
+        return ELEMENT_BYTES[self.shape.out]
+
+    @property
     def element(self) -> int:
         """Bytes of one A or B element."""
         return ELEMENT_BYTES[self.shape.dtype]
@@ -179,12 +183,12 @@ class PaddingPlan:
 
     def c_in(self) -> Copy2D:
         """C (M x N) into its Mp x Np buffer (only when beta reads it)."""
-        return _copy_into((self.shape.m, self.shape.n), self.c_buffer, C_BYTES)
+        return _copy_into((self.shape.m, self.shape.n), self.c_buffer, self.c_bytes)
 
     def c_out(self) -> Copy2D:
         """The M x N part of the C buffer back into C."""
-        n = self.shape.n * C_BYTES
-        return Copy2D(self.shape.m, n, self.np * C_BYTES, n)
+        n = self.shape.n * self.c_bytes
+        return Copy2D(self.shape.m, n, self.np * self.c_bytes, n)
 
     @property
     def bytes_moved(self) -> int:

@@ -178,11 +178,18 @@ def test_without_leading_dimensions_padding_grows_the_product_in_every_layout() 
     m, n, k = 37, 61, 101
     expected = {"NN": (37, 64, 104), "NT": (37, 61, 104), "TN": (40, 64, 101), "TT": (40, 61, 104)}
     for layout, dims in expected.items():
-        plan = plan_padding(Shape(m, n, k, "bfloat16", layout))
-        assert (plan.mp, plan.np, plan.kp) == dims, layout
-        assert plan.c_buffer == dims[:2] and plan.copy_c == (dims[:2] != (m, n))
-        c = plan.c_out()
-        assert (c.rows, c.width, c.src_pitch, c.dst_pitch) == (m, 4 * n, 4 * dims[1], 4 * n)
+        for out, c_bytes in (("float32", 4), ("bfloat16", 2)):  # C's copies move its own type
+            plan = plan_padding(Shape(m, n, k, "bfloat16", layout, out))
+            assert (plan.mp, plan.np, plan.kp) == dims, layout
+            assert plan.c_buffer == dims[:2] and plan.copy_c == (dims[:2] != (m, n))
+            c = plan.c_out()
+            width = c_bytes * n
+            assert (c.rows, c.width, c.src_pitch, c.dst_pitch) == (
+                m,
+                width,
+                c_bytes * dims[1],
+                width,
+            )
 
 
 @pytest.mark.parametrize("residue", [1, 2, 3])

@@ -47,6 +47,7 @@ CUBLASLT = Family(
     k_step=lambda p: 1,
     cost=CostTraits(math="library"),
     dtypes=SUPPORTED_DTYPES,
+    out_dtypes=("float32", "float16", "bfloat16"),  # cuBLASLt writes C in any of them
     layouts=SUPPORTED_LAYOUTS,
     vendor=True,
 )
