@@ -42,18 +42,20 @@ def test_the_algorithm_survives_export_import_and_is_answered(tmp_path: Path) ->
     target = _database(tmp_path / "imported.db")
     assert storage.import_json(storage.make_session_factory(storage.make_engine(target)), exported)
 
-    answer = best(4097, 4097, 4097, db=target, dtype="bfloat16", layout="NT", device=None)
+    # Measured writing float32 C (a ShapeIn's default).
+    kind = {"dtype": "bfloat16", "layout": "NT", "out_dtype": "float32"}
+    answer = best(4097, 4097, 4097, db=target, **kind, device=None)
     assert (answer.name, answer.family, dict(answer.params)) == (NAME, "cublaslt", {"RANK": 2})
     assert answer.provenance["vendor"] == VENDOR
     assert answer.vendor_algorithm() == ALGO  # measured on this very shape: replayed as stored
     # A neighbour's answer asks the heuristic for the rank on its own shape instead.
-    near = best(4000, 4097, 4097, db=target, dtype="bfloat16", layout="NT", device=None)
+    near = best(4000, 4097, 4097, db=target, **kind, device=None)
     assert near.source == "nearest" and near.name == NAME and near.vendor_algorithm() is None
 
     app = make_app(target)
     try:
         with TestClient(app) as client:
-            body = {"m": 4097, "n": 4097, "k": 4097, "dtype": "bfloat16", "layout": "NT"}
+            body = {"m": 4097, "n": 4097, "k": 4097, **kind}
             response = client.post("/v1/configs/best", json={**body, "include_source": True})
     finally:
         app.state.engine.dispose()
