@@ -26,7 +26,7 @@ from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 from tuner.gpu.loaded import compiled
 from tuner.gpu.measure import sm_count
-from tuner.kernels.families import get_family, is_vendor, parse_config, rewrites_operands
+from tuner.kernels.families import get_family, parse_config, rewrites_operands
 
 
 class DirectLaunch:
@@ -88,9 +88,13 @@ class DirectLaunch:
 
 def kernel_alone(name: str) -> bool:
     """Whether config ``name`` runs its kernel alone on the caller's operands: neither padded
-    (copies in and back) nor emulated (the BF16 split first), nor the vendor library's."""
-    if is_vendor(parse_config(name).family):
+    (copies in and back) nor emulated (the BF16 split first), nor the vendor library's, nor one
+    that takes tensor maps."""
+    family = get_family(parse_config(name).family)
+    if family.vendor:
         return False  # cuBLASLt: launched through the library (tuner.gpu.matmul.launch_answer)
+    if family.tensor_maps:
+        return False  # its tensor maps go by the driver's launch (tuner.gpu.tensor_maps)
     config = compiled(name)[1].config  # compiled and loaded here, before any capture
     return not config.pad and not rewrites_operands(config)
 

@@ -83,6 +83,18 @@ def test_padded_configs_keep_the_general_path(loaded: dict[Any, Any]) -> None:
     assert call_plan.direct_launch(padded, Shape(99, 70, 50), (50, 70, 70), (50, 70, 70)) is None
 
 
+def test_the_vendor_library_and_tensor_map_kernels_keep_the_general_path() -> None:
+    """cuBLASLt runs through the library and tma_ws's tensor maps through the driver's launch:
+    neither is a CuPy launch of pointers, so neither may be launched directly (and neither is
+    compiled to find that out)."""
+    from tuner.kernels.representative import REPRESENTATIVE
+
+    for name in ("cublaslt_rk0", REPRESENTATIVE["tma_ws"][0]):
+        assert not call_plan.kernel_alone(name)
+        shape = Shape(128, 128, 128, "bfloat16", "NN", "float32")
+        assert call_plan.direct_launch(name, shape, (128, 128, 128), (128, 128, 128)) is None
+
+
 def test_counter_families_take_a_module_per_stream_and_thread(loaded: dict[Any, Any]) -> None:
     class Stream:
         def __init__(self, ptr: int) -> None:
