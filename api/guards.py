@@ -16,9 +16,10 @@ before its 401. :class:`RequestGuard` is plain ASGI middleware in front of the r
   is closed): a client sending a byte a second held a connection and its buffer for as long as
   it liked (300 such connections all stayed open);
 * at most ``Settings.max_concurrent_uploads`` uploads are read and stored at once; one more
-  waits up to ``body_timeout_s`` for a turn, then gets 503. Parsing and validating an upload
-  takes about twenty times its size in memory, so this, with the body limit, bounds the
-  server's memory (docs/service.md).
+  waits up to ``body_timeout_s`` for a turn, then gets 503. Storing one 4 MiB upload raised the
+  server's peak memory by 24 MiB, and eight at once by 168 MiB with a turn each against 58 MiB
+  with two (``benchmarks/results/upload-memory-2026-11-28.json``): with the body limit, the
+  turns bound what uploads can make the server hold (docs/service.md).
 
 A body is read here, whole, before the route runs, and handed to it unchanged.
 """

@@ -8,7 +8,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from storage import DEFAULT_URL
 
 # An upload of the most measurements a request may carry (1000), each with its provenance at
-# the bound uploads allow, is under 4 MiB; parsing one takes about twenty times that.
+# the bound uploads allow, is under 4 MiB; storing one raised the server's peak memory by 24 MiB
+# (benchmarks/results/upload-memory-2026-11-28.json).
 DEFAULT_MAX_BODY_BYTES = 4 * 2**20
 DEFAULT_BODY_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONCURRENT_UPLOADS = 2

@@ -44,14 +44,14 @@ def served(url: str, env: dict[str, str]) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_until_ready(base)
+        wait_until_ready(base)
         yield base
     finally:
         server.terminate()
         server.wait(timeout=10)
 
 
-def _wait_until_ready(base: str, tries: int = 200) -> None:
+def wait_until_ready(base: str, tries: int = 200) -> None:
     """Return once ``base``/healthz answers 200 (about 20 s at most)."""
     for _ in range(tries):
         try:
