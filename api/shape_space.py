@@ -17,8 +17,9 @@ from markupsafe import Markup
 from tuner.answers.answer import FAR_DISTANCE, Answer
 from tuner.answers.best import Tuned, Tuning
 from tuner.answers.device_kind import DeviceSpec
+from tuner.core.accuracy import ACCURACY_NAMES, DEFAULT_ACCURACY
 from tuner.core.errors import InputError
-from tuner.core.shape import parse_shape
+from tuner.core.shape import SUPPORTED_DTYPES, SUPPORTED_LAYOUTS, parse_shape
 from tuner.report.svg_charts import Point, scatter_chart
 
 # Ratio to cuBLAS (its time / ours) in bands, for the colours of the chart.
@@ -91,33 +92,58 @@ def space_chart(entries: list[Tuned], asked: Answer | None) -> Markup:
     )
 
 
-def ask(tuning: Tuning, shape: str, device: str) -> Answer:
-    """The answer for ``shape`` (``MxNxK``) on ``device`` ('' for any device).
+@dataclass(frozen=True)
+class Question:
+    """What the page's form asks, as ``POST /v1/configs/best`` takes it: the shape's text
+    (``MxNxK``), the device's name ('' for any), the input type, layout, accuracy floor and
+    type of C ('' for the default: the input type)."""
+
+    shape: str = ""
+    device: str = ""
+    dtype: str = "float32"
+    layout: str = "NN"
+    accuracy: str = DEFAULT_ACCURACY
+    out_dtype: str = ""
+
+
+def ask(tuning: Tuning, question: Question) -> Answer:
+    """The answer the API gives to ``question``.
 
     Raises:
-        InputError: a malformed shape or an unknown device (naming it).
+        InputError: a malformed shape, an unknown device, type, layout or class (naming it).
     """
-    problem = parse_shape(shape.strip())
-    spec = DeviceSpec(device) if device else None
-    return tuning.answer(problem.m, problem.n, problem.k, device=spec)
+    problem = parse_shape(question.shape.strip())
+    spec = DeviceSpec(question.device) if question.device else None
+    return tuning.answer(
+        problem.m,
+        problem.n,
+        problem.k,
+        question.dtype,
+        question.layout,
+        device=spec,
+        accuracy=question.accuracy,
+        out_dtype=question.out_dtype or None,
+    )
 
 
-def shape_space_context(tuning: Tuning, shape: str, device: str) -> dict[str, Any]:
-    """Template context of ``/dashboard/shapes``; a bad ``shape`` or ``device`` is shown on
-    the page as the line the API would answer with."""
+def shape_space_context(tuning: Tuning, question: Question) -> dict[str, Any]:
+    """Template context of ``/dashboard/shapes``; a bad field of the question is shown on the
+    page as the line the API would answer with."""
     entries = sorted(tuning.entries, key=lambda e: (e.device.name, e.m * e.n * e.k, e.m, e.n))
     answer, error = None, None
-    if shape:
+    if question.shape:
         try:
-            answer = ask(tuning, shape, device)
+            answer = ask(tuning, question)
         except InputError as exc:
             error = str(exc)
     return {
         "entries": neighbours(entries),
         "devices": sorted({d.name for d in tuning.devices}),
         "chart": space_chart(entries, answer) if entries else None,
-        "shape": shape,
-        "device": device,
+        "question": question,
+        "dtypes": SUPPORTED_DTYPES,
+        "layouts": SUPPORTED_LAYOUTS,
+        "accuracies": ACCURACY_NAMES,
         "answer": answer,
         "error": error,
         "far_distance": FAR_DISTANCE,

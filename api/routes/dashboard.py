@@ -13,10 +13,11 @@ import storage
 from api.dashboard import overview, study_list
 from api.deps import IndexDep, SessionDep, StudyCacheDep
 from api.importance_panel import importance_context
-from api.shape_space import shape_space_context
+from api.shape_space import Question, shape_space_context
 from api.study_names import summary_title
 from api.study_page import StudyView, study_context
 from api.trial_table import SortKey, TableQuery
+from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.errors import InputError
 from tuner.core.phases import Phase
 
@@ -41,8 +42,14 @@ def shapes(
     index: IndexDep,
     shape: Annotated[str, Query(max_length=100)] = "",
     device: Annotated[str, Query(max_length=200)] = "",
+    dtype: Annotated[str, Query(max_length=20)] = "float32",
+    layout: Annotated[str, Query(max_length=20)] = "NN",
+    accuracy: Annotated[str, Query(max_length=20)] = DEFAULT_ACCURACY,
+    out_dtype: Annotated[str, Query(max_length=20)] = "",
 ) -> HTMLResponse:
-    context = shape_space_context(index.snapshot(), shape, device)
+    # Every field as the API takes it: the page gives the API's answer to the same question.
+    question = Question(shape, device, dtype, layout, accuracy, out_dtype)
+    context = shape_space_context(index.snapshot(), question)
     return templates.TemplateResponse(request, "shapes.html", context)
 
 

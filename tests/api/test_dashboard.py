@@ -96,6 +96,37 @@ def test_shape_space_shows_tuned_shapes_and_answers_like_the_api(
     assert "must be" in bad and "0x1x1" in bad  # the API's line, on the page
 
 
+@pytest.mark.parametrize(
+    "asked",
+    [
+        {"dtype": "bfloat16", "layout": "NT"},
+        {"dtype": "bfloat16", "layout": "NT", "out_dtype": "float32"},
+        {"dtype": "float16", "layout": "TN", "accuracy": "bf16x3"},
+        {"dtype": "float32", "layout": "NT", "accuracy": "bf16x3"},
+    ],
+)
+def test_the_shape_form_asks_what_the_api_is_asked(
+    sqlite_client: TestClient, asked: dict[str, str]
+) -> None:
+    """Input type, layout, accuracy and type of C reach the answer: the page answers each
+    question with the API's config (a BF16 NT question used to get a float32 answer)."""
+    api = sqlite_client.post("/v1/configs/best", json={"m": 1000, "n": 3000, "k": 700, **asked})
+    assert api.status_code == 200, api.text
+    page = sqlite_client.get("/dashboard/shapes", params={"shape": "1000x3000x700", **asked}).text
+    assert f"<code>{api.json()['name']}</code>" in page
+    assert f"{asked['dtype']} {asked['layout']} \u2192 {api.json()['out_dtype']}" in page
+    for field, value in asked.items():  # the form keeps what was asked
+        assert re.search(rf'name="{field}">.*?<option selected>{value}</option>', page, re.S)
+
+
+def test_the_shape_form_names_a_bad_field_as_the_api_does(sqlite_client: TestClient) -> None:
+    page = sqlite_client.get(
+        "/dashboard/shapes",
+        params={"shape": "64x64x64", "dtype": "float32", "out_dtype": "bfloat16"},
+    ).text
+    assert "out_dtype" in page and "bfloat16" in page and 'class="card bad"' in page
+
+
 def test_half_inputs_show_their_dtype_and_layout(tmp_path: Path) -> None:
     """A bfloat16 NT best config writing float32 C (a row from before C had a type) and one
     writing bfloat16 C, beside the float32 NN ones: their own rows, columns and bars."""
