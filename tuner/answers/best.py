@@ -58,7 +58,7 @@ from tuner.answers.answer import (
     Source,
     confidence,
 )
-from tuner.answers.default_rule import DEFAULT_RULE, default_config
+from tuner.answers.default_rule import DEFAULT_RULE, applied_branch, default_config
 from tuner.answers.device_kind import ARCH_FORMAT, DeviceSpec, MathRates, SlowMath, slow_math
 from tuner.core.accuracy import ACCURACY_NAMES, DEFAULT_ACCURACY, accepted
 from tuner.core.dims import log_dims
@@ -373,7 +373,8 @@ def _default(
     """The default rule's answer; ``far`` (the nearest tuned shape, too far) makes it ``far``."""
     config = default_config(shape.m, shape.n, shape.dtype, shape.layout, accuracy, shape.out)
     where = f" on {device.name} or a GPU of its kind" if device is not None else ""
-    rule = f"config chosen by rule: {DEFAULT_RULE}"
+    branch = applied_branch(shape.m, shape.n, shape.dtype, shape.layout, accuracy)
+    rule = f"config chosen by the default rule (in the provenance): {branch}"
     if far is None:
         out = f" -> {shape.out}" if shape.out != shape.dtype else ""
         note = f"nothing tuned{where} for {shape.dtype} {shape.layout}{out} yet; {rule}"

@@ -34,6 +34,26 @@ DEFAULT_RULE = (
 )
 
 
+def applied_branch(
+    m: int, n: int, dtype: str = "float32", layout: str = "NN", accuracy: str = DEFAULT_ACCURACY
+) -> str:
+    """The part of :data:`DEFAULT_RULE` that decides for this shape, in words: what an answer
+    says (the whole rule is in its provenance)."""
+    blocks = -(-m // DEFAULT_TILE) * -(-n // DEFAULT_TILE)
+    large = blocks >= DEFAULT_WAVE_BLOCKS
+    test = (
+        f"ceil({m}/{DEFAULT_TILE})*ceil({n}/{DEFAULT_TILE}) = {blocks} "
+        f"{'>=' if large else '<'} {DEFAULT_WAVE_BLOCKS} (one full wave on an H100)"
+    )
+    if dtype != "float32":
+        tile = HALF_DEFAULT_LARGE if large else HALF_DEFAULT_SMALL
+        return f"{test}: {tile}, pinned to the shape's dtype, layout and type of C"
+    if BF16X3.name in accepted(accuracy) and (large or layout != "NN"):
+        why = "the grid is large" if large else f"only the emulated families compute {layout}"
+        return f"{test}, and {why}: the {HMMA_BF16X3.name} tile, the BF16 split first"
+    return f"{test}: {DEFAULT_LARGE if large else DEFAULT_SMALL}"
+
+
 def default_config(
     m: int,
     n: int,

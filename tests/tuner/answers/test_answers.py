@@ -234,3 +234,27 @@ def test_a_far_own_device_falls_through_to_a_near_device_of_its_kind() -> None:
     assert (a100.source, a100.name) == ("exact", STREAMK)
     h100 = tuning.answer(4000, 4000, 4000, device=DeviceSpec(H100.name))
     assert (h100.source, h100.device_match) == ("far", None)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "dtype", "layout", "accuracy", "chosen", "not_said"),
+    [
+        (3, 5, "float32", "NN", "exact", DEFAULT_SMALL, DEFAULT_LARGE),
+        (4096, 4096, "float32", "NN", "exact", DEFAULT_LARGE, DEFAULT_SMALL),
+        (4096, 4096, "bfloat16", "NT", "exact", "hmma_bm128_bn128", DEFAULT_SMALL),
+        (100, 100, "float32", "NT", "bf16x3", "hmma_bf16x3", DEFAULT_LARGE),
+    ],
+)
+def test_a_default_answer_says_the_branch_of_the_rule_that_chose_it(
+    m: int, n: int, dtype: str, layout: str, accuracy: str, chosen: str, not_said: str
+) -> None:
+    """Not the whole rule (every branch, about 600 characters): the test that decided and its
+    config; the whole rule stays in the provenance."""
+    from tuner.answers.default_rule import DEFAULT_RULE
+
+    answer = Tuning([], [], {}).answer(m, n, 64, dtype, layout, accuracy=accuracy)
+    assert answer.source == "default" and answer.name.startswith(chosen.split("_bm")[0])
+    assert chosen in answer.note and not_said not in answer.note
+    assert f"ceil({m}/128)*ceil({n}/128)" in answer.note
+    assert len(answer.note) < len(DEFAULT_RULE)
+    assert answer.provenance["rule"] == DEFAULT_RULE
