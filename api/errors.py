@@ -93,8 +93,11 @@ def _unprocessable(detail: list[dict[str, Any]]) -> JSONResponse:
     )
 
 
-async def validation_handler(request: Request, exc: Exception) -> JSONResponse:
+async def validation_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
+    if _is_dashboard(request):
+        problems = "; ".join(describe(dict(error)) for error in exc.errors())
+        return dashboard_error(request, status.HTTP_422_UNPROCESSABLE_CONTENT, problems)
     detail = []
     for error in exc.errors():
         body_problem = _body_problem(request, dict(error))
@@ -162,8 +165,11 @@ async def uncomputed_layout_handler(request: Request, exc: Exception) -> JSONRes
 
 async def http_error_handler(request: Request, exc: Exception) -> Response:
     """FastAPI's own refusals, except its 400 for a body that is not text: that is bad input
-    like any other body that is not JSON, so a 422 saying so."""
+    like any other body that is not JSON, so a 422 saying so. A dashboard page's refusal is a
+    page (its message in HTML), not a JSON body."""
     assert isinstance(exc, StarletteHTTPException)
+    if _is_dashboard(request):
+        return dashboard_error(request, exc.status_code, str(exc.detail))
     cause = exc.__cause__
     if exc.status_code == status.HTTP_400_BAD_REQUEST and isinstance(cause, UnicodeDecodeError):
         message = f"`body` must be a JSON object in UTF-8; byte {cause.start} is not UTF-8"
@@ -223,3 +229,26 @@ def _one_line(exc: Exception) -> str:
     original = getattr(exc, "orig", None) or exc
     text = str(original).strip().splitlines()
     return " ".join(text[0].split())[:300] if text else type(original).__name__
+
+
+# Dashboard paths that answer JSON (the study page's polling), whose errors stay JSON too.
+DASHBOARD_JSON_PATHS = frozenset({"/dashboard/progress"})
+
+
+def _is_dashboard(request: Request) -> bool:
+    """Whether ``request`` asked for a dashboard page (HTML)."""
+    path = request.url.path
+    page = path == "/dashboard" or path.startswith("/dashboard/")
+    return page and path not in DASHBOARD_JSON_PATHS
+
+
+def dashboard_error(request: Request, status_code: int, message: str) -> Response:
+    """A dashboard page's refusal as a page of the dashboard: the status, what was wrong, and
+    the way back (the JSON endpoints keep JSON bodies)."""
+    from http import HTTPStatus
+
+    from api.routes.dashboard import templates  # the dashboard's own templates and style
+
+    reason = HTTPStatus(status_code).phrase if status_code in HTTPStatus._value2member_map_ else ""
+    context = {"status_code": status_code, "reason": reason, "message": message}
+    return templates.TemplateResponse(request, "error.html", context, status_code=status_code)

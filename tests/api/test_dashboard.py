@@ -318,3 +318,17 @@ def test_a_studys_finalists_are_listed_and_shown_apart_from_its_screening(tmp_pa
     assert progress.json()["trials"] == 1
     assert [t["config_name"] for t in final_json["trials"]] == [FAST]
     assert bad.status_code == 422
+
+
+def test_a_refused_dashboard_page_is_a_page(sqlite_client: TestClient) -> None:
+    """An unknown study or a bad query gives the dashboard's HTML with the status and the
+    reason (it was raw JSON); the JSON endpoints, the dashboard's polling included, keep JSON."""
+    missing = sqlite_client.get("/dashboard/studies/no-such-study")
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+    assert '<div class="card bad" id="error">' in missing.text and "no-such-study" in missing.text
+    bad = sqlite_client.get("/dashboard/shapes", params={"shape": "x" * 200})
+    assert bad.status_code == 422 and bad.headers["content-type"].startswith("text/html")
+    assert "at most 100 characters" in bad.text
+    for path in ("/v1/studies/no-such-study", "/dashboard/progress?study=no-such-study"):
+        answer = sqlite_client.get(path)
+        assert answer.headers["content-type"].startswith("application/json"), path
