@@ -183,7 +183,10 @@ def _slice_label(trial: StudyTrial) -> str:
 
 
 def _slices(scoped: Sequence[StudyTrial], params: Sequence[str]) -> list[Markup]:
+    """A slice chart per parameter that took more than one value (one value says nothing about
+    what the parameter does, and its axis had fractional ticks around it)."""
     no_groups = [""] * len(scoped)
+    varied = [name for name in params if len({t.params[name] for t in scoped}) > 1]
     return [
         scatter_chart(
             _dots(
@@ -199,7 +202,7 @@ def _slices(scoped: Sequence[StudyTrial], params: Sequence[str]) -> list[Markup]
             size=(380, 260),
             legend=False,
         )
-        for name in params
+        for name in varied
     ]
 
 

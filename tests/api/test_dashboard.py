@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 import storage
 from tests.api.conftest import H100, make_app, seed
 from tuner.answers.default_rule import DEFAULT_SMALL
+from tuner.kernels.families import parse_config
 
 STUDY = "/dashboard/studies/sweep/2048%20%231"
 
@@ -41,7 +42,15 @@ def test_study_page_has_every_chart_and_explains_failures(client: TestClient) ->
     html = response.text
     assert 'class="best-so-far"' in html and 'class="reference"' in html  # the cuBLAS line
     assert 'id="importances" data-fragment=' in html and "Parameters of the trials" in html
-    assert html.count('aria-label="TFLOP/s by ') == 9  # one slice per shared parameter
+    # One slice per shared parameter that took more than one value in the study's trials.
+    trials = client.get("/v1/studies/sweep/2048%20%231").json()["trials"]
+    params = [parse_config(t["config_name"]).as_dict() for t in trials]
+    names = set.intersection(*(set(p) for p in params))
+    varied = sorted(n for n in names if len({p[n] for p in params}) > 1)
+    assert 0 < len(varied) < len(names)  # the seeded study has parameters of one value too
+    assert html.count('aria-label="TFLOP/s by ') == len(varied)
+    for name in names:
+        assert (f'aria-label="TFLOP/s by {name}"' in html) == (name in varied), name
     assert "registers per thread" in html  # the default x axis
     assert "compile_failed" in html and "nvrtc failed" in html
     assert "the compiler refused the source" in html

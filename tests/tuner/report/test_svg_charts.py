@@ -87,6 +87,20 @@ def test_scatter_legend_sits_right_of_the_plot_and_the_reference_is_drawn() -> N
     assert float(line.get("y1", 0)) < min(tops)  # 20 is above every point (y up)
 
 
+def test_a_scatter_y_axis_fits_the_data() -> None:
+    """43-58 TFLOP/s spread over the plot, not squeezed into its top quarter by an axis from 0:
+    the lowest point sits near the bottom, the highest near the top."""
+    from tuner.report.svg_charts import Point, scatter_chart
+
+    points = [Point(100.0 + i, 43.0 + i, "") for i in range(16)]
+    root = ET.fromstring(str(scatter_chart(points, title="t", x_label="x", y_label="TFLOP/s")))
+    ys = [float(c.get("cy", 0)) for c in root.iter(f"{NS}circle")]
+    height = float(root.get("viewBox", "0 0 0 0").split()[3])
+    assert max(ys) - min(ys) > 0.5 * height  # the points use most of the plot's height
+    labels = {t.text for t in root.iter(f"{NS}text")}
+    assert "0" not in labels and "40" in labels  # the axis starts at the data's tick
+
+
 def test_parallel_coordinates_draw_one_line_per_trial_best_on_top() -> None:
     from tuner.report.svg_parallel import Line, parallel_coordinates_chart
 
