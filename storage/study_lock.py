@@ -7,8 +7,8 @@ trials for 24 measurements). The lock makes the two one step:
 
 * PostgreSQL: a session advisory lock on its own connection, keyed by the study (the two-key
   form, apart from the one-key locks claims take per study and from the schema lock);
-* a SQLite file: an exclusive ``flock`` on a file beside the database (every process sharing a
-  SQLite file is on its machine);
+* a SQLite file: an exclusive ``flock`` on a file beside the database, one for all its studies
+  (writes to a SQLite file take turns anyway, and every process sharing it is on its machine);
 * an in-memory SQLite database: a lock of this process (nothing else can open it).
 """
 
