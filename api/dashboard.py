@@ -8,6 +8,7 @@ from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 import storage
+from api.study_names import summary_title
 from tuner.answers.best import Tuned
 from tuner.answers.index import load_snapshot
 from tuner.core.accuracy import DEFAULT_ACCURACY
@@ -68,6 +69,16 @@ def overview(session: Session) -> dict[str, Any]:
     }
 
 
-def study_list(session: Session) -> dict[str, Any]:
-    """Template context of /dashboard/studies: every study with its readable title."""
-    return {"studies": storage.study_summaries(session)}
+def study_list(session: Session, search: str = "") -> dict[str, Any]:
+    """Template context of /dashboard/studies: every study with its readable title, or those
+    whose title or key holds every word of ``search`` (any case: "4096 bfloat16 nt")."""
+    studies = storage.study_summaries(session)
+    words = search.lower().replace("\u00d7", "x").split()
+
+    def text(summary: storage.StudySummary) -> str:
+        # The titles write the multiplication sign (U+00D7); a search types "4096x4096x4096".
+        return f"{summary_title(summary)} {summary.name}".lower().replace("\u00d7", "x")
+
+    if words:
+        studies = [s for s in studies if all(w in text(s) for w in words)]
+    return {"studies": studies, "search": search}

@@ -32,8 +32,10 @@ def dashboard(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.get("/studies", response_class=HTMLResponse)
-def studies(request: Request, session: SessionDep) -> HTMLResponse:
-    return templates.TemplateResponse(request, "studies.html", study_list(session))
+def studies(
+    request: Request, session: SessionDep, q: Annotated[str, Query(max_length=200)] = ""
+) -> HTMLResponse:
+    return templates.TemplateResponse(request, "studies.html", study_list(session, q))
 
 
 @router.get("/shapes", response_class=HTMLResponse)

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import storage
-from tests.api.conftest import H100, make_app, seed
+from tests.api.conftest import H100, make_app, measurement, seed
 from tuner.answers.default_rule import DEFAULT_SMALL
 from tuner.kernels.families import parse_config
 
@@ -34,6 +34,28 @@ def test_studies_page_lists_every_study_by_a_readable_title(sqlite_client: TestC
     assert re.search(
         r"<td class=\"num\">4</td><td class=\"num\">3</td><td class=\"num\">1</td>", html
     )
+
+
+def test_the_studies_list_filters_by_every_word_of_a_search(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/search.db"
+    seed(url)
+    engine = storage.make_engine(url)
+    with storage.make_session_factory(engine).begin() as s:
+        shape = storage.ShapeIn(512, 512, 512)
+        storage.record_measurement(s, H100, shape, measurement(DEFAULT_SMALL, 0.5, study="tune B"))
+    engine.dispose()
+    app = make_app(url)
+    with TestClient(app) as client:
+        listed = client.get("/dashboard/studies").text
+        found = client.get("/dashboard/studies", params={"q": "512X512 TUNE"}).text
+        none = client.get("/dashboard/studies", params={"q": "512x512 no-such-word"}).text
+    app.state.engine.dispose()
+    keys = re.findall(r'<code class="muted">([^<]+)</code>', listed)
+    assert "tune B" in keys and len(keys) > 1
+    # Every word, any case, in the title (which names the shape) or the key.
+    assert re.findall(r'<code class="muted">([^<]+)</code>', found) == ["tune B"]
+    assert 'value="512X512 TUNE"' in found  # the form keeps the search
+    assert "No study matches" in none and '<table class="studies">' not in none
 
 
 def test_study_page_has_every_chart_and_explains_failures(client: TestClient) -> None:
