@@ -23,7 +23,7 @@ from tuner.cli._common import (
 )
 from tuner.cli._progress import StudyBar
 from tuner.core.accuracy import DEFAULT_ACCURACY
-from tuner.core.shape import parse_shape
+from tuner.core.shape import Shape, parse_shape
 from tuner.data.shape_lists import read_shapes
 from tuner.run.request import DEFAULT_TRIALS, WARM_START, TuneRequest
 from tuner.search.sampler_names import DEFAULT_SAMPLER
@@ -56,21 +56,9 @@ def tune(
     gpus: GpusOpt = None,
 ) -> None:
     """Tune one shape; re-running the same command resumes the study."""
-    request = TuneRequest(
-        shapes=(parse_shape(shape, dtype, layout, out_dtype),),
-        families=tuple(family or ()),
-        accuracy=accuracy,
-        sampler=sampler,
-        seed=seed,
-        trials=trials,
-        timeout=timeout,
-        warm_start=warm_start,
-        evaluator=evaluator,
-        replay_tables=tuple(replay_table or ()),
-        database_url=db,
-        gpus=gpus,
-    )
-    _run(request)
+    shapes = (parse_shape(shape, dtype, layout, out_dtype),)
+    options = (family, accuracy, sampler, seed, trials, timeout, warm_start, evaluator)
+    _run(_request(shapes, *options, replay_table, db, gpus))
 
 
 def tune_batch(
@@ -98,8 +86,28 @@ def tune_batch(
 ) -> None:
     """Tune every shape of a CSV file, one study each, spread over the GPUs (resumable like
     ``tune``)."""
-    request = TuneRequest(
-        shapes=tuple(read_shapes(file, dtype, layout, out_dtype)),
+    shapes = tuple(read_shapes(file, dtype, layout, out_dtype))
+    options = (family, accuracy, sampler, seed, trials, timeout, warm_start, evaluator)
+    _run(_request(shapes, *options, replay_table, db, gpus))
+
+
+def _request(
+    shapes: tuple[Shape, ...],
+    family: list[str] | None,
+    accuracy: str,
+    sampler: str,
+    seed: int | None,
+    trials: int | None,
+    timeout: float | None,
+    warm_start: int,
+    evaluator: str,
+    replay_table: list[Path] | None,
+    db: str | None,
+    gpus: str | None,
+) -> TuneRequest:
+    """The request both commands make of their options (one place, so they cannot differ)."""
+    return TuneRequest(
+        shapes=shapes,
         families=tuple(family or ()),
         accuracy=accuracy,
         sampler=sampler,
@@ -112,7 +120,6 @@ def tune_batch(
         database_url=db,
         gpus=gpus,
     )
-    _run(request)
 
 
 def _run(request: TuneRequest) -> None:

@@ -249,7 +249,7 @@ def _first_call(
     name, algorithm = answer(call.shape, asked)
     direct = None
     in_place = call.a.data.ptr == a.data.ptr and call.b.data.ptr == b.data.ptr
-    if algorithm is None and in_place and (c is None or call.c is c):
+    if in_place and (c is None or call.c is c):  # direct_launch refuses a vendor config
         direct = direct_launch(name, call.shape, _pitches(call), _packed(call.shape))
     if key is not None:
         if len(_prepared) >= KEPT_CALLS:

@@ -27,6 +27,7 @@ from collections import OrderedDict
 from typing import Any
 
 from tuner.core.shape import Shape
+from tuner.kernels.families import get_family
 from tuner.kernels.families.tma_ws import (
     C_ELEMENT_BYTES,
     K_TILE,
@@ -35,6 +36,7 @@ from tuner.kernels.families.tma_ws import (
     box_rows,
     cluster_size,
 )
+from tuner.kernels.launch_recipe import kernel_parameters
 from tuner.kernels.operand_padding import row_pitch
 from tuner.kernels.render import KernelSource, Launch
 
@@ -235,19 +237,22 @@ def launch_tma(
     geo: Launch = source.launch(shape, block_slots(kernel, source, sm_count))
     a_map, b_map = operand_maps(source, shape, a, b)
     c_map = c_store_map(source, beta, c)
-    values: list[ctypes._SimpleCData[Any] | ctypes.Array[ctypes.c_uint8]] = [
-        ctypes.c_int32(shape.m),
-        ctypes.c_int32(shape.n),
-        ctypes.c_int32(shape.k),
-        ctypes.c_float(alpha),
-        (ctypes.c_uint8 * MAP_BYTES).from_buffer_copy(a_map),
-        (ctypes.c_uint8 * MAP_BYTES).from_buffer_copy(b_map),
-        ctypes.c_float(beta),
-        ctypes.c_void_p(int(c.data.ptr)),
-        ctypes.c_int32(row_pitch(c)),
-        (ctypes.c_uint8 * MAP_BYTES).from_buffer_copy(c_map or NO_MAP),
-        ctypes.c_int32(0 if c_map is None else 1),
-    ]
+    by_name: dict[str, ctypes._SimpleCData[Any] | ctypes.Array[ctypes.c_uint8]] = {
+        "M": ctypes.c_int32(shape.m),
+        "N": ctypes.c_int32(shape.n),
+        "K": ctypes.c_int32(shape.k),
+        "alpha": ctypes.c_float(alpha),
+        "a_map": (ctypes.c_uint8 * MAP_BYTES).from_buffer_copy(a_map),
+        "b_map": (ctypes.c_uint8 * MAP_BYTES).from_buffer_copy(b_map),
+        "beta": ctypes.c_float(beta),
+        "C": ctypes.c_void_p(int(c.data.ptr)),
+        "ldc": ctypes.c_int32(row_pitch(c)),
+        "c_map": (ctypes.c_uint8 * MAP_BYTES).from_buffer_copy(c_map or NO_MAP),
+        "c_tma": ctypes.c_int32(0 if c_map is None else 1),
+    }
+    # In the order of the one table the API's launch recipe reads too (launch_kernel's rule).
+    family = get_family(source.config.family)
+    values = [by_name[p.name] for p in kernel_parameters(family, shape.dtype)]
     table = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
     status = _driver().cuLaunchKernel(
         function_handle(kernel),

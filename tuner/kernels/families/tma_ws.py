@@ -35,8 +35,8 @@ from tuner.kernels.families._base import (
 from tuner.kernels.families.hmma import (
     HALF_BYTES,
     HALF_OUT_DTYPES,
+    HMMA_PARAMS,
     hmma_pinned,
-    out_param,
     stored_tiles,
 )
 
@@ -174,9 +174,7 @@ TMA_WS_PARAMS = (
     Param("EPI", (0, 1), "epilogue: 0 stores from the sums, 1 through shared memory by TMA"),
     Param("CM", (1, 2), "blocks of a cluster along M (they share B's tiles by TMA multicast)"),
     Param("CN", (1, 2), "blocks of a cluster along N (they share A's tiles by TMA multicast)"),
-    Param("DTYPE", (0, 1), "input type: 0 float16, 1 bfloat16 (pinned by the shape)"),
-    Param("LAYOUT", (0, 1, 2, 3), "0 NN, 1 NT, 2 TN, 3 TT (pinned by the shape)"),
-    out_param(HALF_OUT_DTYPES),
+    *HMMA_PARAMS[-3:],  # DTYPE, LAYOUT, OUT: the kinds the shape pins, as hmma's
 )
 
 TMA_WS_RULES = (
