@@ -385,12 +385,21 @@ def verify(
         extra = allowance(get_family(source.config.family).accuracy)
         return Verification(worst, tolerance(shape.k) + extra)
     dtype = shape.dtype
-    return Verification(
-        worst,
-        tolerance(shape.k, dtype, out),
-        worst_fp32,
-        reference_tolerance(shape.k, dtype, out),
-    )
+    allowed = tolerance(shape.k, dtype, out)
+    if out != "float32" and get_family(source.config.family).vendor:
+        allowed += vendor_half_c_allowance(out)
+    return Verification(worst, allowed, worst_fp32, reference_tolerance(shape.k, dtype, out))
+
+
+def vendor_half_c_allowance(out_dtype: str) -> float:
+    """What the vendor library may add when it writes a half C: one unit roundoff of C's type.
+
+    Some of cuBLASLt's algorithms do not round their FP32 sums once to a BF16 C (on the lent H100,
+    2026-11-28, rank 1 at 257x136x200 BF16 TN came out 2.8e-3 from the FP32 result rounded
+    once, and the padded rank 0 at 1001x999x1003 BF16 NT 2.7e-3: about 0.7 unit roundoffs, as
+    rounding twice would give). Those algorithms are what a user of the library already gets, so
+    they stay candidates; our own kernels are still held to rounding once."""
+    return UNIT_ROUNDOFF[out_dtype]
 
 
 def _check_pinned(source: KernelSource, shape: Shape) -> None:
