@@ -1,7 +1,7 @@
 """What a study page shows, and why: the best so far against cuBLAS, what mattered (parallel
 coordinates, one slice per parameter; the parameter importances are a panel the page loads on its
-own, :mod:`api.importance_panel`), TFLOP/s against a chosen axis coloured by a chosen parameter,
-the failures and the trial table.
+own, :mod:`api.importance_panel`), a chosen value against a chosen axis coloured by a chosen
+parameter (:mod:`api.chart_choice`: scales, ranges), the failures and the trial table.
 
 Every chart is bounded however long the study: points that would land on one another are drawn
 once (:func:`tuner.report.svg_charts.thinned`), parallel coordinates show the fastest trials and an
@@ -17,6 +17,16 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup
 
+from api.chart_choice import (
+    OBJECTIVES,
+    RESOURCES,
+    ChartChoice,
+    Zoom,
+    scale_of,
+    speed,
+    x_value,
+    y_value,
+)
 from api.importance import parameter_names
 from api.study_cache import CachedStudy
 from api.study_data import Study, StudyTrial
@@ -33,13 +43,6 @@ from tuner.report.svg_charts import (
 )
 from tuner.report.svg_parallel import Line, parallel_coordinates_chart
 
-# Resources every measured trial has, by the name the axis form uses.
-RESOURCES = {
-    "registers": "registers per thread",
-    "smem": "shared memory per block, bytes",
-    "occupancy": "occupancy (active warps / maximum)",
-    "trial": "trial number",
-}
 MAX_POINTS = 300  # per x/y chart
 SLICE_POINTS = 80  # per slice
 PARALLEL_BEST, PARALLEL_OTHERS = 100, 100
@@ -48,11 +51,10 @@ PARALLEL_BEST, PARALLEL_OTHERS = 100, 100
 @dataclass(frozen=True)
 class StudyView:
     """The form's choices: the family the parameter charts look at (None: every family, with
-    the parameters they share), the x axis and the colour of the chosen scatter, the table."""
+    the parameters they share), what the chosen scatter draws, the table."""
 
     family: str | None = None
-    x: str = "registers"
-    colour: str = "family"
+    chart: ChartChoice = field(default_factory=ChartChoice)
     table: TableQuery = field(default_factory=TableQuery)
 
 
@@ -61,8 +63,7 @@ def view_query(view: StudyView, changes: Mapping[str, object]) -> str:
     table = view.table
     values: dict[str, object] = {
         "family": view.family or "",
-        "x": view.x,
-        "colour": view.colour,
+        **view.chart.query(),
         "status": table.status or "",
         "q": table.search,
         "sort": table.sort,
@@ -71,20 +72,6 @@ def view_query(view: StudyView, changes: Mapping[str, object]) -> str:
         **changes,
     }
     return "?" + urlencode(values)
-
-
-def _axis_value(trial: StudyTrial, axis: str) -> float | None:
-    resource = {
-        "registers": trial.registers,
-        "smem": trial.smem_bytes,
-        "occupancy": trial.occupancy,
-        "trial": trial.number,
-    }
-    if axis in resource:
-        value = resource[axis]
-        return None if value is None else float(value)
-    found = trial.params.get(axis)
-    return None if found is None else float(found)
 
 
 def _label(trial: StudyTrial) -> str:
@@ -109,26 +96,22 @@ def scope(cached: CachedStudy, family: str | None) -> tuple[list[StudyTrial], li
     return cached.memo(("scope", family), choose)
 
 
-def _check_view(view: StudyView, params: Sequence[str]) -> None:
-    if view.x not in (*RESOURCES, *params):
-        raise InputError(f"`x` must be one of {[*RESOURCES, *params]}, got {view.x!r}")
-    if view.colour not in ("family", *params):
-        raise InputError(f"`colour` must be one of {['family', *params]}, got {view.colour!r}")
-
-
 def _dots(
     trials: Sequence[StudyTrial],
     xs: Sequence[float],
     groups: Sequence[str],
     limit: int,
     tooltip: Callable[[StudyTrial], str] = _label,
+    ys: Sequence[float] | None = None,
+    scores: Sequence[float] | None = None,
 ) -> list[Point]:
-    """The points of ``trials`` (TFLOP/s against ``xs``) a chart draws: at most ``limit``,
-    those that would hide one another drawn once (:func:`tuner.report.svg_charts.thinned`)."""
-    ys = [t.tflops or 0.0 for t in trials]
+    """The points of ``trials`` (``ys``, by default TFLOP/s, against ``xs``) a chart draws: at
+    most ``limit``, those that would hide one another drawn once, the best by ``scores``
+    (higher is better; by default the ys) (:func:`tuner.report.svg_charts.thinned`)."""
+    ys = [t.tflops or 0.0 for t in trials] if ys is None else ys
     return [
         Point(xs[i], ys[i], groups[i], tooltip(trials[i]) + more_here(n))
-        for i, n in thinned(xs, ys, groups, limit)
+        for i, n in thinned(xs, scores or ys, groups, limit)
     ]
 
 
@@ -158,49 +141,87 @@ def _curve(study: Study) -> Markup:
     )
 
 
-def _chosen(scoped: Sequence[StudyTrial], view: StudyView, cublas: float | None) -> Markup:
-    shown, xs, groups = [], [], []
+def _reference(study: Study, objective: str) -> Reference | None:
+    """The line to beat on the y axis: cuBLAS, as the objective reads it."""
+    cublas = study.cublas_tflops
+    if objective == "pct_cublas":
+        return Reference(100.0, "cuBLAS")
+    if cublas is None:
+        return None
+    if objective == "ms":
+        m, n, k = study.shape
+        return Reference(2 * m * n * k / (cublas * 1e9), "cuBLAS")  # its median's time
+    return Reference(cublas, "cuBLAS")
+
+
+def _chosen(scoped: Sequence[StudyTrial], chart: ChartChoice, study: Study) -> Markup:
+    """The chosen scatter: ``chart.y`` against ``chart.x`` for the trials inside the zoom that
+    have both, coloured by ``chart.colour``, on the chosen scales.
+
+    Raises:
+        InputError: a log scale over values that are not all > 0.
+    """
+    shown, xs, ys, groups = [], [], [], []
     for t in scoped:
-        x = _axis_value(t, view.x)
-        if x is not None:
+        x, y = x_value(t, chart.x), y_value(t, chart.y)
+        if x is not None and y is not None and chart.zoom.holds(x, y):
             shown.append(t)
             xs.append(x)
+            ys.append(y)
             groups.append(
-                t.family if view.colour == "family" else str(t.params.get(view.colour, "-"))
+                t.family if chart.colour == "family" else str(t.params.get(chart.colour, "-"))
             )
-    x_label = RESOURCES.get(view.x, view.x)
+    zoom, reference = chart.zoom, _reference(study, chart.y)
+    if reference is not None and not Zoom(y_min=zoom.y_min, y_max=zoom.y_max).holds(
+        0.0, reference.value
+    ):
+        reference = None  # outside the chosen y range
+    y_fit = ys + ([reference.value] if reference is not None else [])
     return scatter_chart(
-        _dots(shown, xs, groups, MAX_POINTS),
-        title=f"TFLOP/s against {x_label}, coloured by {view.colour}",
-        x_label=x_label,
-        y_label="TFLOP/s",
-        reference=None if cublas is None else Reference(cublas, "cuBLAS"),
+        _dots(shown, xs, groups, MAX_POINTS, ys=ys, scores=[speed(chart.y, y) for y in ys]),
+        title=f"{chart.y_label} against {chart.x_label}, coloured by {chart.colour}",
+        x_label=chart.x_label,
+        y_label=chart.y_label,
+        reference=reference,
+        legend_title=chart.colour,
+        x_scale=scale_of(xs, chart.log_x, zoom.x_min, zoom.x_max, "x"),
+        y_scale=scale_of(y_fit, chart.log_y, zoom.y_min, zoom.y_max, "y"),
     )
 
 
 def _slice_label(trial: StudyTrial) -> str:
-    return f"#{trial.number}: {trial.tflops or 0:.2f}"
+    return f"#{trial.number}: {trial.tflops or 0:.2f} TFLOP/s, {trial.ms or 0:.4g} ms"
 
 
-def _slices(scoped: Sequence[StudyTrial], params: Sequence[str]) -> list[Markup]:
+def _slices(
+    scoped: Sequence[StudyTrial], params: Sequence[str], chart: ChartChoice
+) -> list[Markup]:
     """A slice chart per parameter that took more than one value (one value says nothing about
-    what the parameter does, and its axis had fractional ticks around it)."""
-    no_groups = [""] * len(scoped)
-    varied = [name for name in params if len({t.params[name] for t in scoped}) > 1]
+    what the parameter does, and its axis had fractional ticks around it): the chosen y value
+    and its scale against the parameter's values."""
+    measured = [(t, y) for t in scoped if (y := y_value(t, chart.y)) is not None]
+    trials, ys = [t for t, _ in measured], [y for _, y in measured]
+    scores = [speed(chart.y, y) for y in ys]
+    no_groups = [""] * len(trials)
+    varied = [name for name in params if len({t.params[name] for t in trials}) > 1]
+    y_scale = scale_of(ys, chart.log_y, None, None, "y")
     return [
         scatter_chart(
             _dots(
-                scoped,
-                [float(t.params[name]) for t in scoped],
+                trials,
+                [float(t.params[name]) for t in trials],
                 no_groups,
                 SLICE_POINTS,
                 _slice_label,
+                ys=ys,
+                scores=scores,
             ),
-            title=f"TFLOP/s by {name}",
+            title=f"{chart.y_label} by {name}",
             x_label=name,
-            y_label="TFLOP/s",
+            y_label=chart.y_label,
             size=(380, 260),
             legend=False,
+            y_scale=y_scale,
         )
         for name in varied
     ]
@@ -227,11 +248,13 @@ def _charts(cached: CachedStudy, view: StudyView) -> dict[str, Any]:
     """Everything on the page but the table, computed once per study state and view."""
     study = cached.study
     scoped, params = scope(cached, view.family)
-    _check_view(view, params)
+    chart = view.chart
+    chart.check(params)
     several = view.family is None and len({t.family for t in scoped}) > 1
     drawn = scoped and (params or several)
     return {
         "axes": [*RESOURCES, *params],
+        "objectives": OBJECTIVES,
         "colours": ["family", *params],
         "curve": cached.memo("curve", lambda: _curve(study)),
         # Loaded by the page's script: computing them is most of a large study's first view.
@@ -244,12 +267,14 @@ def _charts(cached: CachedStudy, view: StudyView) -> dict[str, Any]:
         if drawn
         else None,
         "chosen": cached.memo(
-            ("chosen", view.family, view.x, view.colour),
-            lambda: _chosen(scoped, view, study.cublas_tflops),
+            ("chosen", view.family, chart),
+            lambda: _chosen(scoped, chart, study),
         )
         if scoped
         else None,
-        "slices": cached.memo(("slices", view.family), lambda: _slices(scoped, params))
+        "slices": cached.memo(
+            ("slices", view.family, chart.y, chart.log_y), lambda: _slices(scoped, params, chart)
+        )
         if scoped
         else [],
         "failures": cached.memo("failures", lambda: failures(study.trials)),
@@ -283,6 +308,7 @@ def study_context(cached: CachedStudy, view: StudyView) -> dict[str, Any]:
         "title": study.title,
         "phase_query": phase_query(study.phase),
         "view": view,
+        "chart_query": view.chart.query(),
         "best": study.best,
         "ratio": study.best_against_cublas,
         "running": study.running(),

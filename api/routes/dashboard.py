@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 import storage
+from api.chart_choice import ChartChoice, Zoom
 from api.dashboard import overview, study_list
 from api.deps import IndexDep, SessionDep, StudyCacheDep
 from api.importance_panel import importance_context
@@ -91,7 +92,14 @@ def study(
     cache: StudyCacheDep,
     family: str | None = None,
     x: str = "registers",
+    y: str = "tflops",
     colour: str = "family",
+    log_x: bool = False,
+    log_y: bool = False,
+    x_min: Annotated[str, Query(max_length=40)] = "",
+    x_max: Annotated[str, Query(max_length=40)] = "",
+    y_min: Annotated[str, Query(max_length=40)] = "",
+    y_max: Annotated[str, Query(max_length=40)] = "",
     status_: Annotated[str | None, Query(alias="status")] = None,
     q: Annotated[str, Query(max_length=200)] = "",
     sort: SortKey = "trial",
@@ -103,9 +111,10 @@ def study(
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no study named {study!r}")
     table = TableQuery(status_ or None, family or None, q, sort, desc, page)
-    view = StudyView(family or None, x, colour, table)
     try:
-        context = study_context(found, view)
+        zoom = Zoom.parse(x_min, x_max, y_min, y_max)
+        chart = ChartChoice(x, y, colour, log_x, log_y, zoom)
+        context = study_context(found, StudyView(family or None, chart, table))
     except InputError as exc:
         raise HTTPException(422, str(exc)) from None  # a bad choice in the form
     return templates.TemplateResponse(request, "study.html", context)

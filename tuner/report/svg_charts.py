@@ -16,6 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from markupsafe import Markup, escape
 
+from tuner.report.svg_axes import Scale, nice_ticks
+
+__all__ = ["Bar", "Point", "Reference", "Scale", "bar_chart", "nice_ticks", "scatter_chart"]
+
 PALETTE = ("#2563eb", "#f97316", "#16a34a", "#db2777", "#7c3aed", "#0891b2", "#ca8a04")
 AXIS = "#94a3b8"
 GRID = "#e2e8f0"
@@ -41,19 +45,6 @@ class Point:
     y: float
     group: str = ""
     tooltip: str = ""
-
-
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """Round tick values covering [low, high]: about ``count`` steps of 1, 2, 2.5 or 5 times a
-    power of ten, from the last multiple of the step at or below ``low`` to the first at or
-    above ``high``."""
-    if not math.isfinite(low) or not math.isfinite(high) or high <= low:
-        high = low + 1.0
-    raw = (high - low) / max(count, 1)
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(f * power for f in (1, 2, 2.5, 5, 10) if f * power >= raw)
-    first, last = math.floor(low / step), math.ceil(high / step - 1e-9)
-    return [round(i * step, 10) for i in range(first, last + 1)]
 
 
 def _fmt(value: float) -> str:
@@ -228,26 +219,24 @@ class _Frame:
         *,
         size: tuple[int, int] = (760, 380),
         right: int = 24,
+        x_scale: Scale | None = None,
+        y_scale: Scale | None = None,
     ) -> None:
         self.width, self.height = size
         self.left, self.right, self.top, self.bottom = 64, right, 34, 48
-        self.x_ticks = nice_ticks(min(xs, default=0.0), max(xs, default=1.0))
         # The y axis fits the data (43-58 TFLOP/s drawn from 0 filled a quarter of the plot);
         # bar charts, whose lengths are the values, start at 0 (bar_chart).
-        self.y_ticks = nice_ticks(min(ys, default=0.0), max(ys, default=1.0))
+        self.x_scale = x_scale or Scale.fit(xs)
+        self.y_scale = y_scale or Scale.fit(ys)
+        self.x_ticks, self.y_ticks = self.x_scale.ticks, self.y_scale.ticks
         self.x_label, self.y_label, self.title = x_label, y_label, title
 
     def px(self, x: float) -> float:
-        lo, hi = self.x_ticks[0], self.x_ticks[-1]
-        return self.left + (x - lo) / (hi - lo) * (self.width - self.left - self.right)
+        return self.left + self.x_scale.fraction(x) * (self.width - self.left - self.right)
 
     def py(self, y: float) -> float:
-        lo, hi = self.y_ticks[0], self.y_ticks[-1]
-        return (
-            self.height
-            - self.bottom
-            - (y - lo) / (hi - lo) * (self.height - self.top - self.bottom)
-        )
+        span = self.height - self.top - self.bottom
+        return self.height - self.bottom - self.y_scale.fraction(y) * span
 
     def axes(self) -> list[str]:
         out = [
@@ -260,14 +249,16 @@ class _Frame:
             y = self.py(t)
             out.append(
                 f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" stroke="{GRID}"/>'
-                f'<text x="{x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end" fill="{TEXT}">'
+                f'<text class="y-tick" x="{x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end" '
+                f'fill="{TEXT}">'
                 f"{_fmt(t)}</text>"
             )
         for t in self.x_ticks:
             x = self.px(t)
             out.append(
                 f'<line x1="{x:.1f}" y1="{y0:.1f}" x2="{x:.1f}" y2="{y0 + 4:.1f}" stroke="{AXIS}"/>'
-                f'<text x="{x:.1f}" y="{y0 + 18:.1f}" text-anchor="middle" fill="{TEXT}">'
+                f'<text class="x-tick" x="{x:.1f}" y="{y0 + 18:.1f}" text-anchor="middle" '
+                f'fill="{TEXT}">'
                 f"{_fmt(t)}</text>"
             )
         out.append(
@@ -331,14 +322,27 @@ def scatter_chart(
     size: tuple[int, int] = (760, 380),
     legend: bool = True,
     colours: Mapping[str, str] | None = None,
+    legend_title: str = "",
+    x_scale: Scale | None = None,
+    y_scale: Scale | None = None,
 ) -> Markup:
     """Points coloured by group (e.g. kernel family; ``colours`` fixes some groups' colours),
-    the legend right of the plot where it covers no point (the first 16 groups)."""
+    the legend right of the plot where it covers no point (the first 16 groups, under
+    ``legend_title``). The axes fit the points (and the reference), unless a scale is given
+    (a log scale, a chosen range: points outside it are the caller's to leave out)."""
     groups = sorted({p.group for p in points}, key=group_order)
     shown = legend and len(groups) > 1
     ys = [p.y for p in points] + ([reference.value] if reference else [])
     frame = _Frame(
-        [p.x for p in points], ys, x_label, y_label, title, size=size, right=150 if shown else 24
+        [p.x for p in points],
+        ys,
+        x_label,
+        y_label,
+        title,
+        size=size,
+        right=150 if shown else 24,
+        x_scale=x_scale,
+        y_scale=y_scale,
     )
     colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)} | dict(colours or {})
     body = frame.axes() + frame.reference(reference)
@@ -348,11 +352,18 @@ def scatter_chart(
             f'fill="{colour[p.group]}" fill-opacity="0.55"><title>{escape(p.tooltip)}</title>'
             f"</circle>"
         )
-    for i, group in enumerate(groups[:16] if shown else []):
-        x = frame.width - frame.right + 14
-        y = frame.top + 4 + i * 18
+    x, top = frame.width - frame.right + 14, frame.top + 4
+    if shown and legend_title:
         body.append(
-            f'<rect x="{x}" y="{y}" width="12" height="12" rx="2" fill="{colour[group]}"/>'
-            f'<text x="{x + 18}" y="{y + 10}" fill="{TEXT}">{escape(group)}</text>'
+            f'<text class="legend-title" x="{x}" y="{top + 10}" fill="{TEXT}" '
+            f'font-weight="600">{escape(legend_title)}</text>'
+        )
+        top += 18
+    for i, group in enumerate(groups[:16] if shown else []):
+        y = top + i * 18
+        body.append(
+            f'<g class="legend"><rect x="{x}" y="{y}" width="12" height="12" rx="2" '
+            f'fill="{colour[group]}"/>'
+            f'<text x="{x + 18}" y="{y + 10}" fill="{TEXT}">{escape(group)}</text></g>'
         )
     return svg_element(frame.width, frame.height, body, title, standalone=False)
