@@ -121,13 +121,15 @@ class Browser:
         """Fill the fields of the form ``form`` (a CSS selector) by name and press its button,
         as a person would; wait for the page it loads."""
         self._events.clear()
+        # A checkbox is ticked by the value "true" and cleared by any other.
         fill = "".join(
-            f"f.querySelector('[name={name}]').value = {json.dumps(value)};"
+            f"e = f.querySelector('[name={name}]'); if (e.type === 'checkbox') "
+            f"e.checked = {json.dumps(value)} === 'true'; else e.value = {json.dumps(value)};"
             for name, value in values.items()
         )
         # Clicked after this evaluation returns: the navigation would cut its answer off.
         self.evaluate(
-            f"(() => {{ const f = document.querySelector({json.dumps(form)}); {fill}"
+            f"(() => {{ const f = document.querySelector({json.dumps(form)}); let e; {fill}"
             "setTimeout(() => f.querySelector('button').click(), 0); })()"
         )
         self._wait_for("Page.loadEventFired")
@@ -145,6 +147,16 @@ class Browser:
         )
         assert waited, f"not true within {timeout_s} s: {condition}"
         return self.log()
+
+    def resize(self, width: int, height: int) -> None:
+        """Lay pages out for a viewport ``width`` x ``height`` CSS pixels (a narrow window)."""
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def log(self) -> PageLog:
         log = PageLog()

@@ -30,7 +30,9 @@ def spread_ms(number: int) -> float:
     return float(0.05 * 400.0 ** (number / (TRIALS - 1)))
 
 
-def spread_study(url: str) -> None:
+def spread_records() -> list[tuple[storage.DeviceIn, storage.ShapeIn, storage.MeasurementIn]]:
+    """The study ``spread``: 24 warptile trials of 1024^3 on the H100, over four BM and three
+    BK values, with times :func:`spread_ms`."""
     shape = storage.ShapeIn(1024, 1024, 1024)
     records = []
     for number in range(TRIALS):
@@ -53,9 +55,13 @@ def spread_study(url: str) -> None:
                 ),
             )
         )
+    return records
+
+
+def spread_study(url: str) -> None:
     engine = storage.make_engine(url)
     with storage.make_session_factory(engine).begin() as session:
-        storage.record_measurements(session, records)
+        storage.record_measurements(session, spread_records())
     engine.dispose()
 
 
