@@ -12,7 +12,9 @@ an artifact), else in ``test-artifacts/screenshots/`` under the repository (igno
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,9 +33,9 @@ STUDY = "/dashboard/studies/sweep/2048%20%231"
 
 
 @pytest.fixture
-def browser(tmp_path: Path) -> Browser:
+def browser(tmp_path: Path) -> Iterator[Browser]:
     with Browser(tmp_path / "profile") as opened:
-        yield opened  # type: ignore[misc]
+        yield opened
 
 
 def stays_local(log: PageLog, server: LiveServer, refused: bool = False) -> None:
@@ -171,9 +173,9 @@ def add_spread_study(server: LiveServer) -> None:
         storage.record_measurements(session, spread_records())
 
 
-def chosen_chart(browser: Browser, title_start: str) -> dict[str, object]:
+def chosen_chart(browser: Browser, title_start: str) -> dict[str, Any] | None:
     """What the chart titled ``title_start...`` shows: its tick values, legend and dots."""
-    return browser.evaluate(
+    shown: dict[str, Any] | None = browser.evaluate(
         f"""(() => {{
         const svg = [...document.querySelectorAll('svg.chart')].find(s =>
             s.querySelector('title').textContent.startsWith({title_start!r}));
@@ -187,6 +189,7 @@ def chosen_chart(browser: Browser, title_start: str) -> dict[str, object]:
         }};
         }})()"""
     )
+    return shown
 
 
 def test_a_reader_chooses_a_log_scale_the_axes_and_the_colour(
@@ -211,7 +214,7 @@ def test_a_reader_chooses_a_log_scale_the_axes_and_the_colour(
     zoomed = chosen_chart(browser, "time, ms against BM")
     assert zoomed is not None
     assert zoomed["dots"] == sum(spread_ms(n) <= 1 for n in range(TRIALS))
-    assert max(zoomed["y"]) == 1  # type: ignore[call-overload]
+    assert max(zoomed["y"]) == 1
     keep(browser, "chart-zoomed")
     # A log scale cannot start below 0: the page says so, naming the field.
     stays_local(browser.submit("#chart-form", {"y_min": "-1"}), live_server, refused=True)
@@ -254,7 +257,7 @@ def test_axes_fit_the_data_and_one_valued_parameters_get_no_slice(
     stays_local(browser.open(page), live_server)
     chart = chosen_chart(browser, "TFLOP/s against trial number")
     assert chart is not None
-    assert 30 < chart["y"][0] <= 43 and 57 <= chart["y"][-1] < 70  # type: ignore[index,operator]
+    assert 30 < chart["y"][0] <= 43 and 57 <= chart["y"][-1] < 70
     # A slice for BM and for BK, none for TN (always 4).
     titles = browser.evaluate(
         "[...document.querySelectorAll('.grid svg.chart > title')].map(t => t.textContent)"
