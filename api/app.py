@@ -40,7 +40,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 def create_app(settings: Settings | None = None) -> FastAPI:
     """An app on ``settings.database_url``; an empty database is migrated, an old one refused."""
     settings = settings or Settings()
-    engine = storage.open_engine(settings.database_url)
+    engine = storage.open_engine(settings.database_url, pool=settings.pool())
     sessions = storage.make_session_factory(engine)
 
     app = FastAPI(

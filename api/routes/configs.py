@@ -7,11 +7,9 @@ from fastapi import APIRouter, Response
 from api import schemas
 from api.deps import IndexDep
 from api.responses import answer_headers, asked_device, best_response
+from tuner.answers.answer_cache import reach_of
 
 router = APIRouter(prefix="/v1/configs", tags=["configs"])
-
-
-MAX_CACHED = 8192
 
 
 STALE_HEADER = "X-Gemmtune-Stale"
@@ -67,6 +65,5 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
             out_dtype=body.out_dtype,
         )
         content = best_response(answer, body.include_source).model_dump_json().encode()
-        if len(snapshot.responses) < MAX_CACHED:
-            snapshot.responses[key] = content
+        snapshot.responses.put(key, content, reach_of(answer))
     return Response(content, media_type="application/json", headers=answer_headers(index, snapshot))
