@@ -1,0 +1,154 @@
+"""Answers served from memory while others write, on both backends: no SQL on the answer's path,
+an upload merged by delta (no full read), the refresh and the merge on worker threads, never on
+the event loop's, and PostgreSQL's pool as the settings size it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, event
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+import tuner.answers.index as index_module
+from tests.api.conftest import FAST, H100, TRUSTED, make_app
+from tuner.answers.index import BestIndex
+from tuner.kernels.families import parse_config
+
+CUBE = {"m": 1024, "n": 1024, "k": 1024}
+ASKED = [CUBE, {"m": 3000, "n": 3000, "k": 3000}, {"m": 7, "n": 9, "k": 11}]
+
+
+@contextmanager
+def statements(engine: Engine) -> Iterator[list[str]]:
+    """Every SQL statement ``engine`` sends while the block runs."""
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def upload_body(m: int, n: int, k: int, ms: float) -> dict[str, Any]:
+    return {
+        "device": {"name": H100.name, "arch": H100.arch, "sm_count": H100.sm_count},
+        "shape": {"m": m, "n": n, "k": k},
+        "measurements": [
+            {
+                "family": "warptile",
+                "config_name": FAST,
+                "params": parse_config(FAST).as_dict(),
+                "status": "ok",
+                "ms": ms,
+                "cublas_ms": 1.0,
+            }
+        ],
+    }
+
+
+def test_a_warm_index_answers_without_sql(seeded: str) -> None:
+    app = make_app(seeded)
+    with TestClient(app) as client:
+        client.post("/v1/configs/best", json=CUBE)  # the index is read (at start, or here)
+        with statements(app.state.engine) as sent:
+            for body in ASKED * 3:  # new requests (answered) and repeated ones (cached)
+                assert client.post("/v1/configs/best", json=body).status_code == 200
+        with statements(app.state.engine) as control:  # the listener does see this app's SQL
+            assert client.get("/v1/devices").status_code == 200
+    app.state.engine.dispose()
+    assert sent == []
+    assert control
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """The threads that call ``tuner.answers.index.<name>`` from now on (the real one runs)."""
+    threads: list[int] = []
+    real: Callable[..., Any] = getattr(index_module, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.get_ident())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index_module, name, counted)
+    return threads
+
+
+def test_a_trusted_upload_is_answered_exact_without_a_full_read(
+    seeded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app(seeded)
+    shape = ASKED[1]
+    with TestClient(app) as client:
+        assert client.post("/v1/configs/best", json=shape).json()["source"] == "nearest"
+        cube_before = client.post("/v1/configs/best", json=CUBE).content
+        full_reads = counting(monkeypatch, "load_snapshot")
+        headers = {"Authorization": f"Bearer {TRUSTED}"}
+        stored = client.post(
+            "/v1/results", json=upload_body(3000, 3000, 3000, 2.0), headers=headers
+        )
+        assert stored.status_code == 201, stored.text
+        answer = client.post("/v1/configs/best", json=shape).json()
+        cube_after = client.post("/v1/configs/best", json=CUBE).content
+    app.state.engine.dispose()
+    assert answer["source"] == "exact" and answer["ms"] == 2.0
+    assert full_reads == []
+    assert cube_after == cube_before  # 1024^3 is tuned: the new shape cannot change it
+
+
+def test_the_refresh_and_the_upload_merge_run_off_the_event_loop(
+    seeded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refreshed: list[int] = []
+    merged: list[int] = []
+    refresh, apply_written = BestIndex.refresh, BestIndex.apply_written
+
+    def recorded_refresh(self: BestIndex) -> None:
+        refreshed.append(threading.get_ident())
+        refresh(self)
+
+    def recorded_merge(self: BestIndex, ids: Any) -> None:
+        merged.append(threading.get_ident())
+        apply_written(self, ids)
+
+    monkeypatch.setattr(BestIndex, "refresh", recorded_refresh)
+    monkeypatch.setattr(BestIndex, "apply_written", recorded_merge)
+    app = make_app(seeded, cache_ttl_s=0)  # the refresher runs every 50 ms
+    with TestClient(app) as client:
+        loop_thread = client.portal.call(threading.get_ident)  # type: ignore[union-attr]
+        headers = {"Authorization": f"Bearer {TRUSTED}"}
+        body = upload_body(3000, 3000, 3000, 2.0)
+        assert client.post("/v1/results", json=body, headers=headers).status_code == 201
+        # Polled, not timed: the bound only ends a hung test.
+        done = threading.Event()
+        for _ in range(600):
+            if len(refreshed) >= 3:
+                break
+            done.wait(0.05)
+    app.state.engine.dispose()
+    assert len(refreshed) >= 3 and merged
+    assert loop_thread not in refreshed + merged
+
+
+def test_the_postgresql_pool_follows_the_settings(db_url: str) -> None:
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite keeps no server connections: the pool settings are PostgreSQL's")
+    app = make_app(db_url, db_pool_size=2, db_pool_overflow=1, db_pool_timeout_s=0.2)
+    engine = app.state.engine
+    held = [engine.connect() for _ in range(3)]  # the pool's two and the one overflow
+    try:
+        assert engine.pool.size() == 2
+        with pytest.raises(PoolTimeout):
+            engine.connect()
+    finally:
+        for connection in held:
+            connection.close()
+        engine.dispose()
