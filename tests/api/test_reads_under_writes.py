@@ -1,6 +1,7 @@
 """Answers served from memory while others write, on both backends: no SQL on the answer's path,
-an upload merged by delta (no full read), the refresh and the merge on worker threads, never on
-the event loop's, and PostgreSQL's pool as the settings size it."""
+an upload merged by delta (no full read), the refresh and the upload (its validation and its
+merge) on worker threads, never on the event loop's, and PostgreSQL's pool as the settings size
+it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+import api.routes.results as results_routes
 import tuner.answers.index as index_module
 from tests.api.conftest import FAST, H100, TRUSTED, make_app
 from tuner.answers.index import BestIndex
@@ -104,12 +106,18 @@ def test_a_trusted_upload_is_answered_exact_without_a_full_read(
     assert cube_after == cube_before  # 1024^3 is tuned: the new shape cannot change it
 
 
-def test_the_refresh_and_the_upload_merge_run_off_the_event_loop(
+def test_the_refresh_and_the_upload_run_off_the_event_loop(
     seeded: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     refreshed: list[int] = []
     merged: list[int] = []
+    parsed: list[int] = []
     refresh, apply_written = BestIndex.refresh, BestIndex.apply_written
+    parse = results_routes.parse_upload
+
+    def recorded_parse(*args: Any) -> Any:
+        parsed.append(threading.get_ident())
+        return parse(*args)
 
     def recorded_refresh(self: BestIndex) -> None:
         refreshed.append(threading.get_ident())
@@ -121,6 +129,7 @@ def test_the_refresh_and_the_upload_merge_run_off_the_event_loop(
 
     monkeypatch.setattr(BestIndex, "refresh", recorded_refresh)
     monkeypatch.setattr(BestIndex, "apply_written", recorded_merge)
+    monkeypatch.setattr(results_routes, "parse_upload", recorded_parse)
     app = make_app(seeded, cache_ttl_s=0)  # the refresher runs every 50 ms
     with TestClient(app) as client:
         loop_thread = client.portal.call(threading.get_ident)  # type: ignore[union-attr]
@@ -134,8 +143,8 @@ def test_the_refresh_and_the_upload_merge_run_off_the_event_loop(
                 break
             done.wait(0.05)
     app.state.engine.dispose()
-    assert len(refreshed) >= 3 and merged
-    assert loop_thread not in refreshed + merged
+    assert len(refreshed) >= 3 and merged and parsed
+    assert loop_thread not in refreshed + merged + parsed
 
 
 def test_the_postgresql_pool_follows_the_settings(db_url: str) -> None:
