@@ -35,6 +35,7 @@ def parse_upload(raw: bytes, content_type: str) -> schemas.ResultsUpload:
 
     Raises:
         RequestValidationError: not JSON, or not a valid upload (``loc`` starts with ``body``).
+        HTTPException: 400 for a body that is not UTF-8 (answered as a 422 that says so).
     """
     value: Any = raw
     if not raw:
@@ -52,8 +53,12 @@ def parse_upload(raw: bytes, content_type: str) -> schemas.ResultsUpload:
                 "ctx": {"error": exc.msg},
             }
             raise RequestValidationError([error]) from None
+        except UnicodeDecodeError as exc:  # as FastAPI refuses it: api.errors says why, in a 422
+            raise HTTPException(
+                status.HTTP_400_BAD_REQUEST, "There was an error parsing the body"
+            ) from exc
     try:
-        return schemas.ResultsUpload.model_validate(value)
+        return schemas.ResultsUpload.model_validate(value, from_attributes=True)  # as FastAPI
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in errors]) from None

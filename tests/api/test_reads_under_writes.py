@@ -161,3 +161,34 @@ def test_the_postgresql_pool_follows_the_settings(db_url: str) -> None:
         for connection in held:
             connection.close()
         engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "needle"),
+    [
+        (b"m=1", "application/json", "not valid JSON (Expecting value at character 0)"),
+        (b'{"device": 1,', "application/json", "not valid JSON"),
+        (b"[1, 2]", "application/json", "must be a JSON object, got [1, 2]"),
+        (b'"\xff\x85O', "application/json", "in UTF-8; byte 1 is not UTF-8"),
+        (b'{"device": {}}', "text/plain", "'Content-Type: application/json', got"),
+    ],
+)
+def test_an_upload_body_validated_in_its_thread_is_refused_in_one_line(
+    sqlite_client: TestClient, content: bytes, content_type: str, needle: str
+) -> None:
+    headers = {"content-type": content_type, "Authorization": f"Bearer {TRUSTED}"}
+    response = sqlite_client.post("/v1/results", content=content, headers=headers)
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["detail"]
+    assert error["field"] == "body" and needle in error["msg"]
+
+
+def test_an_empty_upload_and_a_bad_field_are_named(sqlite_client: TestClient) -> None:
+    headers = {"Authorization": f"Bearer {TRUSTED}"}
+    empty = sqlite_client.post("/v1/results", content=b"", headers=headers)
+    body = upload_body(3000, 3000, 3000, 2.0)
+    body["measurements"][0]["ms"] = "fast"
+    bad = sqlite_client.post("/v1/results", json=body, headers=headers)
+    assert empty.status_code == 422 and empty.json()["detail"][0]["loc"] == ["body"]
+    assert bad.status_code == 422
+    assert bad.json()["detail"][0]["loc"] == ["body", "measurements", 0, "ms"]
