@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Response
 
 from api import schemas
@@ -46,10 +48,13 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
     For ``nearest`` the numbers were measured on ``measured_on``, not on the requested shape,
     and always on ``measured_on_device``. Async and answered from memory (the snapshot, then a
     cache of rendered answers), so the hot path neither queries the database nor hops to a
-    worker thread. While the database is down it keeps answering from memory and says so in
-    ``X-Gemmtune-Stale``.
+    worker thread (only a first read, when the one at start failed, runs in one). While the
+    database is down it keeps answering from memory and says so in ``X-Gemmtune-Stale``.
     """
-    snapshot = index.snapshot()
+    snapshot = index.current
+    if snapshot is None:
+        # Nothing read yet (the database failed at start): read it off the loop, not here.
+        snapshot = await asyncio.to_thread(index.snapshot)
     key = tuple(body.model_dump().values())
     content = snapshot.responses.get(key)
     if content is None:

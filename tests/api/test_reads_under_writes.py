@@ -5,6 +5,7 @@ it."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -145,6 +146,29 @@ def test_the_refresh_and_the_upload_run_off_the_event_loop(
     app.state.engine.dispose()
     assert len(refreshed) >= 3 and merged and parsed
     assert loop_thread not in refreshed + merged + parsed
+
+
+def test_a_first_read_after_a_failed_start_runs_off_the_event_loop(
+    seeded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loops: list[bool] = []
+    real = index_module.load_snapshot
+
+    def recorded(session: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+            loops.append(True)
+        except RuntimeError:  # no event loop runs in this thread
+            loops.append(False)
+        return real(session)
+
+    monkeypatch.setattr(index_module, "load_snapshot", recorded)
+    app = make_app(seeded)
+    client = TestClient(app)  # no lifespan: nothing is read before the first answer
+    answer = client.post("/v1/configs/best", json=CUBE)
+    app.state.engine.dispose()
+    assert answer.status_code == 200 and answer.json()["source"] == "exact"
+    assert loops == [False]
 
 
 def test_the_postgresql_pool_follows_the_settings(db_url: str) -> None:

@@ -3,8 +3,9 @@
 The API caches each rendered answer by its request. A new snapshot of the index (an upload, a
 study's new best) used to start with an empty cache, so after every write every distinct request
 was answered anew on the event loop: in a profile (py-spy) of a server answering 1000 req/s
-while one upload a second arrived, about a sixth of the loop's busy time went there. :meth:`AnswerCache.carried` instead keeps
-every cached answer the change cannot reach, by the rules of :mod:`tuner.answers.best`:
+while one upload a second arrived, about a sixth of the loop's busy time went there.
+:meth:`AnswerCache.carried` instead keeps every cached answer the change cannot reach, by the
+rules of :mod:`tuner.answers.best`:
 
 * ``exact`` and ``nearest`` answers come from the tuned shapes of the request's dtype and layout
   at most their ``distance`` away (ties broken by time), so a change farther than that leaves

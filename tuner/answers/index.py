@@ -238,6 +238,11 @@ class BestIndex:
         self.stale: str | None = None
         self._succeeded_at = -math.inf
 
+    @property
+    def current(self) -> Snapshot | None:
+        """The current snapshot, or None when nothing was read yet; never reads."""
+        return self._snapshot
+
     def snapshot(self) -> Snapshot:
         """The current snapshot (read from the database only if there is none yet).
 
