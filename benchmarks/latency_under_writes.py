@@ -16,9 +16,10 @@ that loads it (wrk, this script's upload thread, the writing study) to the other
 wrk paces with a schedule (``pace.lua`` below): request i is sent no earlier than
 start + i / rate, by a clock read through LuaJIT's ffi, over 50 connections, so a slow answer
 does not slow the schedule until all 50 wait. Each step reports wrk's p50/p90/p99 and max, the
-achieved rate (``below_asked`` says when it fell short of the asked rate), how late the schedule
-ran (``max_schedule_lag_ms``: sends waiting on busy connections, which wrk's latencies do not
-count), the server's CPU time per request, and the 1-minute load average before and after.
+achieved rate (``below_asked`` says when it fell more than 1 % short of the asked rate: wrk's
+window edges alone cost up to about 0.5 %), how late the schedule ran (``max_schedule_lag_ms``:
+sends waiting on busy connections, which wrk's latencies do not count), the server's CPU time
+per request, and the 1-minute load average before and after.
 The file also holds the load average at start and end, the date, versions and the commit.
 
 Usage: ``python benchmarks/latency_under_writes.py --backends sqlite,postgresql --rates
@@ -51,6 +52,7 @@ from serving import result_header, server_process
 
 TOKEN = "bench-trusted-token"
 CONNECTIONS = 50
+RATE_TOLERANCE = 0.01  # an achieved rate this far under the asked one still counts as kept
 WARM_UP_S = 5  # the writers run this long before the first step that measures them
 PEAK_FLOPS = 60e12  # a made-up time stays under the plausibility check's bound (FFMA peak)
 
@@ -157,7 +159,9 @@ def measured(pid: int, base: str, rate: int, seconds: int, n_shapes: int) -> dic
     load, used = os.getloadavg()[0], cpu_seconds(pid)
     found = paced(base, rate, seconds, n_shapes)
     spent = cpu_seconds(pid) - used
-    found["below_asked"] = found["req_s"] < rate
+    # wrk's window opens before the first scheduled send and closes after the last: a run that
+    # kept its schedule (no lag) still counts up to about 0.5 % fewer than rate x seconds.
+    found["below_asked"] = found["req_s"] < rate * (1 - RATE_TOLERANCE)
     found["server_cpu_us_per_request"] = round(spent / max(found["requests"], 1) * 1e6, 1)
     found["loadavg_1min_before"] = round(load, 2)
     found["loadavg_1min_after"] = round(os.getloadavg()[0], 2)
