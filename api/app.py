@@ -30,6 +30,7 @@ from api.index_refresher import refreshing
 from api.routes import configs, dashboard, docs, health, results, studies
 from api.settings import Settings
 from api.study_cache import StudyCache
+from api.upload_schema import with_upload_schemas
 from tuner.answers.best import UncomputedLayoutError, UnknownDeviceError
 from tuner.answers.index import BestIndex
 from tuner.data.intake import RejectedRecords
@@ -40,7 +41,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 def create_app(settings: Settings | None = None) -> FastAPI:
     """An app on ``settings.database_url``; an empty database is migrated, an old one refused."""
     settings = settings or Settings()
-    engine = storage.open_engine(settings.database_url)
+    engine = storage.open_engine(settings.database_url, pool=settings.pool())
     sessions = storage.make_session_factory(engine)
 
     app = FastAPI(
@@ -70,6 +71,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routes = [route for router in routers for route in router.routes]
     app.add_middleware(RequestGuard, app=app, routes=routes)
     app.mount("/static", StaticFiles(directory=STATIC, check_dir=True), name="static")
+
+    app.openapi = with_upload_schemas(app)  # type: ignore[method-assign]
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:

@@ -123,7 +123,7 @@ def _body_problem(request: Request, error: dict[str, Any]) -> dict[str, Any] | N
         message = f"`body` must be a JSON object; it is not valid JSON ({reason}{position})"
     elif kind == "model_attributes_type" and loc == ("body",):
         content_type = request.headers.get("content-type", "")
-        if not _is_json(content_type):
+        if not is_json_type(content_type):
             message = (
                 "`body` must be a JSON object sent with 'Content-Type: application/json', "
                 f"got Content-Type {content_type or 'none'!r}"
@@ -135,7 +135,8 @@ def _body_problem(request: Request, error: dict[str, Any]) -> dict[str, Any] | N
     return {"loc": ["body"], "field": "body", "msg": message, "type": kind}
 
 
-def _is_json(content_type: str) -> bool:
+def is_json_type(content_type: str) -> bool:
+    """Whether a Content-Type is one FastAPI parses a body of as JSON."""
     main = content_type.split(";", 1)[0].strip().lower()
     return main == "application/json" or (
         main.startswith("application/") and main.endswith("+json")

@@ -193,24 +193,25 @@ async def read_body(
 ) -> tuple[bytes | None, JSONResponse | None]:
     """The request's body, or why it is refused (413 past ``limit`` bytes, 408 when it is not
     whole within ``timeout_s``); (None, None) when the client disconnected."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
     parts: list[bytes] = []
     seen = 0
-    while True:
-        try:
-            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
-        except TimeoutError:
-            return None, too_slow(timeout_s, seen)
-        if message["type"] == "http.disconnect":
-            return None, None
-        chunk = message.get("body", b"")
-        seen += len(chunk)
-        if seen > limit:
-            return None, too_large(limit, f"got more than {limit}")
-        parts.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(parts), None
+    # One deadline for the whole body, without a task per message (asyncio.wait_for makes
+    # one each time: a measurable share of an answer's cost at 1000 req/s).
+    try:
+        async with asyncio.timeout(timeout_s):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None, None
+                chunk = message.get("body", b"")
+                seen += len(chunk)
+                if seen > limit:
+                    return None, too_large(limit, f"got more than {limit}")
+                parts.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(parts), None
+    except TimeoutError:
+        return None, too_slow(timeout_s, seen)
 
 
 def _replayed(body: bytes, receive: Receive) -> Receive:

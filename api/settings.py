@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from storage import DEFAULT_URL
+from storage import DEFAULT_URL, PoolLimits
 
 # An upload of the most measurements a request may carry (1000), each with its provenance at
 # the bound uploads allow, is under 4 MiB; storing one raised the server's peak memory by 24 MiB
@@ -13,6 +13,14 @@ from storage import DEFAULT_URL
 DEFAULT_MAX_BODY_BYTES = 4 * 2**20
 DEFAULT_BODY_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONCURRENT_UPLOADS = 2
+# PostgreSQL connections of one server. Answers take none (they come from memory); what does:
+# the index refresher (1), uploads (max_concurrent_uploads, 2), and the pages of results,
+# studies and the dashboard, which run in the server's worker threads. Eight kept open cover
+# those with room; eight more open in a burst; a page that finds all sixteen busy for 10 s gets
+# 503. A server per machine keeps at most 16 of PostgreSQL's default 100 connections.
+DEFAULT_DB_POOL_SIZE = 8
+DEFAULT_DB_POOL_OVERFLOW = 8
+DEFAULT_DB_POOL_TIMEOUT_S = 10.0
 
 
 class Settings(BaseSettings):
@@ -53,6 +61,21 @@ class Settings(BaseSettings):
         default=False,
         description="fill an empty database with the committed results at start-up",
     )
+    db_pool_size: int = Field(
+        default=DEFAULT_DB_POOL_SIZE,
+        ge=1,
+        description="PostgreSQL connections the server keeps open (SQLite ignores it)",
+    )
+    db_pool_overflow: int = Field(
+        default=DEFAULT_DB_POOL_OVERFLOW,
+        ge=0,
+        description="PostgreSQL connections opened beyond db_pool_size in a burst, closed after",
+    )
+    db_pool_timeout_s: float = Field(
+        default=DEFAULT_DB_POOL_TIMEOUT_S,
+        gt=0,
+        description="seconds a request waits for a free PostgreSQL connection before a 503",
+    )
     cache_ttl_s: float = Field(
         default=2.0,
         ge=0,
@@ -60,3 +83,7 @@ class Settings(BaseSettings):
         "writes by other processes (tuning workers) show up after about this long, the API's "
         "own uploads at once",
     )
+
+    def pool(self) -> PoolLimits:
+        """The PostgreSQL connection pool these settings ask for."""
+        return PoolLimits(self.db_pool_size, self.db_pool_overflow, self.db_pool_timeout_s)

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,9 +26,20 @@ def free_port() -> int:
 def served(url: str, env: dict[str, str]) -> Iterator[str]:
     """``gemmtune serve`` on ``url`` (no preload) in its own process, with ``env`` added: its
     base URL once /healthz answers; stopped on leaving."""
+    with server_process(url, env) as (_, base):
+        yield base
+
+
+@contextmanager
+def server_process(
+    url: str, env: dict[str, str], prefix: Sequence[str] = ()
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """:func:`served`, started under ``prefix`` (``taskset -c 0``, say): the process and its
+    base URL."""
     port = free_port()
     server = subprocess.Popen(
         [
+            *prefix,
             sys.executable,
             "-c",
             "from tuner.cli import main; main()",
@@ -45,7 +56,7 @@ def served(url: str, env: dict[str, str]) -> Iterator[str]:
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_ready(base)
-        yield base
+        yield server, base
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from storage.engine import (
         DEFAULT_URL,
         URL_ENV_VAR,
+        PoolLimits,
         database_url,
         make_engine,
         make_session_factory,
@@ -100,6 +101,7 @@ _HOMES = {
     "open_existing_database": "storage.database",
     "DEFAULT_URL": "storage.engine",
     "URL_ENV_VAR": "storage.engine",
+    "PoolLimits": "storage.engine",
     "database_url": "storage.engine",
     "make_engine": "storage.engine",
     "make_session_factory": "storage.engine",
@@ -177,6 +179,7 @@ __all__ = [
     "DeviceRates",
     "Measurement",
     "MeasurementIn",
+    "PoolLimits",
     "RatesIn",
     "Shape",
     "ShapeIn",

@@ -14,21 +14,24 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.engine import database_url, make_engine, make_session_factory
+from storage.engine import PoolLimits, database_url, make_engine, make_session_factory
 from storage.errors import StorageError
 from storage.schema import check_schema, current_revision, upgrade
 
 SETUP_ATTEMPTS = 5
 
 
-def open_engine(url: str | None = None, *, optuna_tables: bool = False) -> Engine:
+def open_engine(
+    url: str | None = None, *, optuna_tables: bool = False, pool: PoolLimits | None = None
+) -> Engine:
     """An engine on ``url`` (see :func:`storage.database_url`) whose schema is current.
 
     Args:
         optuna_tables: also create Optuna's tables (studies share the database with Optuna's
             RDB storage), so that several workers starting at once do not race to make them.
+        pool: PostgreSQL's connection pool (:class:`storage.engine.PoolLimits`).
     """
-    engine = make_engine(url)
+    engine = make_engine(url, pool=pool)
     retry: tuple[type[Exception], ...] = (DBAPIError,)
     if optuna_tables:
         import optuna  # only the tuner needs Optuna's tables; the API never loads Optuna

@@ -13,6 +13,7 @@ import re
 import sqlite3
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,20 @@ POSTGRES_CONNECT_TIMEOUT_S = 5
 _SUPPORTED = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
 
 
+@dataclass(frozen=True)
+class PoolLimits:
+    """How many PostgreSQL connections one process keeps open (``size``), may open beyond them
+    in a burst (``overflow``), and how long a session waits for one before the database counts
+    as unavailable (``timeout_s``). SQLite connections are files, not servers: it ignores them.
+
+    The defaults are SQLAlchemy's own; the API server sets its own (``api.settings``).
+    """
+
+    size: int = 5
+    overflow: int = 10
+    timeout_s: float = 30.0
+
+
 def database_url(explicit: str | None = None) -> str:
     """The URL to use: ``explicit`` if given, else ``$GEMMTUNE_DATABASE_URL``, else the default."""
     if explicit:
@@ -37,7 +52,13 @@ def database_url(explicit: str | None = None) -> str:
     return os.environ.get(URL_ENV_VAR) or DEFAULT_URL
 
 
-def make_engine(url: str | None = None, *, verify: bool = True, writable: bool = True) -> Engine:
+def make_engine(
+    url: str | None = None,
+    *,
+    verify: bool = True,
+    writable: bool = True,
+    pool: PoolLimits | None = None,
+) -> Engine:
     """Create an engine for ``url`` (see :func:`database_url`) and, by default, try it once.
 
     Args:
@@ -46,6 +67,7 @@ def make_engine(url: str | None = None, *, verify: bool = True, writable: bool =
         writable: SQLite only: check that a write transaction can start, and switch to WAL.
             ``False`` opens an existing file for reading (a read-only one too, e.g. a
             published snapshot) and never creates one: a mistyped path is an error.
+        pool: PostgreSQL's connection pool (:class:`PoolLimits`; None: its defaults).
 
     Raises:
         StorageError: bad URL, unknown or missing driver, unreachable server, read-only SQLite
@@ -56,7 +78,7 @@ def make_engine(url: str | None = None, *, verify: bool = True, writable: bool =
     if parsed.get_backend_name() == "sqlite":
         _check_sqlite_path(parsed, writable=writable)
     try:
-        engine = create_engine(parsed, **_engine_options(parsed))
+        engine = create_engine(parsed, **_engine_options(parsed, pool or PoolLimits()))
     except NoSuchModuleError as exc:
         raise StorageError(
             f"unknown database driver {parsed.drivername!r} in URL {_safe(parsed)}; "
@@ -93,12 +115,18 @@ def _parse_url(text: str) -> URL:
     return url
 
 
-def _engine_options(url: URL) -> dict[str, Any]:
+def _engine_options(url: URL, pool: PoolLimits) -> dict[str, Any]:
     if url.get_backend_name() == "postgresql":
         connect_args: dict[str, Any] = {}
         if "connect_timeout" not in url.query:
             connect_args["connect_timeout"] = POSTGRES_CONNECT_TIMEOUT_S
-        return {"pool_pre_ping": True, "connect_args": connect_args}
+        return {
+            "pool_pre_ping": True,
+            "pool_size": pool.size,
+            "max_overflow": pool.overflow,
+            "pool_timeout": pool.timeout_s,
+            "connect_args": connect_args,
+        }
     return {}
 
 

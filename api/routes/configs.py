@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Response
 
 from api import schemas
 from api.deps import IndexDep
 from api.responses import answer_headers, asked_device, best_response
+from tuner.answers.answer_cache import reach_of
 
 router = APIRouter(prefix="/v1/configs", tags=["configs"])
-
-
-MAX_CACHED = 8192
 
 
 STALE_HEADER = "X-Gemmtune-Stale"
@@ -48,10 +48,13 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
     For ``nearest`` the numbers were measured on ``measured_on``, not on the requested shape,
     and always on ``measured_on_device``. Async and answered from memory (the snapshot, then a
     cache of rendered answers), so the hot path neither queries the database nor hops to a
-    worker thread. While the database is down it keeps answering from memory and says so in
-    ``X-Gemmtune-Stale``.
+    worker thread (only a first read, when the one at start failed, runs in one). While the
+    database is down it keeps answering from memory and says so in ``X-Gemmtune-Stale``.
     """
-    snapshot = index.snapshot()
+    snapshot = index.current
+    if snapshot is None:
+        # Nothing read yet (the database failed at start): read it off the loop, not here.
+        snapshot = await asyncio.to_thread(index.snapshot)
     key = tuple(body.model_dump().values())
     content = snapshot.responses.get(key)
     if content is None:
@@ -67,6 +70,5 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
             out_dtype=body.out_dtype,
         )
         content = best_response(answer, body.include_source).model_dump_json().encode()
-        if len(snapshot.responses) < MAX_CACHED:
-            snapshot.responses[key] = content
+        snapshot.responses.put(key, content, reach_of(answer))
     return Response(content, media_type="application/json", headers=answer_headers(index, snapshot))

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, Depends, Query, Request, status
 
 import storage
 from api import schemas
 from api.deps import IndexDep, SessionDep, SessionsDep, TrustDep
 from api.responses import measurement_out
-from api.uploads import store_upload
+from api.upload_schema import UPLOAD_BODY
+from api.uploads import parse_upload, store_upload
 from tuner.core.shape import MAX_DIM
 
 router = APIRouter(prefix="/v1", tags=["results"])
@@ -62,15 +63,21 @@ def list_results(
     )
 
 
+async def upload_bytes(request: Request) -> bytes:
+    # Read on the loop (RequestGuard holds it in memory already); parsed in the worker thread.
+    return await request.body()
+
+
 @router.post(
     "/results",
     response_model=schemas.UploadResponse,
     status_code=status.HTTP_201_CREATED,
     responses=schemas.errors(401, 403, 413, 422, 503),
+    openapi_extra=UPLOAD_BODY,
 )
 def upload_results(
     request: Request,
-    body: schemas.ResultsUpload,
+    raw: Annotated[bytes, Depends(upload_bytes)],
     trusted: TrustDep,
     sessions: SessionsDep,
     index: IndexDep,
@@ -79,8 +86,11 @@ def upload_results(
 
     Each must name a valid config of its family with plausible times (422 naming the field
     otherwise). With the trusted token they compete for the best config; with the plain
-    token they are stored as untrusted: listed here, never served as the best.
+    token they are stored as untrusted: listed here, never served as the best. The body is
+    validated here, in a worker thread, not by FastAPI on the event loop that answers
+    ``POST /v1/configs/best`` (``api.uploads.parse_upload``).
     """
+    body = parse_upload(raw, request.headers.get("content-type", ""))
     ids = store_upload(body, sessions, trusted, request.app.state.database_file)
     index.apply_written(ids)  # the new bests answer at once
     return schemas.UploadResponse(stored=len(ids), ids=ids)

@@ -30,6 +30,11 @@ Match = Literal["same_device", "same_kind", "any_device"]
 # 3x5x7 -> 1000^3 (9.3) and 256x256x65536 -> 1024^3 (4.6) are farther.
 FAR_DISTANCE = 3.0
 
+# How an answer's note says its config was pinned to another type of C, and that slow-math
+# configs were skipped (tuner.answers.answer_cache reads them to know what can change it).
+REPINNED_NOTE = "nothing tuned writing"
+SKIPPED_NOTE = "math skipped"
+
 
 def confidence(distance: float | None) -> float:
     """How much a tuned shape at ``distance`` says about the asked one: 1 at the shape itself,

@@ -52,6 +52,8 @@ from typing import Any
 
 from tuner.answers.answer import (
     FAR_DISTANCE,
+    REPINNED_NOTE,
+    SKIPPED_NOTE,
     Answer,
     DeviceInfo,
     Match,
@@ -321,7 +323,7 @@ def _from_entry(
         assert config is not None  # _tuned offers only families that write the asked type
         name, params = config.name, config.as_dict()
         note = (
-            f"nothing tuned writing {shape.out} C; {entry.config_name} was tuned for "
+            f"{REPINNED_NOTE} {shape.out} C; {entry.config_name} was tuned for "
             f"{where} writing {entry.out_dtype} C, and is answered with OUT set for "
             f"{shape.out} C (the same tiles); ms, tflops, cublas_tflops and ratio were "
             f"measured writing {entry.out_dtype} C"
@@ -360,7 +362,7 @@ def _with_skipped(answer: Answer, skipped: int, slow: SlowMath) -> Answer:
     if not skipped:
         return answer
     units = ", ".join(sorted(slow.units))
-    note = f"{answer.note}; {skipped} tuned config(s) on {units} math skipped: {slow.reason}"
+    note = f"{answer.note}; {skipped} tuned config(s) on {units} {SKIPPED_NOTE}: {slow.reason}"
     return replace(answer, note=note)
 
 

@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cached_property
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 import storage
 from tuner.answers.answer import DeviceInfo
+from tuner.answers.answer_cache import AnswerCache, Change, Changes
 from tuner.answers.best import Tuned, Tuning, shape_values
 from tuner.answers.device_kind import MathRates
 from tuner.core.errors import InputError
@@ -95,7 +95,7 @@ class Snapshot(Tuning):
     """A :class:`~tuner.answers.best.Tuning` as read at one moment, with a cache for the API.
 
     Immutable once built: a change makes a new snapshot (:meth:`merged`), whose response cache
-    starts empty.
+    starts with the answers the change cannot alter.
     """
 
     def __init__(
@@ -104,19 +104,18 @@ class Snapshot(Tuning):
         devices: Mapping[int, DeviceInfo] | None = None,
         rates: Mapping[str, MathRates] | None = None,
         rates_id: int = 0,
+        responses: AnswerCache | None = None,
     ) -> None:
         self.bests = {best.best_id: best for best in bests}
+        # Rendered responses by request, filled by the API; what a change cannot alter is
+        # carried into the next snapshot (merged).
+        self.responses = responses if responses is not None else AnswerCache()
         self.device_ids = dict(devices or {})
         self.rates_id = rates_id  # the newest device_rates row when the rates were read
         readable_ones = (best.entry for best in self.bests.values() if best.entry is not None)
         super().__init__(readable_ones, self.device_ids.values(), rates or {})
         # Best configs left out because this version cannot read them (never served).
         self.unreadable = tuple(b.config_name for b in self.bests.values() if b.entry is None)
-
-    @cached_property
-    def responses(self) -> dict[tuple[object, ...], bytes]:
-        """Rendered responses by request, filled by the API; dies with the snapshot."""
-        return {}
 
     def mark(self) -> storage.BestConfigsMark:
         """The fingerprint of a database holding exactly what this snapshot holds."""
@@ -138,19 +137,37 @@ class Snapshot(Tuning):
         devices: Mapping[int, DeviceInfo] | None = None,
         rates: tuple[Mapping[str, MathRates], int] | None = None,
     ) -> Snapshot:
-        """A snapshot with these rows added or replaced; this one when none differs."""
+        """A snapshot with these rows added or replaced; this one when none differs. The
+        rendered answers the change cannot alter come along (:mod:`tuner.answers.answer_cache`)."""
         changed = {b.best_id: b for b in bests if _version(self.bests.get(b.best_id)) != b.version}
         added = {i: d for i, d in (devices or {}).items() if self.device_ids.get(i) != d}
-        if not changed and not added and (rates is None or rates[1] == self.rates_id):
+        new_rates_read = rates is not None and rates[1] != self.rates_id
+        if not changed and not added and not new_rates_read:
             return self
         new_rates, rates_id = rates if rates is not None else (self.rates, self.rates_id)
+        moved = (self.bests.get(i) for i in changed)
+        shapes = _changes((*moved, *changed.values()))
+        kept = self.responses.carried(Changes(shapes, everything=bool(added) or new_rates_read))
         return Snapshot(
-            {**self.bests, **changed}.values(), {**self.device_ids, **added}, new_rates, rates_id
+            {**self.bests, **changed}.values(),
+            {**self.device_ids, **added},
+            new_rates,
+            rates_id,
+            kept,
         )
 
 
 def _version(best: StoredBest | None) -> tuple[int, datetime] | None:
     return None if best is None else best.version
+
+
+def _changes(bests: Iterable[StoredBest | None]) -> tuple[Change, ...]:
+    """Where the readable ones among ``bests`` (old and new versions of changed rows) sit."""
+    return tuple(
+        Change((b.entry.dtype, b.entry.layout), b.entry.log_point)
+        for b in bests
+        if b is not None and b.entry is not None
+    )
 
 
 def read_rates(session: Session) -> tuple[dict[str, MathRates], int]:
@@ -220,6 +237,11 @@ class BestIndex:
         # Why the snapshot may be out of date (the database failed at the last read), or None.
         self.stale: str | None = None
         self._succeeded_at = -math.inf
+
+    @property
+    def current(self) -> Snapshot | None:
+        """The current snapshot, or None when nothing was read yet; never reads."""
+        return self._snapshot
 
     def snapshot(self) -> Snapshot:
         """The current snapshot (read from the database only if there is none yet).
