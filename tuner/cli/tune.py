@@ -127,7 +127,7 @@ def _run(request: TuneRequest) -> None:
 
     devices = choose_gpus(request.gpus, request.evaluator)
     if len(devices) > 1:  # a worker process per GPU, taking the shapes from the queue
-        from tuner.cli.worker import print_batch_progress, relay_line, report_queue_run
+        from tuner.cli._queue_report import print_batch_progress, relay_line, report_queue_run
         from tuner.run.worker_processes import tune_on_processes
 
         report_queue_run(tune_on_processes(request, devices, relay_line, print_batch_progress))
