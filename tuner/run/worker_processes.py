@@ -11,6 +11,7 @@ or taken) exits at once; its share goes to the others, and the run reports it.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -97,6 +98,8 @@ def start_worker_processes(
             stderr=subprocess.PIPE,
             text=True,
             bufsize=1,
+            # Rich wraps at 80 columns on a pipe; the lines are relayed whole, prefixed.
+            env={**os.environ, "COLUMNS": os.environ.get("COLUMNS", "1000")},
         )
         worker = WorkerProcess(index, process)
         for stream, is_err in ((process.stdout, False), (process.stderr, True)):
