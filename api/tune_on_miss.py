@@ -47,7 +47,6 @@ class MissQueue:
         self.sessions = sessions
         self.pending: collections.deque[Problem] = collections.deque(maxlen=PENDING_LIMIT)
         self.seen: set[str] = set()
-        self.rate = settings.tune_on_miss_per_minute / 60.0
         self.tokens = float(settings.tune_on_miss_per_minute)
         self.refilled = time.monotonic()
         self.lock = threading.Lock()
@@ -86,10 +85,8 @@ class MissQueue:
             if problem.key in self.seen:
                 return False
             now = time.monotonic()
-            self.tokens = min(
-                float(self.settings.tune_on_miss_per_minute),
-                self.tokens + (now - self.refilled) * self.rate,
-            )
+            per_minute = float(self.settings.tune_on_miss_per_minute)
+            self.tokens = min(per_minute, self.tokens + (now - self.refilled) * per_minute / 60)
             self.refilled = now
             if self.tokens < 1.0:
                 return False

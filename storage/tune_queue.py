@@ -126,7 +126,7 @@ def enqueue(
         session.execute(
             update(QueueEntry)
             .where(QueueEntry.problem.in_(known), QueueEntry.state != RUNNING)
-            .values(state=QUEUED, batch=batch, error=None, attempt=0)
+            .values(state=QUEUED, batch=batch, error=None)
             .execution_options(synchronize_session=False)
         )
         by_key = {p.key: p for p in unique}

@@ -61,20 +61,16 @@ def test_misses_are_queued_once_and_only_when_asked(seeded: str) -> None:
 
 
 def test_the_rate_limit_and_a_full_queue_never_fail_an_answer(seeded: str) -> None:
-    app = make_app(seeded, token=None, trusted=None, tune_on_miss=True)
-    app.state.misses.settings = app.state.misses.settings.model_copy(update={"queue_limit": 1})
+    app = make_app(seeded, token=None, trusted=None, tune_on_miss=True, queue_limit=1)
     client = TestClient(app)
     for k in (70003, 70004):
         assert client.post(BEST, json={"m": 7, "n": 7, "k": k}).json()["source"] == "far"
     assert app.state.misses.drain() == 0  # two would pass the queue's limit of 1: dropped
     assert queued(seeded) == []
-    limited = make_app(seeded, token=None, trusted=None, tune_on_miss=True)
-    limited.state.misses.settings = limited.state.misses.settings.model_copy(
-        update={"tune_on_miss_per_minute": 1}
-    )
-    limited.state.misses.tokens = 1.0
+    limited = make_app(seeded, token=None, trusted=None, tune_on_miss=True,
+                       tune_on_miss_per_minute=1)  # fmt: skip
     client = TestClient(limited)
-    for k in (70005, 70006):
+    for k in (70005, 70006):  # the second within the minute: over the rate
         assert client.post(BEST, json={"m": 7, "n": 7, "k": k}).status_code == 200
     assert limited.state.misses.drain() == 1
     assert [row[2] for row in queued(seeded)] == [70005]
