@@ -355,7 +355,7 @@ def batch_progress(session: Session, batch: str) -> BatchProgress:
         .where(QueueEntry.batch == batch)
         .group_by(QueueEntry.state)
     ).all()
-    counts = {state: (int(n), int(evaluated)) for state, n, evaluated in rows}
+    counts = {state: (int(n), int(evaluated or 0)) for state, n, evaluated in rows}
     return BatchProgress(
         total=sum(n for n, _ in counts.values()),
         done=counts.get(DONE, (0, 0))[0],

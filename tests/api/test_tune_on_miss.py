@@ -97,7 +97,7 @@ def test_a_missed_shape_is_tuned_by_a_worker_and_answered_exact(tmp_path: Path) 
         )  # fmt: skip
         assert worker.returncode == 0, worker.stderr
         assert "finished 1, failed 0" in worker.stdout
-        answers = []
+        answers: list[dict[str, object]] = []
         while not answers or answers[-1]["source"] != "exact":
             assert time.monotonic() < deadline + 300
             answers.append(client.post(BEST, json=question).json())

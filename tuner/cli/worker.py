@@ -23,6 +23,7 @@ from tuner.search.sampler_names import DEFAULT_SAMPLER, check_sampler
 
 if TYPE_CHECKING:
     from tuner.run.queue_worker import WorkerSettings
+    from tuner.search.evaluator import Evaluator
 
 
 def worker(
@@ -86,6 +87,7 @@ def _run_here(settings: WorkerSettings, device_index: int) -> None:
     from tuner.run.queue_worker import run_worker
     from tuner.run.runner import start_gpu
 
+    evaluator: Evaluator
     if settings.evaluator == "replay":
         from tuner.search.replay import ReplayEvaluator
 

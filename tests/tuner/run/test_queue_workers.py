@@ -26,6 +26,7 @@ from tests.conftest import NewDatabase
 from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.run import worker_processes
+from tuner.run.queue_worker import WorkerSettings
 from tuner.run.request import TuneRequest
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.study import study_name
@@ -178,7 +179,7 @@ def test_a_worker_that_cannot_start_leaves_its_share_to_the_others(
     url = f"sqlite:///{tmp_path / 'batch.db'}"
     command = worker_processes.worker_command
 
-    def broken_on_one(settings: worker_processes.WorkerSettings, index: int) -> list[str]:
+    def broken_on_one(settings: WorkerSettings, index: int) -> list[str]:
         args = command(settings, index)
         return [*args, "--replay-table", str(tmp_path / "missing.jsonl")] if index else args
 
