@@ -6,6 +6,8 @@ Without arguments it reads settings from the environment (``gemmtune serve`` bui
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -31,11 +33,19 @@ from api.routes import configs, dashboard, docs, health, results, studies
 from api.settings import Settings
 from api.study_cache import StudyCache
 from api.upload_schema import with_upload_schemas
+from api.tune_on_miss import MissQueue, draining
 from tuner.answers.best import UncomputedLayoutError, UnknownDeviceError
 from tuner.answers.index import BestIndex
 from tuner.data.intake import RejectedRecords
 
 STATIC = Path(__file__).resolve().parent / "static"
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Keep the best-config index fresh, and write misses to the tuning queue, while serving."""
+    async with refreshing(app), draining(app):
+        yield
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -50,7 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Best GEMM kernel configs per shape and device, tuned on real GPUs.",
         docs_url=None,  # api.routes.docs serves both on the package's own assets
         redoc_url=None,
-        lifespan=refreshing,
+        lifespan=_lifespan,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -58,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.index = BestIndex(sessions, ttl_s=settings.cache_ttl_s)
     app.state.database_file = storage.SqliteFile.of(engine)
     app.state.study_cache = StudyCache()
+    app.state.misses = MissQueue(settings, sessions)
     app.add_exception_handler(RequestValidationError, validation_handler)
     app.add_exception_handler(UnknownDeviceError, unknown_device_handler)
     app.add_exception_handler(UncomputedLayoutError, uncomputed_layout_handler)

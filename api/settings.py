@@ -6,6 +6,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from storage import DEFAULT_URL, PoolLimits
+from storage.tune_queue import QUEUE_LIMIT
 
 # An upload of the most measurements a request may carry (1000), each with its provenance at
 # the bound uploads allow, is under 4 MiB; storing one raised the server's peak memory by 24 MiB
@@ -82,6 +83,19 @@ class Settings(BaseSettings):
         description="seconds between background refreshes of the in-memory best-config index; "
         "writes by other processes (tuning workers) show up after about this long, the API's "
         "own uploads at once",
+    )
+    tune_on_miss: bool = Field(
+        default=False,
+        description="queue the shapes answered far or default for tuning (a running gemmtune "
+        "worker tunes them); with a token set, only callers that send one queue shapes",
+    )
+    tune_on_miss_per_minute: int = Field(
+        default=60, ge=1, description="shapes this server queues on miss per minute at most"
+    )
+    queue_limit: int = Field(
+        default=QUEUE_LIMIT,
+        ge=1,
+        description="shapes the tuning queue holds waiting at most; a miss past it is dropped",
     )
 
     def pool(self) -> PoolLimits:

@@ -1,17 +1,20 @@
 """Several GPUs of one host on the search: the same tunes on 1 GPU and on N, compared.
 
-    python benchmarks/multi_gpu.py --out DIR [--gpus 2] [--shapes SUITE.csv]
+    python benchmarks/multi_gpu.py --out DIR [--gpus 2 [--gpus 4 ...]] [--shapes FILE.csv ...]
         [--limit 8] [--trials 40] [--study-shape 4096x4096x4096] [--study-trials 80]
         [--evaluator gpu|replay]
 
 Runs ``gemmtune tune`` (one study) and then ``gemmtune tune-batch`` (the first ``--limit``
-shapes of ``--shapes``) as a user runs them, through the entry point, first with ``--gpus 1``
-and then with ``--gpus N``; every run on a fresh SQLite database and an empty kernel cache, so
-that no run profits from another's compiles or results. For each run: the wall time of the
-whole command, evaluated candidates (screening trials, not finalists) per minute of it, which
-device measured each candidate, any config measured twice in a study, and each shape's stored
-best. Writes ``DIR/multi-gpu.json`` with the device, date and versions of the measurements,
-and prints a summary (throughput ratio N GPUs / 1 GPU; best configs compared shape by shape).
+shapes of the ``--shapes`` files, in order, each once) as a user runs them, through the entry
+point, first with ``--gpus 1`` and then with each ``--gpus N`` given (repeatable: ``--gpus 2
+--gpus 4`` compares 1, 2 and 4); every run on a fresh SQLite database and an empty kernel cache,
+so that no run profits from another's compiles or results. With several GPUs the commands
+enqueue their shapes and start a ``gemmtune worker`` process per GPU. For each run: the wall
+time of the whole command, evaluated candidates (screening trials, not finalists) per minute of
+it, which device measured each candidate, any config measured twice in a study, and each
+shape's stored best. Writes ``DIR/multi-gpu.json`` with the device, date and versions of the
+measurements, and prints a summary per N (throughput ratio N GPUs / 1 GPU; best configs
+compared shape by shape).
 
 ``--evaluator replay`` runs the same on a CPU (replay workers on fake devices): a check of the
 script, not a measurement.
@@ -139,6 +142,7 @@ def compare(one: dict[str, Any], many: dict[str, Any]) -> dict[str, Any]:
     return {
         "throughput_ratio": round(many["per_minute"] / one["per_minute"], 3),
         "wall_ratio": round(many["wall_s"] / one["wall_s"], 3),
+        "speedup": round(one["wall_s"] / many["wall_s"], 3),
         "measured_twice": any(s["measured_twice"] for s in many["studies"].values()),
         "shapes": shapes,
     }
@@ -147,8 +151,12 @@ def compare(one: dict[str, Any], many: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--gpus", default="2", help="the several-GPU runs' --gpus")
-    parser.add_argument("--shapes", type=Path, default=default_suite())
+    parser.add_argument(
+        "--gpus", action="append", help="a several-GPU run's --gpus; repeatable (default 2)"
+    )
+    parser.add_argument(
+        "--shapes", type=Path, action="append", help="shape files, repeatable (default the suite)"
+    )
     parser.add_argument("--limit", type=int, default=8)
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--study-shape", type=parse_shape, default=Shape(4096, 4096, 4096))
@@ -158,11 +166,13 @@ def main() -> None:
     parser.add_argument("--code", default=None, help="the gemmtune commit measured")
     options = parser.parse_args()
     options.out.mkdir(parents=True, exist_ok=True)
-    shapes = read_shapes(options.shapes)[: options.limit]
+    files = options.shapes or [default_suite()]
+    every = [shape for file in files for shape in read_shapes(file)]
+    shapes = list(dict.fromkeys(every))[: options.limit]
     common = ["--evaluator", options.evaluator]
     study_args = ["tune", "--shape", str(options.study_shape), "--trials",
                   str(options.study_trials), *common]  # fmt: skip
-    batch_args = ["tune-batch", str(options.shapes), "--trials", str(options.trials), *common]
+    batch_args = ["tune-batch", "SHAPES", "--trials", str(options.trials), *common]
     document: dict[str, Any] = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "evaluator": options.evaluator,
@@ -175,14 +185,14 @@ def main() -> None:
     path = options.out / "multi-gpu.json"
     with tempfile.TemporaryDirectory(prefix="gemmtune-multi-gpu-") as tmp:
         folder = Path(tmp)
-        if len(shapes) < len(read_shapes(options.shapes)):
-            batch_file = folder / "shapes.csv"
-            batch_file.write_text("".join(f"{s.m},{s.n},{s.k}\n" for s in shapes))
-            batch_args[1] = str(batch_file)
+        batch_file = folder / "shapes.csv"  # the first --limit shapes of the files, once each
+        batch_file.write_text("".join(f"{s.m},{s.n},{s.k}\n" for s in shapes))
+        batch_args[1] = str(batch_file)
         for name, args in (("study", study_args), ("batch", batch_args)):
             runs: dict[str, Any] = {}
             document[name] = runs
-            for gpus, key in (("1", "one_gpu"), (options.gpus, "n_gpus")):
+            counts = [("1", "one_gpu")] + [(g, f"gpus_{g}") for g in options.gpus or ["2"]]
+            for gpus, key in counts:
                 try:
                     runs[key] = one_run(
                         f"{name}-{key}", args, gpus, folder, options.command_timeout
@@ -193,13 +203,16 @@ def main() -> None:
                 if runs[key].get("provenance"):  # one stored measurement's: device, versions
                     document["provenance"] = runs[key]["provenance"]
                 path.write_text(json.dumps(document, indent=1) + "\n")  # whatever happens next
-            if "error" not in runs["one_gpu"] and "error" not in runs["n_gpus"]:
-                summary = runs["comparison"] = compare(runs["one_gpu"], runs["n_gpus"])
+            for gpus, key in counts[1:]:
+                if "error" in runs["one_gpu"] or "error" in runs[key]:
+                    continue
+                summary = runs[f"comparison_{gpus}"] = compare(runs["one_gpu"], runs[key])
                 print(
-                    f"{name}: {runs['one_gpu']['per_minute']} -> {runs['n_gpus']['per_minute']} "
-                    f"candidates/min ({summary['throughput_ratio']}x), wall "
-                    f"{runs['one_gpu']['wall_s']} -> {runs['n_gpus']['wall_s']} s, "
-                    f"measured twice: {summary['measured_twice']}"
+                    f"{name}, --gpus {gpus}: {runs['one_gpu']['per_minute']} -> "
+                    f"{runs[key]['per_minute']} candidates/min "
+                    f"({summary['throughput_ratio']}x), wall {runs['one_gpu']['wall_s']} -> "
+                    f"{runs[key]['wall_s']} s ({summary['speedup']}x), measured twice: "
+                    f"{summary['measured_twice']}"
                 )
     path.write_text(json.dumps(document, indent=1) + "\n")
     print(f"wrote {path}")

@@ -263,3 +263,51 @@ class DeviceRates(Base):
     provenance: Mapped[dict[str, Any]] = mapped_column(JSON)
 
     device: Mapped[Device] = relationship(lazy="joined", innerjoin=True)
+
+
+class QueueEntry(Base):
+    """A problem waiting to be tuned, being tuned, or tuned (``storage.tune_queue``).
+
+    ``problem`` is the whole key as one string (dims, types, layout, accuracy, device, families),
+    unique, so the same problem is queued once. A worker takes an entry under a lease it renews
+    while it works; the lease of a killed worker lapses and another worker takes the entry again.
+    ``attempt`` counts the takes, and a worker acts on an entry only while the entry is still at
+    the attempt it took (a worker that lost its lease cannot finish another's attempt).
+    """
+
+    __tablename__ = "queue_entry"
+    __table_args__ = (
+        UniqueConstraint("problem"),
+        Index(None, "state", "id"),
+        Index(None, "batch"),
+        CheckConstraint("state IN ('queued', 'running', 'done', 'failed')", name="state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    problem: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    m: Mapped[int] = mapped_column(Integer)
+    n: Mapped[int] = mapped_column(Integer)
+    k: Mapped[int] = mapped_column(Integer)
+    dtype: Mapped[str] = mapped_column(String(LABEL_LENGTH))
+    layout: Mapped[str] = mapped_column(String(LABEL_LENGTH))
+    out_dtype: Mapped[str] = mapped_column(String(LABEL_LENGTH))
+    accuracy: Mapped[str] = mapped_column(String(LABEL_LENGTH))
+    device: Mapped[str] = mapped_column(String(DEVICE_NAME_LENGTH))  # "": any worker's GPU
+    families: Mapped[str] = mapped_column(String(NAME_LENGTH))  # "+"-joined; "": the defaults
+    trials: Mapped[int | None] = mapped_column(Integer)  # None: the worker's own budget
+    batch: Mapped[str | None] = mapped_column(String(NAME_LENGTH))  # the command waiting on it
+    source: Mapped[str] = mapped_column(String(LABEL_LENGTH))  # who asked: cli, api
+    state: Mapped[str] = mapped_column(String(LABEL_LENGTH))
+    worker: Mapped[str | None] = mapped_column(String(NAME_LENGTH))  # who took it last
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # the lease, running
+    attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    searching: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    joinable: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    error: Mapped[str | None] = mapped_column(Text)  # why the last attempt failed
+    study: Mapped[str | None] = mapped_column(String(NAME_LENGTH))  # once done
+    evaluated: Mapped[int | None] = mapped_column(Integer)  # candidates of the study, once done
+    enqueued_at: Mapped[datetime] = mapped_column(
+        UTCDateTime(), default=utcnow, server_default=func.now()
+    )
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

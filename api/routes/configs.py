@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from api import schemas
 from api.deps import IndexDep
@@ -40,7 +40,7 @@ UNREADABLE_HEADER = "X-Gemmtune-Unreadable"
         **schemas.errors(413, 422, 503),
     },
 )
-async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
+async def best_config(body: schemas.BestRequest, index: IndexDep, request: Request) -> Response:
     """The best config for (m, n, k) on ``device``: ``exact``, ``nearest`` (log-space distance)
     or ``default``, from the device's own results, else those of devices of the same kind
     (``device_match``); never a family that runs slowly on the device.
@@ -49,7 +49,9 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
     and always on ``measured_on_device``. Async and answered from memory (the snapshot, then a
     cache of rendered answers), so the hot path neither queries the database nor hops to a
     worker thread (only a first read, when the one at start failed, runs in one). While the
-    database is down it keeps answering from memory and says so in ``X-Gemmtune-Stale``.
+    database is down it keeps answering from memory and says so in ``X-Gemmtune-Stale``. With
+    tune on miss, a ``far`` or ``default`` answer also notes the shape for the tuning queue (in
+    memory; ``api.tune_on_miss``).
     """
     snapshot = index.current
     if snapshot is None:
@@ -70,5 +72,8 @@ async def best_config(body: schemas.BestRequest, index: IndexDep) -> Response:
             out_dtype=body.out_dtype,
         )
         content = best_response(answer, body.include_source).model_dump_json().encode()
+        request.app.state.misses.note_answer(
+            body, answer.source, request.headers.get("authorization")
+        )
         snapshot.responses.put(key, content, reach_of(answer))
     return Response(content, media_type="application/json", headers=answer_headers(index, snapshot))

@@ -13,7 +13,7 @@ import typer
 
 from storage import StorageError
 from tuner import __version__
-from tuner.cli import bench, kernels, report, results, serve, sweep, tune
+from tuner.cli import bench, kernels, report, results, serve, sweep, tune, worker
 from tuner.core.errors import InputError
 
 app = typer.Typer(
@@ -27,6 +27,7 @@ app.command("render")(kernels.render_cmd)
 app.command("compile")(kernels.compile_cmd)
 app.command("tune")(tune.tune)
 app.command("tune-batch")(tune.tune_batch)
+app.command("worker")(worker.worker)
 app.command("best")(results.best)
 app.command("results")(results.results)
 app.command("export")(results.export)

@@ -123,6 +123,15 @@ def _request(
 
 
 def _run(request: TuneRequest) -> None:
+    from tuner.gpu.selection import choose_gpus
+
+    devices = choose_gpus(request.gpus, request.evaluator)
+    if len(devices) > 1:  # a worker process per GPU, taking the shapes from the queue
+        from tuner.cli._queue_report import print_batch_progress, relay_line, report_queue_run
+        from tuner.run.worker_processes import tune_on_processes
+
+        report_queue_run(tune_on_processes(request, devices, relay_line, print_batch_progress))
+        return
     from tuner.run.tune import tune as tune_all  # the study loop: Optuna, SQLAlchemy, CuPy
 
     with StudyBar() as bar:

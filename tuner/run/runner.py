@@ -244,14 +244,16 @@ def build_study(
     sessions: sessionmaker[Session],
     worker: str | None = None,
     joined: int = 0,
+    claim_lease_s: float = storage.CLAIM_LEASE_S,
 ) -> tuple[Study, list[str]]:
     """The study of ``shape`` as ``request`` asks for it, on ``evaluator``, recording into the
     database behind ``sessions`` (Optuna's tables in the same database) as ``worker`` (a label
-    that tells apart the workers of one process; the ``joined``-th to join this study), and what
-    the user should know about it. The study is built, not prepared (:meth:`Study.prepare`)."""
+    that tells apart the workers of one process; the ``joined``-th to join this study; its claims
+    lapse ``claim_lease_s`` after its last heartbeat), and what the user should know about it.
+    The study is built, not prepared (:meth:`Study.prepare`)."""
     families = request.families or default_families(evaluator, shape, request.accuracy)
     check_families_compute(shape, families)
-    recorder = SqlRecorder(sessions, worker=worker)
+    recorder = SqlRecorder(sessions, claim_lease_s, worker=worker)
     notes: list[str] = []
     rates = device_rates(recorder, evaluator, notes)
     first = untuned_answer(sessions, evaluator.device, shape, loosest_of(families))
