@@ -32,8 +32,8 @@ from api.index_refresher import refreshing
 from api.routes import configs, dashboard, docs, health, results, studies
 from api.settings import Settings
 from api.study_cache import StudyCache
-from api.upload_schema import with_upload_schemas
 from api.tune_on_miss import MissQueue, draining
+from api.upload_schema import with_upload_schemas
 from tuner.answers.best import UncomputedLayoutError, UnknownDeviceError
 from tuner.answers.index import BestIndex
 from tuner.data.intake import RejectedRecords
