@@ -17,8 +17,9 @@ GPU: that wall clock per call is the host's work alone (``host_us_per_call``), w
 whatever the shape. ``added_us`` and ``added_host_us`` are tuner.matmul's figure minus
 cupy.matmul's (and the torch pair's likewise), in the same process and rounds.
 
-tuner.matmul writes float32 C for every input dtype; cupy.matmul, torch.matmul and tuner.torch's
-default give C in the inputs' dtype (FP16 C for FP16 inputs). TF32 is off for torch and CuPy.
+All four give C in the inputs' dtype (FP16 C for FP16 inputs): tuner.matmul and tuner.torch.matmul
+by default, the kernel (or the vendor call it answers) writing it directly. TF32 is off for torch
+and CuPy.
 """
 
 from __future__ import annotations

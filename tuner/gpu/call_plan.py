@@ -24,6 +24,7 @@ from typing import Any
 
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
+from tuner.gpu.default_call import DefaultCallLaunch, default_call_launch
 from tuner.gpu.loaded import compiled
 from tuner.gpu.measure import sm_count
 from tuner.kernels.families import get_family, parse_config, rewrites_operands
@@ -92,7 +93,9 @@ def kernel_alone(name: str) -> bool:
     that takes tensor maps."""
     family = get_family(parse_config(name).family)
     if family.vendor:
-        return False  # cuBLASLt: launched through the library (tuner.gpu.matmul.launch_answer)
+        # The library's: cuBLASLt through tuner.gpu.matmul.launch_answer, the default call
+        # through its own prepared call (tuner.gpu.default_call).
+        return False
     if family.tensor_maps:
         return False  # its tensor maps go by the driver's launch (tuner.gpu.tensor_maps)
     config = compiled(name)[1].config  # compiled and loaded here, before any capture
@@ -101,10 +104,14 @@ def kernel_alone(name: str) -> bool:
 
 def direct_launch(
     name: str, shape: Shape, pitches: tuple[int, int, int], packed: tuple[int, int, int]
-) -> DirectLaunch | None:
+) -> DirectLaunch | DefaultCallLaunch | None:
     """The direct launch of config ``name`` on ``shape``'s stored operands, whose rows are
     ``pitches`` elements apart (A, B, C as stored) and ``packed`` elements long; None where the
-    config needs more than its kernel, or reads packed rows that these operands do not have."""
+    config needs more than its kernel, or reads packed rows that these operands do not have.
+    The default cuBLAS call (``cublas``) is one library call, prepared alike."""
+    default_call = default_call_launch(name, shape, pitches)
+    if default_call is not None:
+        return default_call
     if not kernel_alone(name):
         return None
     source = compiled(name)[1]

@@ -28,6 +28,7 @@ from tuner.gpu.call_plan import (
     direct_launch,
     refuse_first_call_while_capturing,
 )
+from tuner.gpu.default_call import DefaultCallLaunch
 from tuner.gpu.half_arrays import describe, dtype_name, operand
 from tuner.gpu.loaded import compiled
 from tuner.kernels.families import is_vendor, parse_config
@@ -132,10 +133,10 @@ _vendor_lock = threading.Lock()
 
 
 def vendor_kernel(name: str, algorithm: tuple[str, ...] | None) -> tuple[Any, Any]:
-    """The :class:`~tuner.gpu.vendor_launch.VendorKernel` and source of a vendor config, kept
-    per process; ``algorithm``: the stored words it replays (None: its rank)."""
+    """The kernel (:func:`~tuner.gpu.vendor_launch.make_vendor_kernel`) and source of a vendor
+    config, kept per process; ``algorithm``: the stored words it replays (None: its rank)."""
     from tuner.gpu.lt_layouts import algo_words
-    from tuner.gpu.vendor_launch import VendorKernel, vendor_source
+    from tuner.gpu.vendor_launch import make_vendor_kernel, vendor_source
 
     key = (name, algorithm)
     with _vendor_lock:
@@ -143,7 +144,10 @@ def vendor_kernel(name: str, algorithm: tuple[str, ...] | None) -> tuple[Any, An
         if kept is None:
             config = parse_config(name)
             stored = algo_words(list(algorithm)) if algorithm else None
-            kept = _vendor_kernels[key] = (VendorKernel(config, stored), vendor_source(config))
+            kept = _vendor_kernels[key] = (
+                make_vendor_kernel(config, stored),
+                vendor_source(config),
+            )
         return kept
 
 
@@ -163,7 +167,7 @@ class Prepared:
 
     name: str
     algorithm: tuple[str, ...] | None  # a vendor config's stored algorithm (launch_answer)
-    direct: DirectLaunch | None
+    direct: DirectLaunch | DefaultCallLaunch | None
     c_shape: tuple[int, int]
     c_dtype: Any  # the CuPy dtype of C the call allocates
 
@@ -249,7 +253,7 @@ def _first_call(
     name, algorithm = answer(call.shape, asked)
     direct = None
     in_place = call.a.data.ptr == a.data.ptr and call.b.data.ptr == b.data.ptr
-    if in_place and (c is None or call.c is c):  # direct_launch refuses a vendor config
+    if in_place and (c is None or call.c is c):  # direct_launch refuses cuBLASLt configs
         direct = direct_launch(name, call.shape, _pitches(call), _packed(call.shape))
     if key is not None:
         if len(_prepared) >= KEPT_CALLS:

@@ -141,9 +141,9 @@ def _wrong(check: Any) -> dict[str, Any]:
 def _loaded(item: Measurable) -> tuple[Any, Any]:
     """The launchable kernel and source of what a request measures."""
     if isinstance(item, Config):
-        from tuner.gpu.vendor_launch import VendorKernel, vendor_source
+        from tuner.gpu.vendor_launch import make_vendor_kernel, vendor_source
 
-        return VendorKernel(item), vendor_source(item)
+        return make_vendor_kernel(item), vendor_source(item)
     from tuner.gpu.nvrtc import load_kernel
 
     return load_kernel(item), item.source
@@ -151,9 +151,11 @@ def _loaded(item: Measurable) -> tuple[Any, Any]:
 
 def _vendor_identity(kernel: Any) -> dict[str, Any]:
     """The reply's ``vendor`` entry: the algorithm a vendor kernel ran (empty for ours)."""
+    from tuner.gpu.default_call import DefaultCall
     from tuner.gpu.vendor_launch import VendorKernel
 
-    return {"vendor": kernel.identity()} if isinstance(kernel, VendorKernel) else {}
+    vendor = isinstance(kernel, VendorKernel | DefaultCall)
+    return {"vendor": kernel.identity()} if vendor else {}
 
 
 def _checked(kernel: Any, source: Any, shape: Shape, ops: Any) -> Any:

@@ -1,7 +1,8 @@
 """The answered kernel launched on torch CUDA tensors, on torch's current stream, without copies.
 
-``tuner.torch`` checks its arguments and reduces every call to 2-D products into float32 C
-(:func:`prepare_gemm` once per kind, :meth:`TorchGemm.run` per call). The kernel reads the
+``tuner.torch`` checks its arguments and reduces every call to 2-D products into a C of the type
+it asks for (float32, or the half input type: :func:`prepare_gemm` once per kind,
+:meth:`TorchGemm.run` per call). The kernel reads the
 tensors' memory directly: its pointer arguments are the tensors' ``data_ptr()`` (a transposed
 view starts where the matrix it views does), on the stream torch has current, which CuPy is
 handed as a stream object of its own (``tuner.gpu.call_plan.cupy_stream``). Only configs that
@@ -12,6 +13,10 @@ configs cost more host time per call.
 
 BF16 tensors are viewed as ``uint16`` arrays, the bit patterns every kernel reads, whether or not
 this CuPy has a bfloat16 dtype.
+
+A ``cublas`` answer (the default cuBLAS call, ``tuner.gpu.default_call``) is prepared like a
+kernel: one library call on the tensors' pointers, each operand's row pitch its leading
+dimension, so nothing is packed.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from tuner.gpu.call_plan import (
     kernel_alone,
     refuse_first_call_while_capturing,
 )
+from tuner.gpu.default_call import DefaultCallLaunch, default_call_launch
 from tuner.gpu.loaded import compiled
 from tuner.gpu.matmul import MatmulCall, launch_answer, require_cupy
 
@@ -49,7 +55,7 @@ def _contiguous_transposed(tensor: Any) -> Any:
 
 class TorchGemm:
     """``c = alpha * a @ b + beta * c`` for 2-D CUDA tensors of one kind (shape, strides, dtype,
-    device) and float32 C, (M, N) contiguous."""
+    device) and C of ``shape.out``, (M, N) contiguous."""
 
     __slots__ = ("a_prep", "algorithm", "b_prep", "device", "direct", "name", "shape")
 
@@ -58,7 +64,7 @@ class TorchGemm:
         name: str,
         shape: Shape,
         device: int,
-        direct: DirectLaunch | None,
+        direct: DirectLaunch | DefaultCallLaunch | None,
         a_prep: Prep,
         b_prep: Prep,
         algorithm: tuple[str, ...] | None = None,
@@ -104,9 +110,11 @@ def prepare_gemm(
     pitches: tuple[int, int],
     accuracy: str,
     answer: Callable[[Shape], tuple[str, tuple[str, ...] | None]],
+    out_dtype: str = "float32",
 ) -> TorchGemm:
     """The launch of ``a @ b`` (2-D CUDA tensors of one dtype, on one GPU, read in place as
-    ``a_transposed``/``b_transposed`` and the stored row ``pitches`` say) into float32 C.
+    ``a_transposed``/``b_transposed`` and the stored row ``pitches`` say) into a C of
+    ``out_dtype`` (float32, or the inputs' half type: ``tuner.core.shape.OUT_DTYPES``).
 
     ``answer`` names the config for the shape (and a vendor config's stored algorithm); it is
     asked with the tensors' GPU current. Where no family of the ``accuracy`` class computes the
@@ -132,11 +140,13 @@ def prepare_gemm(
         if b_transposed:
             b_prep, b_transposed, b_pitch = _contiguous, False, n
         layout = "NN"
-    # C is float32 here, cast to the asked type after (tuner.torch.ops._to_out_dtype).
-    shape = Shape(m, n, k, dtype, layout, "float32")
+    shape = Shape(m, n, k, dtype, layout, out_dtype)
     with cupy.cuda.Device(device):
         refuse_first_call_while_capturing(_raw_stream(device))
         name, algorithm = answer(shape)
+        default_call = default_call_launch(name, shape, (a_pitch, b_pitch, n))
+        if default_call is not None:  # cuBLAS reads any pitch: nothing to pack
+            return TorchGemm(name, shape, device, default_call, a_prep, b_prep)
         if not kernel_alone(name):
             return TorchGemm(name, shape, device, None, a_prep, b_prep, algorithm)
         source = compiled(name)[1]

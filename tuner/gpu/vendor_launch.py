@@ -1,5 +1,6 @@
-"""A ``cublaslt`` config run like a kernel: which of cuBLASLt's algorithms it is for a problem,
-the launch, and the identity a measurement stores.
+"""A vendor config run like a kernel: for ``cublaslt``, which of cuBLASLt's algorithms it is for a
+problem, the launch, and the identity a measurement stores; ``cublas`` (the default call) goes to
+``tuner.gpu.default_call`` from :func:`make_vendor_kernel` and :func:`launch_vendor`.
 
 A config (``tuner.kernels.families.vendor``) names a rank in the heuristic's list; what runs is
 that algorithm for the problem the launch meets (its shape, pitches and alignments, padded where
@@ -23,7 +24,10 @@ from typing import Any
 from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.gpu import cublaslt
+from tuner.gpu.default_call import LIBRARY as DEFAULT_CALL_LIBRARY
+from tuner.gpu.default_call import DefaultCall, run_default_call
 from tuner.gpu.lt_layouts import LtProblem, algo_text, lt_problem
+from tuner.kernels.families import get_family
 from tuner.kernels.operand_padding import row_pitch
 from tuner.kernels.render import KernelSource
 
@@ -102,13 +106,23 @@ class VendorKernel:
         return identity
 
 
+def make_vendor_kernel(
+    config: Config, stored: tuple[int, ...] | None = None
+) -> VendorKernel | DefaultCall:
+    """What stands for a vendor config's kernel: the default call for ``cublas``, else the
+    cuBLASLt algorithm of the config's rank (or ``stored``, an answer's words, replayed)."""
+    if get_family(config.family).vendor == DEFAULT_CALL_LIBRARY:
+        return DefaultCall(config)
+    return VendorKernel(config, stored)
+
+
 def vendor_source(config: Config) -> KernelSource:
     """The source a ``cublaslt`` config stands for in a launch: its config, no code."""
     return KernelSource(config, "", threads=0, dynamic_smem_bytes=0)
 
 
 def launch_vendor(
-    kernel: VendorKernel,
+    kernel: VendorKernel | DefaultCall,
     source: KernelSource,
     shape: Shape,
     alpha: float,
@@ -117,14 +131,16 @@ def launch_vendor(
     beta: float,
     c: Any,
 ) -> None:
-    """Run ``C = alpha*A@B + beta*C`` with the config's algorithm: on zero-padded copies when
-    the config is padded (``tuner.gpu.padded_launch``, copies included), else on the arrays."""
+    """Run ``C = alpha*A@B + beta*C`` with the config's algorithm (or the default call): on
+    zero-padded copies when the config is padded (``tuner.gpu.padded_launch``, copies
+    included), else on the arrays."""
+    run = run_default_call if isinstance(kernel, DefaultCall) else run_vendor
     if source.config.pad:
         from tuner.gpu.padded_launch import launch_padded
 
-        launch_padded(run_vendor, kernel, source, shape, alpha, a, b, beta, c)
+        launch_padded(run, kernel, source, shape, alpha, a, b, beta, c)
         return
-    run_vendor(kernel, source, shape, alpha, a, b, beta, c)
+    run(kernel, source, shape, alpha, a, b, beta, c)
 
 
 def run_vendor(

@@ -11,11 +11,12 @@ GPU (tests use the replay evaluator and a fake comparison).
 
 The baseline is the best vendor launch, not only the default cuBLAS call: in the same rounds the
 bench times cuBLASLt's first :data:`BASELINE_RANKS` heuristic algorithms (``cublaslt``) and, on a
-shape with ragged rows, the same on zero-padded operands (pad to whole 16-byte vectors, then the
-library; the copies timed). A row's ``ratio`` is the fastest of those and the default call
-(``vendor_ms``) over ours; ``cublas_ratio`` keeps the default call's (cublasSgemm for float32 NN,
-cublasGemmEx otherwise) as a second column. A launch the evaluator cannot measure (a replay
-table holds no vendor rows) is left out, so there the baseline is the default call.
+shape with ragged rows, the same and the default call on zero-padded operands (pad to whole
+16-byte vectors, then the library; the copies timed). A row's ``ratio`` is the fastest of those
+and the default call (``vendor_ms``) over ours; ``cublas_ratio`` keeps the default call's
+(cublasSgemm for float32 NN, cublasGemmEx otherwise) as a second column. A launch the evaluator
+cannot measure (a replay table holds no vendor rows) is left out, so there the baseline is the
+default call.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from tuner.core.shape import STORED_OUT_DTYPE, Shape
 from tuner.data import suite_document
 from tuner.data.location import DEFAULT_SUITE_NAME
 from tuner.data.shape_lists import SuiteEntry
-from tuner.kernels.families import CUBLASLT, HEURISTIC_RANKS, get_family, parse_config
+from tuner.kernels.families import CUBLAS, CUBLASLT, HEURISTIC_RANKS, get_family, parse_config
 from tuner.kernels.families.vendor import BASELINE_RANKS
 from tuner.kernels.operand_padding import pad_multiple, padding_refusal
 from tuner.model.roofline import Ceilings, roofline
@@ -213,10 +214,14 @@ def choose_config(
 
 def vendor_configs(shape: Shape, ranks: int = BASELINE_RANKS) -> list[Config]:
     """The vendor launches timed for ``shape``'s baseline: cuBLASLt's first ``ranks`` heuristic
-    algorithms, and on a shape with ragged rows the same on zero-padded operands."""
+    algorithms, and on a shape with ragged rows the same and the default cuBLAS call on
+    zero-padded operands ("pad, then cuBLAS", copies timed). The default call on the operands as
+    given is the comparison's own (``cublas_ms``); ``ranks`` 0 times no other launch."""
     configs = [CUBLASLT.config({"RANK": rank}) for rank in range(ranks)]
-    if padding_refusal(shape) is None:
-        configs += [config.padded(pad_multiple(shape.dtype)) for config in configs]
+    if configs and padding_refusal(shape) is None:
+        pad = pad_multiple(shape.dtype)
+        configs += [config.padded(pad) for config in configs]
+        configs.append(CUBLAS.config({}).padded(pad))
     return configs
 
 

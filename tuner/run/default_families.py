@@ -22,7 +22,8 @@ DEFAULT_EMULATED_FAMILIES = (
     "wgmma_bf16x3",
     "wgmma_splitk_bf16x3",
 )
-# What every study measures beside its kernels (issue 42): cuBLASLt's top algorithms, so a stored
-# best is never slower than the vendor library on the device; it joins a study only where one of
-# the kernel families computes the shape.
-VENDOR_FAMILIES = ("cublaslt",)
+# What every study measures beside its kernels (issue 42): cuBLASLt's top algorithms and the
+# default cuBLAS call (which on some shapes beats every algorithm cuBLASLt's heuristic lists), so a
+# stored best is never slower than the vendor library on the device; they join a study only where
+# one of the kernel families computes the shape.
+VENDOR_FAMILIES = ("cublaslt", "cublas")

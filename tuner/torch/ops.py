@@ -9,9 +9,11 @@ through the custom op instead: its fake implementation gives the output's shape 
 without running anything, so compiled graphs hold the op without a break, and its backward
 computes the gradients with torch's own matmul.
 
-The kernels write C in float32. Another output dtype (by default the inputs', as torch.matmul
-gives) is a cast after the product, fused with the bias into one elementwise op
-(:func:`_to_out_dtype`); the bias is added there, not in the kernel's epilogue.
+The kernel writes C in the output dtype (by default the inputs', as torch.matmul gives) where
+it can: float32, or the half input type, rounded once from the FP32 sums. With a bias, or float32
+inputs asked for a half result, the kernel writes float32 C and one elementwise op adds the bias
+and casts (:func:`_to_out_dtype`): the bias is added to the FP32 sums, and the result rounded
+once, not in the kernel's epilogue.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import tuner.torch.checks as checks
 from tuner.client import Chosen, chosen
 from tuner.core.accuracy import DEFAULT_ACCURACY
 from tuner.core.errors import InputError
-from tuner.core.shape import Shape
+from tuner.core.shape import OUT_DTYPES, Shape
 from tuner.gpu.torch_launch import TorchGemm, prepare_gemm
 
 OP_NAME = "gemmtune::matmul"
@@ -149,7 +151,17 @@ class _Prepared:
     batched A whose rows follow one another, times a 2-D B: one product of B*M rows) or
     ``loop`` (one launch per batch entry)."""
 
-    __slots__ = ("a_batched", "b_batched", "batch", "c_shape", "gemm", "mode", "out_dtype", "rows")
+    __slots__ = (
+        "a_batched",
+        "b_batched",
+        "batch",
+        "c_dtype",
+        "c_shape",
+        "gemm",
+        "mode",
+        "out_dtype",
+        "rows",
+    )
 
     def __init__(
         self,
@@ -157,6 +169,7 @@ class _Prepared:
         mode: str,
         c_shape: tuple[int, ...],
         out_dtype: torch.dtype,
+        c_dtype: torch.dtype,
         batch: int,
         a_batched: bool,
         b_batched: bool,
@@ -165,16 +178,17 @@ class _Prepared:
         self.mode = mode
         self.c_shape = c_shape
         self.out_dtype = out_dtype
+        self.c_dtype = c_dtype  # what the kernel writes: out_dtype, or float32 to add or cast
         self.batch = batch
         self.a_batched = a_batched
         self.b_batched = b_batched
         self.rows = (batch * c_shape[-2], -1)
 
     def run(self, a: Tensor, b: Tensor, bias: Tensor | None, out: Tensor | None) -> Tensor:
-        if out is not None and self.out_dtype is torch.float32:
-            c = out  # checked: contiguous float32 of the result's shape
+        if out is not None and self.c_dtype is self.out_dtype:
+            c = out  # checked: contiguous, of the result's shape and dtype
         else:
-            c = torch.empty(self.c_shape, dtype=torch.float32, device=a.device)
+            c = torch.empty(self.c_shape, dtype=self.c_dtype, device=a.device)
         gemm = self.gemm
         if self.mode == "single":
             gemm.run(a, b, c)
@@ -189,13 +203,10 @@ class _Prepared:
 def _to_out_dtype(
     c: Tensor, bias: Tensor | None, out_dtype: torch.dtype, out: Tensor | None
 ) -> Tensor:
-    """The float32 product ``c`` as the caller's result: ``bias`` added and the cast to
-    ``out_dtype`` done by one elementwise op (into ``out`` when given).
-
-    The kernels write C in float32 today; once they write C in the output dtype themselves (an
-    ``out_dtype`` of the core shape), this is the one place to hand it through instead.
-    """
-    if out_dtype is torch.float32:
+    """The product ``c`` as the caller's result: itself when the kernel wrote ``out_dtype``
+    (``bias`` added in place: only float32 C takes a bias there), else ``bias`` added and the
+    cast to ``out_dtype`` done by one elementwise op (into ``out`` when given)."""
+    if c.dtype is out_dtype:
         if bias is not None:
             c.add_(bias)
         return c
@@ -245,6 +256,7 @@ def _prepare(
     def answer(shape: Shape) -> Chosen:
         return chosen(shape, url=url, db=db, accuracy=accuracy)
 
+    c_dtype = kernel_out_dtype(a.dtype, dtype, bias is not None)
     gemm = prepare_gemm(
         a2,
         b2,
@@ -253,8 +265,21 @@ def _prepare(
         (a_stored.pitch, b_stored.pitch),
         accuracy,
         answer,
+        checks.dtype_name(c_dtype),
     )
-    return _Prepared(gemm, mode, result_shape, dtype, batch or 1, a_batched, b_batched)
+    return _Prepared(gemm, mode, result_shape, dtype, c_dtype, batch or 1, a_batched, b_batched)
+
+
+def kernel_out_dtype(input_dtype: Any, out_dtype: Any, with_bias: bool) -> Any:
+    """The type the kernel writes C in for a result of ``out_dtype``: that type itself where a
+    kernel can write it for ``input_dtype`` (``tuner.core.shape.OUT_DTYPES``: float32, or the
+    half input type) and no bias is to be added, else float32, added to and cast after. A
+    bias is added to the FP32 sums so that the result is rounded once, as cuBLAS's epilogue
+    does."""
+    allowed = OUT_DTYPES[checks.dtype_name(input_dtype)]
+    if with_bias or checks.dtype_name(out_dtype) not in allowed:
+        return torch.float32
+    return out_dtype
 
 
 def _rows_follow(a: Tensor) -> bool:

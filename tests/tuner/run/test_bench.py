@@ -318,8 +318,12 @@ def test_vendor_launches_of_the_baseline_are_padded_only_on_ragged_shapes() -> N
     square = [c.name for c in vendor_configs(Shape(4096, 4096, 4096, "bfloat16", "NT"), 2)]
     assert square == ["cublaslt_rk0", "cublaslt_rk1"]
     ragged = [c.name for c in vendor_configs(Shape(4097, 4096, 4097, "bfloat16", "NN"), 2)]
-    assert ragged == [*square, "cublaslt_rk0_pad8", "cublaslt_rk1_pad8"]
-    assert vendor_configs(Shape(33, 4096, 4093), 1)[-1].name == "cublaslt_rk0_pad4"
+    # Ragged: also "pad, then cuBLAS", the default call on the padded copies.
+    assert ragged == [*square, "cublaslt_rk0_pad8", "cublaslt_rk1_pad8", "cublas_pad8"]
+    assert [c.name for c in vendor_configs(Shape(33, 4096, 4093), 1)][-2:] == [
+        "cublaslt_rk0_pad4",
+        "cublas_pad4",
+    ]
     assert vendor_configs(Shape(33, 4096, 4093), 0) == []
     with pytest.raises(InputError, match="`vendor_ranks` must be 0 to 8, got 9"):
         BenchRequest(TuneRequest((Shape(64, 64, 64),), ("warptile",)), vendor_ranks=9)
@@ -533,12 +537,12 @@ def test_run_bench_reuses_tunes_and_compares(tuned_db: str, replay: ReplayEvalua
     # Tuning a shape re-measures its finalists (FINAL_ROUNDS); the bench then compares the
     # chosen config in its own rounds, with the baseline's vendor launches in the same request.
     benched = [c for c in bench.compared if c[2] == request.rounds]
-    assert [c for c in benched if not c[0].startswith("cublaslt")] == [
+    assert [c for c in benched if not c[0].startswith("cublas")] == [
         (r["config"], Shape(r["m"], r["n"], r["k"]), 2) for r in rows
     ]
     for r in rows:
         shape = Shape(r["m"], r["n"], r["k"])
-        vendor = [c[0] for c in benched if c[0].startswith("cublaslt") and c[1] == shape]
+        vendor = [c[0] for c in benched if c[0].startswith("cublas") and c[1] == shape]
         assert vendor == [c.name for c in vendor_configs(shape, request.vendor_ranks)]
         # The replay table holds no vendor rows: the baseline is the default call.
         assert r["vendor_launch"] == "cublas" and r["vendor_ms"] == r["cublas_ms"]
@@ -752,7 +756,7 @@ def test_the_command_end_to_end_for_bfloat16_nt_writing_float32_c(
     assert doc["method"]["dtype"] == "bfloat16"
     assert {(r["dtype"], r["layout"]) for r in doc["shapes"]} == {("bfloat16", "NT")}
     ours = ("hmma", "wgmma", "tma_ws")
-    assert all(r["config"].startswith("cublaslt") or (r["config"].startswith(ours)
+    assert all(r["config"].startswith("cublas") or (r["config"].startswith(ours)
                and "_dt1_ly1" in r["config"]) for r in doc["shapes"])  # fmt: skip
     roofs = [(r["roofline"]["bound_tflops"], r["roofline"]["limit"]) for r in doc["shapes"]]
     # 1000^3: 2e9 flop / (2*2e6 + 4e6) B = 250 flop/B x 3.35 TB/s = 837.5 < 989.5 TFLOP/s.
@@ -794,7 +798,7 @@ def test_a_bfloat16_bench_writes_bfloat16_c_by_default(
     assert {r["out_dtype"] for r in doc["shapes"]} == {"bfloat16"}
     # Ours pinned to OUT 2; the vendor library's C type is the shape's, named by no parameter.
     assert all(
-        r["config"].endswith("_dt1_ly1_out2") or r["config"].startswith("cublaslt")
+        r["config"].endswith("_dt1_ly1_out2") or r["config"].startswith("cublas")
         for r in doc["shapes"]
     )
     # 1000^3: 2e9 flop / (2*2e6 + 2e6) B = 333 flop/B x 3.35 TB/s = 1117 > 989.5: compute.
@@ -826,4 +830,4 @@ def test_a_half_bench_on_an_a100_runs_without_the_hopper_families(
     assert code == 0, err
     asked = bench.asked + bench.prepared
     # The vendor library is measured beside the kernels (``cublaslt``: no compile).
-    assert asked and all(name.startswith(("hmma", "cublaslt")) for name in asked), asked
+    assert asked and all(name.startswith(("hmma", "cublas")) for name in asked), asked

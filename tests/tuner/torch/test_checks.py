@@ -145,3 +145,19 @@ def test_without_torch_the_import_error_names_the_extra() -> None:
     assert done.returncode != 0
     assert "ImportError: tuner.torch needs PyTorch" in done.stderr
     assert "pip install 'gemmtune[torch]'" in done.stderr
+
+
+def test_the_kernel_writes_the_output_dtype_unless_a_bias_or_a_cast_needs_float32() -> None:
+    torch = pytest.importorskip("torch")
+    from tuner.torch.ops import kernel_out_dtype
+
+    bf16, fp16, fp32 = torch.bfloat16, torch.float16, torch.float32
+    # A half C straight from the kernel: no float32 C, no cast after.
+    assert kernel_out_dtype(bf16, bf16, with_bias=False) is bf16
+    assert kernel_out_dtype(fp16, fp16, with_bias=False) is fp16
+    assert kernel_out_dtype(fp16, fp32, with_bias=False) is fp32
+    # A bias is added to the FP32 sums, then rounded once by the cast.
+    assert kernel_out_dtype(bf16, bf16, with_bias=True) is fp32
+    # No kernel writes another type than its inputs' half type: float32, then the cast.
+    assert kernel_out_dtype(fp32, bf16, with_bias=False) is fp32
+    assert kernel_out_dtype(fp16, bf16, with_bias=False) is fp32

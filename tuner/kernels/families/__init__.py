@@ -59,7 +59,7 @@ from tuner.kernels.families.split import (
     persistent_blocks,
 )
 from tuner.kernels.families.tma_ws import TMA_WS
-from tuner.kernels.families.vendor import CUBLASLT, HEURISTIC_RANKS
+from tuner.kernels.families.vendor import CUBLAS, CUBLASLT, HEURISTIC_RANKS
 from tuner.kernels.families.warptile import (
     DOUBLEBUF,
     PIPELINED,
@@ -73,6 +73,7 @@ __all__ = [
     "A_PAD",
     "BLOCKTILE_1D",
     "BLOCKTILE_2D",
+    "CUBLAS",
     "CUBLASLT",
     "DMMA",
     "DMMA_PIPELINED",

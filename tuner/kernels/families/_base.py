@@ -165,9 +165,10 @@ class Family:
     kernel_shape: Callable[[Shape], Shape] | None = None
     # The template it renders, when another family's (else ``<name>.cu.j2``).
     template_name: str | None = None
-    # Computed by a vendor library rather than a template (``tuner.kernels.families.vendor``):
-    # nothing renders or compiles, a config names which of the library's algorithms runs.
-    vendor: bool = False
+    # The vendor library that computes it rather than a template (``tuner.kernels.families.
+    # vendor``: ``cublasLt`` or ``cublas``; empty for our kernels): nothing renders or compiles,
+    # a config names which of the library's calls runs.
+    vendor: str = ""
 
     @property
     def template(self) -> str:

@@ -21,7 +21,7 @@ from tuner.kernels.families.ladder import BLOCKTILE_1D, BLOCKTILE_2D, SMEM_TILIN
 from tuner.kernels.families.skinny import SKINNY
 from tuner.kernels.families.split import SPLITK, STREAMK, WARPTILE_SPLITK
 from tuner.kernels.families.tma_ws import TMA_WS
-from tuner.kernels.families.vendor import CUBLASLT
+from tuner.kernels.families.vendor import CUBLAS, CUBLASLT
 from tuner.kernels.families.warptile import DOUBLEBUF, PIPELINED, WARPTILE
 from tuner.kernels.families.wgmma import WGMMA, WGMMA_SPLITK
 from tuner.kernels.operand_padding import pad_multiple
@@ -53,6 +53,7 @@ FAMILIES: dict[str, Family] = {
         WGMMA_BF16X3,
         WGMMA_SPLITK_BF16X3,
         CUBLASLT,
+        CUBLAS,
     )
 }
 
@@ -122,13 +123,16 @@ def parse_config(text: str, family: str | None = None) -> Config:
                 raise InputError(f"config parameter {part.strip()!r} must look like NAME=INTEGER")
             params[match.group(1).upper()] = int(match.group(2))
         return fam.config(params)
-    names = sorted((n for n in FAMILIES if text.startswith(n + "_")), key=len, reverse=True)
+    names = sorted(
+        (n for n in FAMILIES if text == n or text.startswith(n + "_")), key=len, reverse=True
+    )
     if not names:
         raise InputError(f"config name {text!r} must start with a family: {', '.join(FAMILIES)}")
     fam = FAMILIES[names[0]]
     if family is not None and family != fam.name:
         raise InputError(f"config {text!r} belongs to family {fam.name}, not {family}")
-    tokens = text[len(fam.name) + 1 :].split("_")
+    # A family without parameters (``cublas``) is named by its name alone.
+    tokens = text[len(fam.name) + 1 :].split("_") if text != fam.name else []
     pad = _operand_pad(text, tokens)
     params = {}
     for token in tokens[: len(tokens) - (1 if pad else 0)]:

@@ -1,4 +1,4 @@
-"""``cublaslt``: the vendor library as a candidate beside our kernel families.
+"""``cublaslt`` and ``cublas``: the vendor library as candidates beside our kernel families.
 
 A study should never store a best that is slower than what the user already has, so cuBLASLt's
 own algorithms are measured like any candidate (verified, then timed with CUDA events;
@@ -9,9 +9,17 @@ vectors (``tuner.kernels.operand_padding``, the plan of a family without leading
 copies are timed). The algorithm a measurement ran is stored beside it as its provenance (its
 eight opaque words and the library version), so an answer replays that very algorithm.
 
-Nothing renders or compiles (``Family.vendor``): there is no template, and the footprint below
-is nominal (one block of 128 threads, nothing in shared memory), enough for the generic checks
-of the space to let every rank through; the library picks its own resources.
+``cublas`` is the default call, what ``cupy.matmul`` and ``torch.matmul`` users already get:
+``cublasSgemm`` for float32 NN, ``cublasGemmEx`` (FP32 sums, ``CUBLAS_GEMM_DEFAULT``) for the rest
+(``tuner.gpu.default_call``). cuBLAS picks its algorithm by rules of its own, which on some
+problems beat every algorithm cuBLASLt's heuristic lists (4096^3 FP16 and BF16 NN on the H100,
+by 6 to 7 %), so the default call is measured too: a stored best is never slower than what the
+user had. It has no parameters (its name is the family's, ``cublas``); padded (``cublas_pad8``)
+it is "pad, then cuBLAS", which on ragged half shapes runs cuBLAS's aligned kernels.
+
+Nothing renders or compiles (``Family.vendor`` names the library): there is no template, and the
+footprint below is nominal (one block of 128 threads, nothing in shared memory), enough for the
+generic checks of the space to let every candidate through; the library picks its own resources.
 """
 
 from __future__ import annotations
@@ -27,6 +35,13 @@ HEURISTIC_RANKS = 8
 BASELINE_RANKS = 4
 NOMINAL_THREADS = 128
 
+
+def _nominal_footprint(params: object) -> Footprint:
+    return Footprint(
+        threads=NOMINAL_THREADS, smem_bytes=0, dynamic_smem=False, accumulators=0, fragments=0
+    )
+
+
 CUBLASLT = Family(
     name="cublaslt",
     doc="The vendor library: cuBLASLt's heuristic's RANK-th algorithm for the problem "
@@ -41,13 +56,29 @@ CUBLASLT = Family(
     ),
     rules=(),
     threads=lambda p: NOMINAL_THREADS,
-    footprint=lambda p: Footprint(
-        threads=NOMINAL_THREADS, smem_bytes=0, dynamic_smem=False, accumulators=0, fragments=0
-    ),
+    footprint=_nominal_footprint,
     k_step=lambda p: 1,
     cost=CostTraits(math="library"),
     dtypes=SUPPORTED_DTYPES,
     out_dtypes=("float32", "float16", "bfloat16"),  # cuBLASLt writes C in any of them
     layouts=SUPPORTED_LAYOUTS,
-    vendor=True,
+    vendor="cublasLt",
+)
+
+CUBLAS = Family(
+    name="cublas",
+    doc="The vendor library's default call, as cupy.matmul and torch.matmul make it: "
+    "cublasSgemm for float32 NN, cublasGemmEx with FP32 sums (never TF32) and "
+    "CUBLAS_GEMM_DEFAULT otherwise, optionally on operands zero-padded to whole 16-byte "
+    "vectors; no parameters, no template.",
+    params=(),
+    rules=(),
+    threads=lambda p: NOMINAL_THREADS,
+    footprint=_nominal_footprint,
+    k_step=lambda p: 1,
+    cost=CostTraits(math="library"),
+    dtypes=SUPPORTED_DTYPES,
+    out_dtypes=("float32", "float16", "bfloat16"),  # cublasGemmEx writes C in any of them
+    layouts=SUPPORTED_LAYOUTS,
+    vendor="cublas",
 )
