@@ -52,11 +52,11 @@ from tuner.model.rates import DeviceRates
 from tuner.search.evaluator import Evaluator, Ticket
 from tuner.search.finalists import (
     FINAL_BUDGET_MS,
-    FINAL_ROUNDS,
     FINALISTS,
     choose_finalists,
     final_result,
     padding_candidates,
+    remeasure,
 )
 from tuner.search.recorder import Recorder
 from tuner.search.samplers import (
@@ -469,10 +469,10 @@ class Study:
             **{other.name: done[name] for name, other in others.items()},
             **{twin.name: twin_screening(done[name], twin) for name, twin in twins.items()},
         }
-        comparisons = self.evaluator.compare(
+        comparisons = remeasure(
+            self.evaluator,
             [*configs, *others.values(), *twins.values()],
             self.shape,
-            FINAL_ROUNDS,
             FINAL_BUDGET_MS,
         )
         for comparison in comparisons:
