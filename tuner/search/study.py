@@ -104,6 +104,7 @@ class Progress:
     study: str
     target: int
     evaluated: int = 0
+    earlier: int = 0  # of ``evaluated``, those stored before this run searched
     invalid_proposals: int = 0
     best: Result | None = None
     last: Result | None = None
@@ -277,6 +278,7 @@ class Study:
         done = self._done = self.recorder.evaluated(self.name)
         for result in done.values():
             self._account(progress, result)
+        progress.earlier = progress.evaluated
         self._trials = self._open_trials()
         try:
             if not done and not self.optuna.trials:
