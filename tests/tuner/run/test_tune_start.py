@@ -1,5 +1,6 @@
-"""What a tune does before its first study (``tuner.run.tune``): the spaces' rule step is walked
-while the workers start, and once per family and pins however many shapes share them."""
+"""What a tune does around its studies (``tuner.run.tune``): the spaces' rule step is walked
+while the workers start, once per family and pins however many shapes share them, and one GPU
+worker serves every shape of the command."""
 
 from __future__ import annotations
 
@@ -8,14 +9,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
+import storage
+import tuner.gpu.worker as gpu_worker
 import tuner.run.tune as run_tune
 from storage import open_database
+from tests.tuner.fake_gpu import FakeCompiler, fake_worker
+from tests.tuner.gpu.test_gpu_selection import fake_cupy
+from tuner.core.phases import Phase
 from tuner.core.shape import Shape
+from tuner.kernels.compile_pool import CompilePools
 from tuner.kernels.families import Family
 from tuner.kernels.rule_verdicts import rule_verdicts
 from tuner.kernels.space import _valid_points
-from tuner.run.multi_gpu import Worker, Workers
+from tuner.run.multi_gpu import Worker, Workers, start_workers
 from tuner.run.request import TuneRequest
 from tuner.search.replay import ReplayEvaluator
 
@@ -70,3 +78,34 @@ def test_two_shapes_of_one_family_set_walk_each_family_once(tmp_path: Path) -> N
     assert rule_verdicts.cache_info().misses == len(families)
     assert _valid_points.cache_info().misses == len(families)
     assert _valid_points.cache_info().hits >= len(families)  # the second shape read them
+
+
+def test_one_gpu_worker_process_serves_every_shape_of_a_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A batch of two shapes on one (fake) GPU: every stored measurement of both studies,
+    screening and final, came from the one worker process started for the command, and the
+    device's rates were probed and stored once."""
+    fake_cupy(monkeypatch, 1)
+    monkeypatch.setattr(gpu_worker, "_worker_main", fake_worker)
+    monkeypatch.setattr(FakeCompiler, "compiled", [])
+    monkeypatch.setenv("GEMMTUNE_CACHE_DIR", str(tmp_path / "cache"))
+    workers = start_workers("gpu", (0,), pools=CompilePools(2, FakeCompiler))
+    url = f"sqlite:///{tmp_path / 'one-worker.db'}"
+    request = TuneRequest((BIG, MID), ("warptile",), trials=3, warm_start=0, database_url=url)
+    try:
+        outcomes = run_tune.tune(request, workers=workers)
+    finally:
+        workers.close()
+    assert [o.evaluated for o in outcomes] == [3, 3]
+    sessions = open_database(url)
+    with sessions() as session:
+        rows = [
+            row
+            for o in outcomes
+            for phase in (Phase.SCREENING, Phase.FINAL)
+            for row in storage.measurements_for_study(session, o.study, phase=phase)
+        ]
+        rates = session.scalars(select(storage.DeviceRates)).all()
+    assert len(rows) >= 6 and len({row.provenance["worker_pid"] for row in rows}) == 1
+    assert len(rates) == 1
