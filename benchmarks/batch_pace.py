@@ -72,8 +72,10 @@ def run_batch(
     from tuner.run.tune import tune
 
     read = tuple(read_shapes(shapes, "float32", "NN", None))
-    options = ((), "exact", "ranked", None, trials, None, 3, evaluator, None, url, None)
-    request = _request(read, *options)
+    # family, accuracy, sampler, seed, trials, timeout, warm start, evaluator, tables, db, gpus
+    request = _request(
+        read, None, "exact", "ranked", None, trials, None, 3, evaluator, None, url, None
+    )
     reports: list[Stamps] = []
     done: dict[str, float] = {}
 

@@ -54,8 +54,8 @@ def read_probed(
         if document.get("version") != VERSION or document.get("key") != key:
             return None
         rates = document["rates"]
-        values = [float(rates[name]) for name in FIELDS]
-        return DeviceRates(*values, str(rates["source"]))
+        ffma, fp64, dram, launch = (float(rates[name]) for name in FIELDS)
+        return DeviceRates(ffma, fp64, dram, launch, str(rates["source"]))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 

@@ -22,7 +22,7 @@ from tuner.core.shape import Shape
 from tuner.kernels.compile_pool import CompilePools
 from tuner.kernels.families import Family
 from tuner.kernels.rule_verdicts import rule_verdicts
-from tuner.kernels.space import _valid_points
+from tuner.kernels.space import _valid_points, enumerate_rules
 from tuner.run.multi_gpu import Worker, Workers, start_workers
 from tuner.run.request import TuneRequest
 from tuner.search.replay import ReplayEvaluator
@@ -37,7 +37,7 @@ def test_the_rule_step_is_walked_while_the_workers_start(
 ) -> None:
     events: list[str] = []
     starting, walked = threading.Event(), threading.Event()
-    walk = run_tune.enumerate_rules
+    walk = enumerate_rules
 
     def watched_walk(family: str | Family, shape: Shape) -> int:
         if not walked.is_set():

@@ -75,7 +75,9 @@ class ScriptedRounds:
     """An evaluator whose re-measurements give each config's scripted times, round after round
     across calls, recording what each call asked for."""
 
-    def __init__(self, times: dict[str, list[float]], fails_later: set[str] = frozenset()) -> None:
+    def __init__(
+        self, times: dict[str, list[float]], fails_later: frozenset[str] = frozenset()
+    ) -> None:
         self.times = {name: list(values) for name, values in times.items()}
         self.fails_later = fails_later
         self.calls: list[tuple[list[str], int]] = []
@@ -125,7 +127,8 @@ def test_rounds_stop_at_the_maximum_however_the_medians_move() -> None:
 
 
 def test_a_finalist_that_fails_a_later_check_is_stored_failed() -> None:
-    evaluator = ScriptedRounds({A.name: [1.0, 1.5, 2.0, 2.0, 2.0], C.name: [1.0] * 5}, {A.name})
+    times = {A.name: [1.0, 1.5, 2.0, 2.0, 2.0], C.name: [1.0] * 5}
+    evaluator = ScriptedRounds(times, frozenset({A.name}))
     comparisons = remeasure(evaluator, [A, C], SHAPE)  # type: ignore[arg-type]
     assert [c.status for c in comparisons] == ["wrong_result", "ok"]
     assert evaluator.calls[1:] == [([A.name], 1)]
