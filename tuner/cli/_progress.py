@@ -8,6 +8,7 @@ callbacks, so the library never imports rich.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from rich.progress import (
@@ -66,10 +67,15 @@ class StepBar:
 
 class StudyBar:
     """Live lines, one per study: candidates evaluated, best so far, TFLOP/s, % of cuBLAS
-    (several at once when studies run on several GPUs)."""
+    (several at once when studies run on several GPUs); with ``pace``, also the command's
+    candidates and shapes a minute so far (``gemmtune tune-batch``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, pace: bool = False) -> None:
         self.bar = _bar(TextColumn("{task.fields[best]}"))
+        self.pace = pace
+        self.started = time.perf_counter()
+        self.new: dict[int, int] = {}  # candidates evaluated by this command, per line
+        self.shapes_done = 0
 
     def __enter__(self) -> StudyBar:
         self.bar.__enter__()
@@ -79,15 +85,29 @@ class StudyBar:
         self.bar.__exit__(None, None, None)
 
     def line(self) -> StudyLine:
-        return StudyLine(self.bar)
+        return StudyLine(self.bar, self)
+
+    def shape_finished(self) -> None:
+        self.shapes_done += 1
+
+    def pace_text(self) -> str:
+        """The command's rates so far, or nothing when not asked for."""
+        if not self.pace:
+            return ""
+        minutes = max(time.perf_counter() - self.started, 1e-9) / 60.0
+        text = f"{sum(self.new.values()) / minutes:.0f} candidates/min"
+        if self.shapes_done:
+            text += f", {self.shapes_done / minutes:.2f} shapes/min"
+        return text
 
 
 class StudyLine:
     """One study's line of a :class:`StudyBar`, shown once the study starts (the runner's
     ``ProgressReport``)."""
 
-    def __init__(self, bar: Progress) -> None:
+    def __init__(self, bar: Progress, owner: StudyBar | None = None) -> None:
         self.bar = bar
+        self.owner = owner
         self.task: TaskID | None = None
 
     def start(self, label: str, total: int) -> None:
@@ -100,6 +120,10 @@ class StudyLine:
         if p.best and p.best.tflops:
             pct = f", {100 * p.best.ratio:.0f}% of cuBLAS" if p.best.ratio else ""
             best = f"best {p.best.tflops:.1f} TFLOP/s{pct}"
+        if self.owner is not None:
+            self.owner.new[id(self)] = p.evaluated - p.earlier
+            pace = self.owner.pace_text()
+            best = f"{best} · {pace}" if best and pace else best or pace
         self.bar.update(self.task, completed=p.evaluated, best=best)
 
 

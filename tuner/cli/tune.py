@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -58,7 +59,7 @@ def tune(
     """Tune one shape; re-running the same command resumes the study."""
     shapes = (parse_shape(shape, dtype, layout, out_dtype),)
     options = (family, accuracy, sampler, seed, trials, timeout, warm_start, evaluator)
-    _run(_request(shapes, *options, replay_table, db, gpus))
+    _run(_request(shapes, *options, replay_table, db, gpus), pace=False)
 
 
 def tune_batch(
@@ -85,10 +86,10 @@ def tune_batch(
     gpus: GpusOpt = None,
 ) -> None:
     """Tune every shape of a CSV file, one study each, spread over the GPUs (resumable like
-    ``tune``)."""
+    ``tune``); at the end, the shapes and candidates a minute."""
     shapes = tuple(read_shapes(file, dtype, layout, out_dtype))
     options = (family, accuracy, sampler, seed, trials, timeout, warm_start, evaluator)
-    _run(_request(shapes, *options, replay_table, db, gpus))
+    _run(_request(shapes, *options, replay_table, db, gpus), pace=True)
 
 
 def _request(
@@ -122,7 +123,10 @@ def _request(
     )
 
 
-def _run(request: TuneRequest) -> None:
+def _run(request: TuneRequest, pace: bool) -> None:
+    """Run the request with progress lines; with ``pace``, print the command's shapes and
+    candidates a minute at the end (over its wall time, workers' start included). On several GPUs,
+    a worker process per GPU takes the shapes from the queue and reports its own pace."""
     from tuner.gpu.selection import choose_gpus
 
     devices = choose_gpus(request.gpus, request.evaluator)
@@ -132,10 +136,18 @@ def _run(request: TuneRequest) -> None:
 
         report_queue_run(tune_on_processes(request, devices, relay_line, print_batch_progress))
         return
+    from tuner.run.pace import Pace
     from tuner.run.tune import tune as tune_all  # the study loop: Optuna, SQLAlchemy, CuPy
 
-    with StudyBar() as bar:
-        tune_all(request, new_report=bar.line, on_done=print_outcome)
+    with StudyBar(pace) as bar:
+
+        def done(p: Progress) -> None:
+            bar.shape_finished()
+            print_outcome(p)
+
+        outcomes = tune_all(request, new_report=bar.line, on_done=done)
+    if pace:
+        out.print(Pace.of(outcomes, time.perf_counter() - bar.started).summary(), soft_wrap=True)
 
 
 def print_outcome(p: Progress) -> None:

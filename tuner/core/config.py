@@ -88,7 +88,9 @@ class Config:
     def _by_name(self) -> dict[str, int]:
         return dict(self.params)
 
-    @property
+    # The names are cached: a study's space names every candidate several times (sets, dicts,
+    # the sampler's ranking), and building the string was a tenth of a study's set-up.
+    @cached_property
     def kernel_name(self) -> str:
         """The name without the operand mode: the kernel's symbol, shared by both modes."""
         tokens = (
@@ -98,7 +100,7 @@ class Config:
         )
         return "_".join([self.family, *tokens])
 
-    @property
+    @cached_property
     def name(self) -> str:
         return self.kernel_name + (f"_{PAD_TOKEN}{self.pad}" if self.pad else "")
 

@@ -159,6 +159,8 @@ class GpuEvaluator:
         self._conn: Connection | None = None
         self.restarts = 0
         self._outstanding: deque[_Outstanding] = deque()
+        self._probed = False  # :meth:`probe` asks the worker once
+        self._rates: DeviceRates | None = None
         self.device, self.provenance = self._start()
         self._own_pools = pools is None
         self.pools = CompilePools(compile_workers, NvrtcCompiler) if pools is None else pools
@@ -342,9 +344,15 @@ class GpuEvaluator:
         return [answers[i] for i in range(len(configs))]
 
     def probe(self) -> DeviceRates | None:
-        """The device's rates (``tuner.gpu.probes``); None when a probe fails."""
-        reply = self._ask(Probe(), PROBE_TIMEOUT_S)
-        return reply if isinstance(reply, DeviceRates) else None
+        """The device's rates (``tuner.gpu.probes``); None when a probe fails. Probed once per
+        evaluator, failure included: every later study of the command reads the first answer
+        without asking the worker (so a study prepared beside another's measurements,
+        ``tuner.run.lookahead``, never shares the worker's pipe)."""
+        if not self._probed:
+            reply = self._ask(Probe(), PROBE_TIMEOUT_S)
+            self._rates = reply if isinstance(reply, DeviceRates) else None
+            self._probed = True
+        return self._rates
 
     def _ask(self, request: object, timeout_s: float) -> Any:
         """Send one request and wait up to ``timeout_s`` for its reply (no measurement may be

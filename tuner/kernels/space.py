@@ -227,6 +227,14 @@ def _valid_points(family: Family, pinned: Pinned) -> tuple[_ValidPoint, ...]:
     return tuple(points)
 
 
+def enumerate_rules(family: str | Family, shape: Shape) -> int:
+    """Walk ``family``'s rule step for ``shape``'s pinned parameters now (kept for the process,
+    as every Space of the family and pins then reads it) and say how many configs it keeps.
+    A command calls it while its GPU workers start, so its first study does not wait for it."""
+    family = get_family(family) if isinstance(family, str) else family
+    return len(_valid_points(family, tuple(sorted(family.pinned(shape).items()))))
+
+
 @cache
 def _resource_checks(
     family: Family, pinned: Pinned, device: DeviceLimits

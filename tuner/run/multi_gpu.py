@@ -16,11 +16,13 @@ Scheduling: every shape is a job per device model (a study is one device model's
 takes the next job nobody has started, and when none is left it joins the open job with the
 fewest workers, so that one shape on two GPUs is one study searched by both. A job closes to
 newcomers once a worker has left it (its budget is spent or its time is up), and the last
-worker to leave re-measures its finalists.
+worker to leave re-measures its finalists, taking its next job as it starts them and preparing
+that job's study beside them (``tuner.run.lookahead``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,10 +35,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from tuner.core.shape import Shape
 from tuner.gpu.nvrtc import NvrtcCompiler
 from tuner.kernels.compile_pool import CompilePools, default_workers
+from tuner.run.lookahead import Lookahead
 from tuner.run.request import TuneRequest, check_evaluator
 from tuner.run.runner import ProgressReport, build_study, start_gpu
 from tuner.search.evaluator import Evaluator
-from tuner.search.study import Progress
+from tuner.search.study import Progress, Study
 
 
 @dataclass(frozen=True)
@@ -194,14 +197,45 @@ class _Board:
             self.errors.append(error)
 
 
-def _search(
-    worker: Worker, job: _Job, board: _Board, request: TuneRequest, sessions: sessionmaker[Session]
-) -> None:
-    """``worker``'s part of ``job``: search it; the last one out re-measures the finalists."""
+def _prepare(
+    worker: Worker, job: _Job, request: TuneRequest, sessions: sessionmaker[Session]
+) -> tuple[Study, list[str]]:
+    """``worker``'s study of ``job``, built and prepared (space enumerated, first candidates
+    compiling), and its notes."""
     joined = len(job.devices) - 1
     study, notes = build_study(request, job.shape, worker.evaluator, sessions, worker.label, joined)
     try:
         study.prepare()
+    except BaseException:
+        study.close()
+        raise
+    return study, notes
+
+
+_Upcoming = tuple[_Job, Study, list[str]] | None
+
+
+def _upcoming(
+    worker: Worker, board: _Board, request: TuneRequest, sessions: sessionmaker[Session]
+) -> _Upcoming:
+    """The next job for ``worker`` with its prepared study, or None when nothing is left."""
+    job = board.next_for(worker)
+    return None if job is None else (job, *_prepare(worker, job, request, sessions))
+
+
+def _search(
+    worker: Worker,
+    job: _Job,
+    study: Study,
+    notes: list[str],
+    board: _Board,
+    request: TuneRequest,
+    sessions: sessionmaker[Session],
+) -> Lookahead[_Upcoming] | None:
+    """``worker``'s part of ``job``: search it; the last one out re-measures the finalists,
+    and meanwhile prepares the worker's next job (``tuner.run.lookahead``), which it returns."""
+    ahead: Lookahead[_Upcoming] | None = None
+    try:
         left = board.admit(job, study.target(request.trials), request.timeout)
         update = None if job.report is None else job.report.update
         progress = study.search(request.trials, left, update)
@@ -210,16 +244,38 @@ def _search(
             if len(job.devices) > 1:
                 shared = ", ".join(str(i) for i in sorted(job.devices))
                 progress.notes.append(f"searched by {len(job.devices)} workers (devices {shared})")
+            ahead = Lookahead(
+                lambda: _upcoming(worker, board, request, sessions), f"{worker.label}-next"
+            )
             board.finished(job, study.finish(progress))
+    except BaseException:
+        if ahead is not None:
+            _discard(ahead)
+        raise
     finally:
         study.close()
+    return ahead
+
+
+def _discard(ahead: Lookahead[_Upcoming]) -> None:
+    """Close a study prepared ahead that will not run (the worker is failing)."""
+    with contextlib.suppress(Exception):  # the worker's own error is the one to report
+        upcoming = ahead.take()
+        if upcoming is not None:
+            upcoming[1].close()
 
 
 def _work(
     worker: Worker, board: _Board, request: TuneRequest, sessions: sessionmaker[Session]
 ) -> None:
-    while (job := board.next_for(worker)) is not None:
-        _search(worker, job, board, request, sessions)
+    upcoming = _upcoming(worker, board, request, sessions)
+    while upcoming is not None:
+        job, study, notes = upcoming
+        ahead = _search(worker, job, study, notes, board, request, sessions)
+        if ahead is not None:
+            upcoming = ahead.take()
+        else:
+            upcoming = _upcoming(worker, board, request, sessions)
 
 
 def _work_in_thread(

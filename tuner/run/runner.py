@@ -20,7 +20,9 @@ from tuner.answers.index import load_snapshot
 from tuner.core.accuracy import DEFAULT_ACCURACY, accepted, loosest
 from tuner.core.config import Config
 from tuner.core.errors import InputError
+from tuner.core.evaluators import EvaluatorKind
 from tuner.core.shape import Shape
+from tuner.data.probed_rates import read_probed, write_probed
 from tuner.gpu.selection import cuda_device_count
 from tuner.kernels.families import FAMILIES, checked_config, repinned
 from tuner.kernels.resources import DeviceLimits
@@ -215,12 +217,19 @@ def warm_starts(
 
 
 def device_rates(recorder: Recorder, evaluator: Evaluator, notes: list[str]) -> DeviceRates | None:
-    """The device's rates for the cost model: stored, else probed now (and stored), else
-    none; ``notes`` says which."""
+    """The device's rates for the cost model: stored in the database, else kept from an
+    earlier command's probe of this GPU (``tuner.data.probed_rates``, GPU evaluators only:
+    other kinds probe nothing real), else probed now; whichever it was is stored. None when
+    there are none; ``notes`` says which."""
     device = evaluator.device
     rates = recorder.rates(device)
     if rates is None:
-        rates = evaluator.probe()
+        on_gpu = evaluator.kind == EvaluatorKind.GPU.value
+        rates = read_probed(device, evaluator.provenance) if on_gpu else None
+        if rates is None:
+            rates = evaluator.probe()
+            if rates is not None and on_gpu:
+                write_probed(device, evaluator.provenance, rates)
         if rates is not None:
             recorder.record_rates(device, rates)
     if rates is not None:

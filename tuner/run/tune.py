@@ -8,16 +8,35 @@ database for a whole suite and re-measures each answer beside cuBLAS afterwards,
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from storage import make_session_factory, open_engine
 from tuner.gpu.selection import choose_gpus
+from tuner.kernels.space import enumerate_rules
+from tuner.run.lookahead import Lookahead
 from tuner.run.multi_gpu import Workers, start_workers, tune_shapes
 from tuner.run.request import TuneRequest
-from tuner.run.runner import ProgressReport, check_answerable
+from tuner.run.runner import ProgressReport, check_answerable, families_for
 from tuner.search.study import Progress
+
+
+def enumerate_request(request: TuneRequest) -> int:
+    """Enumerate the rule step of every family the request's studies will search (named, else
+    on a GPU the defaults of each shape; ``tuner.kernels.space.enumerate_rules``, kept for
+    the process, so a family pinned alike for two shapes is walked once); how many configs
+    the rule steps keep, summed over the shapes."""
+    if not request.families and request.evaluator != "gpu":
+        return 0  # a replay searches its tables' families, known once it has started
+    kept = 0
+    for shape in request.shapes:
+        # A bad name or input: the checks before the studies report it, in their own words.
+        with contextlib.suppress(Exception):
+            for family in request.families or families_for(shape, request.accuracy):
+                kept += enumerate_rules(family, shape)
+    return kept
 
 
 def tune(
@@ -39,8 +58,12 @@ def tune(
     """
     own_workers = workers is None
     if workers is None:
+        # The space's rule step (seconds of pure Python) runs while the workers start (child
+        # processes importing CuPy, warming cuBLAS and the compile pool's processes up).
+        rules = Lookahead(lambda: enumerate_request(request), "rules")
         devices = choose_gpus(request.gpus, request.evaluator)
         workers = start_workers(request.evaluator, devices, request.replay_tables)
+        rules.take()
     try:
         first = workers.workers[0].evaluator
         check_answerable(first, request.shapes, request.families, request.accuracy)

@@ -8,19 +8,88 @@ slower than the answer the study started from.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import statistics
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
+from tuner.core.config import Config
 from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 
+if TYPE_CHECKING:
+    from tuner.search.evaluator import Evaluator
+
 # How many of the fastest candidates are re-measured beside cuBLAS at the end, and in how many
-# alternating rounds.
+# alternating rounds: at least FINAL_MIN_ROUNDS, then one more at a time while a finalist's
+# medians still move (the fidelity rule, :func:`settled`), at most FINAL_ROUNDS.
 FINALISTS = 3
 FINAL_ROUNDS = 5
+FINAL_MIN_ROUNDS = 3
+# A finalist is settled once its last round moved neither its median time nor cuBLAS's by more
+# than this fraction: the stored ratio is then within a fraction of a per cent of what the
+# rounds left out would give, well inside the +-3 % a bench re-measurement is held to.
+FINAL_SETTLED = 0.01
 # Kernel time per timed block of the re-measurement: None, the evaluator's own, which is what
 # ``gemmtune bench`` re-measures with, so the stored ratio is the one the bench gives.
 FINAL_BUDGET_MS: float | None = None
+
+
+def settled(comparison: Comparison, tolerance: float = FINAL_SETTLED) -> bool:
+    """True when one more round would not change what is stored of ``comparison``: it failed
+    (its status is final), or it has at least two rounds and the last one moved the median of
+    its times and of cuBLAS's by at most ``tolerance`` (relative)."""
+    if comparison.status != "ok":
+        return True
+    ours, theirs = comparison.ms_rounds, comparison.cublas_ms_rounds
+    if len(ours) < 2 or len(theirs) < 2:
+        return False
+    return _moved(ours) <= tolerance and _moved(theirs) <= tolerance
+
+
+def _moved(rounds: Sequence[float]) -> float:
+    """How far the last round moved the median, relative to the median before it."""
+    before = statistics.median(rounds[:-1])
+    return abs(statistics.median(rounds) - before) / before if before > 0 else float("inf")
+
+
+def remeasure(
+    evaluator: Evaluator,
+    configs: Sequence[Config],
+    shape: Shape,
+    budget_ms: float | None = None,
+    min_rounds: int = FINAL_MIN_ROUNDS,
+    max_rounds: int = FINAL_ROUNDS,
+) -> list[Comparison]:
+    """Re-measure ``configs`` beside cuBLAS in no more rounds than fidelity needs:
+    ``min_rounds`` alternating rounds of all of them, then one round at a time of those not
+    yet :func:`settled`, up to ``max_rounds``. One comparison per config, in order, its rounds
+    in the order they ran. Each later round is its own request: the kernels are verified again
+    (milliseconds) and each is still timed beside cuBLAS."""
+    if not configs:
+        return []
+    first = min(min_rounds, max_rounds)
+    comparisons = list(evaluator.compare(configs, shape, first, budget_ms))
+    for _ in range(max_rounds - first):
+        open_ = [i for i, c in enumerate(comparisons) if not settled(c)]
+        if not open_:
+            break
+        more = evaluator.compare([configs[i] for i in open_], shape, 1, budget_ms)
+        for i, extra in zip(open_, more, strict=True):
+            comparisons[i] = _joined(comparisons[i], extra)
+    return comparisons
+
+
+def _joined(earlier: Comparison, later: Comparison) -> Comparison:
+    """``earlier``'s rounds and then ``later``'s; a config that fails its later check is stored
+    as failed (it did not pass every check it met)."""
+    if later.status != "ok":
+        return later
+    return replace(
+        earlier,
+        ms_rounds=(*earlier.ms_rounds, *later.ms_rounds),
+        cublas_ms_rounds=(*earlier.cublas_ms_rounds, *later.cublas_ms_rounds),
+    )
 
 
 def choose_finalists(done: Mapping[str, Result], first: str | None, count: int) -> list[str]:

@@ -52,11 +52,11 @@ from tuner.model.rates import DeviceRates
 from tuner.search.evaluator import Evaluator, Ticket
 from tuner.search.finalists import (
     FINAL_BUDGET_MS,
-    FINAL_ROUNDS,
     FINALISTS,
     choose_finalists,
     final_result,
     padding_candidates,
+    remeasure,
 )
 from tuner.search.recorder import Recorder
 from tuner.search.samplers import (
@@ -104,6 +104,7 @@ class Progress:
     study: str
     target: int
     evaluated: int = 0
+    earlier: int = 0  # of ``evaluated``, those stored before this run searched
     invalid_proposals: int = 0
     best: Result | None = None
     last: Result | None = None
@@ -277,6 +278,7 @@ class Study:
         done = self._done = self.recorder.evaluated(self.name)
         for result in done.values():
             self._account(progress, result)
+        progress.earlier = progress.evaluated
         self._trials = self._open_trials()
         try:
             if not done and not self.optuna.trials:
@@ -469,10 +471,10 @@ class Study:
             **{other.name: done[name] for name, other in others.items()},
             **{twin.name: twin_screening(done[name], twin) for name, twin in twins.items()},
         }
-        comparisons = self.evaluator.compare(
+        comparisons = remeasure(
+            self.evaluator,
             [*configs, *others.values(), *twins.values()],
             self.shape,
-            FINAL_ROUNDS,
             FINAL_BUDGET_MS,
         )
         for comparison in comparisons:

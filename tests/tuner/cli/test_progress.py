@@ -16,10 +16,10 @@ from tuner.kernels.render import render
 from tuner.kernels.space import Space
 
 
-def terminal(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
-    """Make the bars draw into a string, as on an 80-column terminal."""
+def terminal(monkeypatch: pytest.MonkeyPatch, width: int = 80) -> io.StringIO:
+    """Make the bars draw into a string, as on a terminal of ``width`` columns (80)."""
     screen = io.StringIO()
-    console = Console(file=screen, force_terminal=True, width=80)
+    console = Console(file=screen, force_terminal=True, width=width)
     monkeypatch.setattr(progress, "err", console)
     return screen
 
@@ -89,3 +89,22 @@ def test_space_compile_on_a_terminal_counts_each_compiled_config(
     total = len(compiled)
     assert total > 1 and "compiling" in screen.getvalue()
     assert f"{total}/{total}" in screen.getvalue()
+
+
+def test_tune_batch_lines_show_the_commands_pace_on_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tune-batch's study lines carry the command's candidates a minute, and shapes a minute
+    once a shape is done (on a wide terminal: a narrow one cuts the line's end); ``tune``'s
+    lines do not."""
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("1000,1000,1000\n4096,4096,4096\n")
+    url = f"sqlite:///{tmp_path / 'pace.db'}"
+    args = ("--evaluator", "replay", "--sampler", "exhaustive", "--trials", "3", "--db", url)
+    screen = terminal(monkeypatch, width=160)
+    assert cli(capsys, "tune-batch", str(shapes), *args)[0] == 0
+    drawn = screen.getvalue()
+    assert "candidates/min" in drawn and "shapes/min" in drawn
+    screen = terminal(monkeypatch, width=160)
+    assert cli(capsys, "tune", "--shape", "128x4096x4096", *args)[0] == 0
+    assert "candidates/min" not in screen.getvalue()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -361,10 +362,32 @@ def test_tune_batch_runs_every_shape(
     shapes.write_text("# class,M,N,K\nsquare,1000,1000,1000\n128,4096,4096\n")
     url = f"sqlite:///{tmp_path / 'batch.db'}"
     args = ("--evaluator", "replay", "--sampler", "exhaustive", "--trials", "3", "--db", url)
-    code, _, err = cli(capsys, "tune-batch", str(shapes), *args)
+    code, out, err = cli(capsys, "tune-batch", str(shapes), *args)
     assert code == 0, err
     for shape in (MID, Shape(128, 4096, 4096)):
         assert len(rows_of(url, name_of(replay, shape, ("warptile", "pipelined")))) == 3
+    # The pace at the end: this command's shapes and candidates, and rates that agree with
+    # its wall time. Rerun, the studies are done: the shapes count, no candidate does.
+    assert pace_of(out)[:2] == (2, 6)
+    code, out, err = cli(capsys, "tune-batch", str(shapes), *args)
+    assert code == 0, err
+    assert pace_of(out)[:2] == (2, 0)
+
+
+def pace_of(out: str) -> tuple[int, int, float]:
+    """Shapes, candidates and seconds of tune-batch's last line, checked against its rates."""
+    line = " ".join(out.split()).rsplit(" best ", 1)[-1]
+    found = re.search(
+        r"(\d+) shapes, (\d+) candidates evaluated in ([\d.]+) s, ([\d.]+) s a shape: "
+        r"([\d.]+) shapes/min, (\d+) candidates/min",
+        line,
+    )
+    assert found is not None, out
+    shapes, candidates, seconds = int(found[1]), int(found[2]), float(found[3])
+    assert float(found[4]) == pytest.approx(seconds / shapes, abs=0.06)
+    assert float(found[5]) == pytest.approx(60 * shapes / seconds, rel=0.05, abs=0.006)
+    assert int(found[6]) == pytest.approx(60 * candidates / seconds, rel=0.05, abs=1)
+    return shapes, candidates, seconds
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 
 from storage import open_database
+from tests.tuner.fake_gpu import RATES
 from tests.tuner.fakes import AsMeasured, Forwarding
 from tests.tuner.search.test_priors import GPU, STREAMK, TABLE, WT_A, WT_B, WT_C, _row, _suite
 from tuner.core.shape import Shape
 from tuner.data import RESULTS_ENV_VAR
+from tuner.gpu.requests import Probe
+from tuner.gpu.worker import GpuEvaluator
 from tuner.kernels.families import parse_config
 from tuner.model.rates import DeviceRates
 from tuner.run.runner import device_rates, untuned_answer, warm_starts
@@ -147,3 +150,52 @@ def test_starts_measured_for_another_type_of_c_are_pinned_for_the_study(committe
     assert names(starts) == [first.name, hmma + "_out2"]
     wide = warm_starts(MemoryRecorder(), replay.device, half.with_out("float32"), first, 3)
     assert hmma in names(wide) and split in names(wide)
+
+
+def test_a_gpu_is_probed_once_per_command_and_later_commands_read_its_rates(
+    fake_gpu_evaluator: GpuEvaluator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first command probes (once, however many studies ask) and keeps the rates in its
+    database and beside the kernel cache; a later command on the same database reads them
+    there, and one on a new database from the kept file: neither asks its worker to probe."""
+    monkeypatch.setenv("GEMMTUNE_CACHE_DIR", str(tmp_path / "cache"))
+    asked: list[object] = []
+    ask = fake_gpu_evaluator._ask
+
+    def counting(request: object, timeout_s: float) -> object:
+        asked.append(request)
+        return ask(request, timeout_s)
+
+    monkeypatch.setattr(fake_gpu_evaluator, "_ask", counting)
+    first_db = SqlRecorder(open_database(f"sqlite:///{tmp_path / 'first.db'}"))
+    notes: list[str] = []
+    for _ in range(3):  # three studies of one command
+        assert device_rates(first_db, fake_gpu_evaluator, notes) == RATES
+    assert fake_gpu_evaluator.probe() == RATES
+    assert [type(r) for r in asked] == [Probe]
+    assert first_db.rates(fake_gpu_evaluator.device) == RATES
+
+    asked.clear()
+    same_db = SqlRecorder(open_database(f"sqlite:///{tmp_path / 'first.db'}"))
+    assert device_rates(same_db, fake_gpu_evaluator, notes) == RATES
+    new_db = SqlRecorder(open_database(f"sqlite:///{tmp_path / 'second.db'}"))
+    assert new_db.rates(fake_gpu_evaluator.device) is None
+    monkeypatch.setattr(fake_gpu_evaluator, "_probed", False)  # as a new command's evaluator
+    assert device_rates(new_db, fake_gpu_evaluator, notes) == RATES
+    assert asked == []
+    assert new_db.rates(fake_gpu_evaluator.device) == RATES  # stored in the new database too
+
+
+def test_a_failed_probe_is_not_asked_again_by_the_next_study(
+    fake_gpu_evaluator: GpuEvaluator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[object] = []
+
+    def failing(request: object, timeout_s: float) -> object:
+        asked.append(request)
+        return {"status": "launch_failed", "reason": "no probe today"}
+
+    monkeypatch.setattr(fake_gpu_evaluator, "_ask", failing)
+    assert fake_gpu_evaluator.probe() is None
+    assert fake_gpu_evaluator.probe() is None
+    assert len(asked) == 1

@@ -1,10 +1,22 @@
-"""Which finalists a study re-measures, and which of its candidates it also tries on padded
-operands (``tuner.search.finalists``)."""
+"""Which finalists a study re-measures, which of its candidates it also tries on padded
+operands, and in how many rounds (``tuner.search.finalists``)."""
 
 from __future__ import annotations
 
-from tuner.core.result import Result
-from tuner.search.finalists import choose_finalists, padding_candidates
+from collections.abc import Sequence
+
+from tuner.core.config import Config
+from tuner.core.result import Comparison, Result
+from tuner.core.shape import Shape
+from tuner.kernels.families import parse_config
+from tuner.search.finalists import (
+    FINAL_MIN_ROUNDS,
+    FINAL_ROUNDS,
+    choose_finalists,
+    padding_candidates,
+    remeasure,
+    settled,
+)
 
 
 def _result(name: str, family: str, ms: float | None, status: str = "ok") -> Result:
@@ -40,3 +52,83 @@ def test_padding_adds_the_fastest_of_each_leading_dimension_family() -> None:
 
 def test_padding_adds_nothing_without_such_families() -> None:
     assert padding_candidates(DONE, ["d1"], []) == ["d1"]
+
+
+def _comparison(ours: tuple[float, ...], theirs: tuple[float, ...]) -> Comparison:
+    return Comparison("k", "ok", None, ours, theirs, 0.0)
+
+
+def test_a_finalist_is_settled_once_its_last_round_moves_no_median() -> None:
+    assert settled(_comparison((1.0, 1.0, 1.004), (2.0, 2.0, 2.0)))
+    # The last round moved our median from 1.0 to 1.5: not settled.
+    assert not settled(_comparison((1.0, 2.0), (2.0, 2.0)))
+    # cuBLAS's median moved: the ratio would, so not settled either.
+    assert not settled(_comparison((1.0, 1.0, 1.0), (2.0, 2.4, 2.4)))
+    # One round says nothing about how the next would move it; a failure is final.
+    assert not settled(_comparison((1.0,), (2.0,)))
+    assert settled(Comparison("k", "wrong_result", "off by 1"))
+    # An outlier in the third round leaves the median where the first two put it.
+    assert settled(_comparison((1.0, 1.0, 9.0), (2.0, 2.0, 2.0)))
+
+
+class ScriptedRounds:
+    """An evaluator whose re-measurements give each config's scripted times, round after round
+    across calls, recording what each call asked for."""
+
+    def __init__(
+        self, times: dict[str, list[float]], fails_later: frozenset[str] = frozenset()
+    ) -> None:
+        self.times = {name: list(values) for name, values in times.items()}
+        self.fails_later = fails_later
+        self.calls: list[tuple[list[str], int]] = []
+
+    def compare(
+        self, configs: Sequence[Config], shape: Shape, rounds: int, budget_ms: float | None = None
+    ) -> list[Comparison]:
+        self.calls.append(([c.name for c in configs], rounds))
+        out = []
+        for config in configs:
+            if self.calls[1:] and config.name in self.fails_later:
+                out.append(Comparison(config.name, "wrong_result", "later check"))
+                continue
+            ours = tuple(self.times[config.name].pop(0) for _ in range(rounds))
+            out.append(Comparison(config.name, "ok", None, ours, (2.0,) * rounds, 0.0))
+        return out
+
+
+A = parse_config("warptile_bm64_bn64_bk8_wm32_wn32_wni1_tm4_tn4_t128")
+B = parse_config("warptile_bm64_bn64_bk16_wm32_wn32_wni1_tm4_tn4_t128")
+C = parse_config("warptile_bm128_bn64_bk8_wm64_wn32_wni1_tm4_tn4_t128")
+SHAPE = Shape(256, 256, 256)
+
+
+def test_steady_finalists_get_the_minimum_rounds_and_no_more() -> None:
+    evaluator = ScriptedRounds({A.name: [1.0] * 5, B.name: [1.2] * 5})
+    comparisons = remeasure(evaluator, [A, B], SHAPE)  # type: ignore[arg-type]
+    assert evaluator.calls == [([A.name, B.name], FINAL_MIN_ROUNDS)]
+    assert [len(c.ms_rounds) for c in comparisons] == [FINAL_MIN_ROUNDS] * 2
+
+
+def test_a_finalist_whose_median_moves_gets_one_round_more_at_a_time() -> None:
+    # A is steady; B's third round moves its median (1.0, 1.3 -> 1.3), its fourth settles it.
+    evaluator = ScriptedRounds({A.name: [1.0] * 5, B.name: [1.0, 1.3, 1.3, 1.3, 1.3]})
+    comparisons = remeasure(evaluator, [A, B], SHAPE)  # type: ignore[arg-type]
+    assert evaluator.calls == [([A.name, B.name], FINAL_MIN_ROUNDS), ([B.name], 1)]
+    assert comparisons[1].ms_rounds == (1.0, 1.3, 1.3, 1.3)
+    assert comparisons[0].ms_rounds == (1.0, 1.0, 1.0)
+
+
+def test_rounds_stop_at_the_maximum_however_the_medians_move() -> None:
+    swinging = [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0]
+    evaluator = ScriptedRounds({A.name: swinging})
+    [comparison] = remeasure(evaluator, [A], SHAPE)  # type: ignore[arg-type]
+    assert len(comparison.ms_rounds) == FINAL_ROUNDS
+    assert sum(rounds for _, rounds in evaluator.calls) == FINAL_ROUNDS
+
+
+def test_a_finalist_that_fails_a_later_check_is_stored_failed() -> None:
+    times = {A.name: [1.0, 1.5, 2.0, 2.0, 2.0], C.name: [1.0] * 5}
+    evaluator = ScriptedRounds(times, frozenset({A.name}))
+    comparisons = remeasure(evaluator, [A, C], SHAPE)  # type: ignore[arg-type]
+    assert [c.status for c in comparisons] == ["wrong_result", "ok"]
+    assert evaluator.calls[1:] == [([A.name], 1)]

@@ -20,6 +20,7 @@ from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.data import RESULTS_ENV_VAR
 from tuner.run.runner import untuned_answer, warm_starts
+from tuner.search.finalists import FINAL_MIN_ROUNDS
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.samplers import make_sampler
@@ -81,7 +82,7 @@ def test_failing_candidates_are_stored_with_reasons_and_never_best(
     # replayed, it is no best config of the device (failures never are).
     ok_times = sorted((r.ms or 0.0, r.config_name) for r in screened if r.status == "ok")
     assert sorted(r.config_name for r in finals) == sorted(name for _, name in ok_times[:3])
-    assert all(r.status == "ok" and r.provenance["rounds"] == 5 for r in finals)
+    assert all(r.status == "ok" and r.provenance["rounds"] == FINAL_MIN_ROUNDS for r in finals)
     assert all(r.evaluator == "replay" for r in finals)
     assert best is None
     assert found is not None and found.phase == Phase.FINAL

@@ -1,0 +1,186 @@
+"""Seconds per shape of a whole ``gemmtune tune-batch`` (issue 44, item 1): the command's
+request run as the command runs it, timed from the interpreter's start to the end, on a fresh
+SQLite database and an empty kernel cache, then the stored best of every shape read back
+(``gemmtune results``) for the held-out geomean of the stored ratios to cuBLAS.
+
+    python benchmarks/batch_pace.py --shapes benchmarks/heldout.csv [--limit 8] [--trials 40]
+        --label after --out pace.json
+
+Each study is stamped (admitted, last candidate, done) in seconds since the start, so the file
+shows where each shape's time went: preparing, searching, re-measuring its finalists. It runs
+whatever ``tuner`` its interpreter imports: run it once on one code and once on another in the
+same lease to compare them. ``--evaluator replay`` checks the script on a CPU (shapes of the
+replay table only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BEGUN = time.perf_counter()  # the command's start: everything after it counts
+
+
+def shapes_file(source: Path, limit: int | None, folder: Path) -> tuple[Path, int]:
+    """``source``'s first ``limit`` shape rows (all without a limit) in a file of their own."""
+    rows = [
+        line
+        for line in source.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    rows = rows[:limit] if limit else rows
+    path = folder / "shapes.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path, len(rows)
+
+
+class Stamps:
+    """A study's progress report: when it was admitted (prepared, about to search), when each
+    candidate was evaluated, in seconds since the command began."""
+
+    def __init__(self, begun: float) -> None:
+        self.begun = begun
+        self.label = ""
+        self.admitted: float | None = None
+        self.evaluated: list[float] = []
+
+    def start(self, label: str, total: int) -> None:
+        self.label, self.admitted = label, time.perf_counter() - self.begun
+
+    def update(self, progress: Any) -> None:
+        self.evaluated.append(time.perf_counter() - self.begun)
+
+
+def run_batch(
+    shapes: Path, trials: int, url: str, begun: float, evaluator: str = "gpu"
+) -> dict[str, Any]:
+    """What ``gemmtune tune-batch SHAPES --trials N --db URL`` runs (its request, through
+    ``tuner.run.tune``), timed from ``begun``, with each study's stamps: admitted, last
+    candidate, done (after its finalists)."""
+    from tuner.cli.tune import _request, print_outcome
+    from tuner.data.shape_lists import read_shapes
+    from tuner.run.tune import tune
+
+    read = tuple(read_shapes(shapes, "float32", "NN", None))
+    # family, accuracy, sampler, seed, trials, timeout, warm start, evaluator, tables, db, gpus
+    request = _request(
+        read, None, "exact", "ranked", None, trials, None, 3, evaluator, None, url, None
+    )
+    reports: list[Stamps] = []
+    done: dict[str, float] = {}
+
+    def new_report() -> Stamps:
+        reports.append(Stamps(begun))
+        return reports[-1]
+
+    def on_done(progress: Any) -> None:
+        done[progress.study.split("|")[1]] = time.perf_counter() - begun
+        print_outcome(progress)
+
+    outcomes = tune(request, new_report=new_report, on_done=on_done)
+    wall = time.perf_counter() - begun
+    studies = [
+        {
+            "shape": r.label,
+            "admitted_s": r.admitted,
+            "last_candidate_s": r.evaluated[-1] if r.evaluated else None,
+            "done_s": done.get(r.label),
+            "evaluated": len(r.evaluated),
+        }
+        for r in reports
+        if r.admitted is not None
+    ]
+    candidates = sum(o.evaluated for o in outcomes)
+    return {"wall_s": wall, "studies": studies, "candidates": candidates, "exit_code": 0}
+
+
+def stored_bests(url: str, env: dict[str, str]) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "results", "--format", "json", "--db", url],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    rows: list[dict[str, Any]] = json.loads(done.stdout)
+    return rows
+
+
+def one_provenance(url: str, env: dict[str, str]) -> dict[str, Any]:
+    """The provenance of one stored measurement: device, driver, runtime, NVRTC, CuPy, tuner."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "export", "-", "--db", url],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    try:
+        data = json.loads(done.stdout)
+        measured = next(m for m in data["measurements"] if m.get("provenance"))
+        keep = ("device", "sm_count", "compute_capability", "driver", "cuda_runtime", "nvrtc")
+        return {k: measured["provenance"].get(k) for k in (*keep, "cupy", "tuner", "python")}
+    except (ValueError, KeyError, StopIteration, TypeError):
+        return {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", type=Path, default=Path("benchmarks/heldout.csv"))
+    parser.add_argument("--limit", type=int, help="only the first N shape rows")
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--label", required=True, help="what code ran (e.g. before, after)")
+    parser.add_argument("--commit", default="unknown", help="the code's commit")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--evaluator", default="gpu", help="gpu, or replay to try the script")
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="batch-pace-"))
+    shapes, count = shapes_file(args.shapes, args.limit, folder)
+    url = f"sqlite:///{folder / 'pace.db'}"
+    # An empty kernel cache (and no kept probe): each run compiles and probes from nothing.
+    os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / "cache")
+    env = dict(os.environ)
+    batch = run_batch(shapes, args.trials, url, BEGUN, args.evaluator)
+    bests = stored_bests(url, env)
+    ratios = [row["ratio"] for row in bests if row.get("ratio")]
+    geomean = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+    document = {
+        "what": "wall time of one gemmtune tune-batch (its request run through tuner.run.tune "
+        "in this process, from the interpreter's start: imports and workers' start included; "
+        "fresh SQLite, empty kernel cache) and the stored best ratio to cuBLAS of each shape; "
+        "per study, seconds since the start when it was admitted (prepared), when its last "
+        "candidate was evaluated and when it was done (finalists stored)",
+        "label": args.label,
+        "commit": args.commit,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "provenance": {**one_provenance(url, env), "host_python": platform.python_version()},
+        "shapes_file": str(args.shapes),
+        "shapes": count,
+        "trials": args.trials,
+        "wall_s": round(batch["wall_s"], 2),
+        "seconds_per_shape": round(batch["wall_s"] / count, 2),
+        "geomean_ratio": geomean,
+        "bests": bests,
+        "candidates": batch["candidates"],
+        "studies": batch["studies"],
+    }
+    args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    print(
+        f"{args.label}: {count} shapes in {batch['wall_s']:.1f} s "
+        f"({batch['wall_s'] / count:.2f} s a shape), geomean {geomean}",
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""A worker prepares its next study while its current study's finalists are re-measured
+(``tuner.run.lookahead``, ``tuner.run.multi_gpu``): on a replay whose re-measurement of the first
+shape waits to see the second shape's preparation, with the order of events recorded."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from storage import open_database
+from tests.tuner.fakes import Forwarding
+from tuner.core.config import Config
+from tuner.core.result import Comparison
+from tuner.core.shape import Shape
+from tuner.run.lookahead import Lookahead
+from tuner.run.multi_gpu import Worker, Workers
+from tuner.run.request import TuneRequest
+from tuner.run.tune import tune
+from tuner.search.replay import ReplayEvaluator
+
+FIRST, SECOND = Shape(4096, 4096, 4096), Shape(1000, 1000, 1000)
+# How long the first shape's finalists wait to see the second shape prepared: long enough for a
+# loaded machine, and only ever waited in full when nothing prepares beside them.
+WAIT_S = 20.0
+
+
+class Watching(Forwarding):
+    """Records when the first shape's finalists begin and end and when the second shape's study
+    first asks what it can measure (its preparation). Each waits for the other, up to
+    :data:`WAIT_S`: the finalists for the preparation, the preparation for the finalists to
+    begin (the study may be prepared a moment before the finalists' first request)."""
+
+    def __init__(self, inner: ReplayEvaluator) -> None:
+        super().__init__(inner)
+        self.events: list[str] = []
+        self.finalists_begun = threading.Event()
+        self.second_seen = threading.Event()
+
+    def measured_configs(self, shape: Shape) -> set[str] | None:
+        if shape == SECOND and not self.second_seen.is_set():
+            self.finalists_begun.wait(WAIT_S)
+            self.events.append("second shape prepared")
+            self.second_seen.set()
+        return super().measured_configs(shape)
+
+    def compare(
+        self, configs: Sequence[Config], shape: Shape, rounds: int, budget_ms: float | None = None
+    ) -> list[Comparison]:
+        if shape == FIRST and "first finalists begin" not in self.events:
+            self.events.append("first finalists begin")
+            self.finalists_begun.set()
+            self.second_seen.wait(WAIT_S)
+            self.events.append("first finalists end")
+        return super().compare(configs, shape, rounds, budget_ms)
+
+
+def test_the_next_shape_is_prepared_while_the_finalists_run(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ahead.db'}"
+    watching = Watching(ReplayEvaluator())
+    request = TuneRequest((FIRST, SECOND), ("warptile",), trials=4, warm_start=0, database_url=url)
+    outcomes = tune(request, workers=Workers([Worker(0, watching)]), sessions=open_database(url))
+    assert watching.events == [
+        "first finalists begin",
+        "second shape prepared",
+        "first finalists end",
+    ]
+    # Both studies ran to the end, each re-measuring its finalists, in the request's order.
+    assert [o.study.split("|")[1] for o in outcomes] == [str(FIRST), str(SECOND)]
+    assert all(o.evaluated == 4 and o.finalists for o in outcomes)
+
+
+def test_a_lookahead_hands_over_what_it_built_or_what_it_raised() -> None:
+    assert Lookahead(lambda: 42).take() == 42
+
+    def broken() -> int:
+        raise RuntimeError("the database went away")
+
+    with pytest.raises(RuntimeError, match="went away"):
+        Lookahead(broken).take()
