@@ -86,10 +86,11 @@ def upload_results(
     return schemas.UploadResponse(stored=len(ids), ids=ids)
 
 
-@router.get("/devices", response_model=list[schemas.DeviceOut], responses=schemas.errors(503))
-def list_devices(session: SessionDep) -> list[schemas.DeviceOut]:
-    """Every device with stored measurements."""
+@router.get("/devices", response_model=list[schemas.ListedDevice], responses=schemas.errors(503))
+def list_devices(session: SessionDep) -> list[schemas.ListedDevice]:
+    """Every device with stored measurements, each saying whether it is trusted (an untrusted
+    one, named only by plain-token uploads, never answers for its name)."""
     return [
-        schemas.DeviceOut(name=d.name, arch=d.arch, sm_count=d.sm_count)
+        schemas.ListedDevice(name=d.name, arch=d.arch, sm_count=d.sm_count, trusted=d.trusted)
         for d in storage.list_devices(session)
     ]

@@ -167,6 +167,9 @@ def test_a_name_only_untrusted_uploads_used_is_not_a_known_device(
         "/v1/results", json=spoof_upload("sm_86", 132, other), headers=UNTRUSTED_AUTH
     )
     assert stored.status_code == 201, stored.text  # kept, untrusted
+    listed = {(d["name"], d["arch"]): d["trusted"] for d in app_client.get("/v1/devices").json()}
+    assert listed[(other, "sm_86")] is False  # listed, and flagged as only a claim
+    assert listed[(H100.name, "sm_90")] is True
     unknown = app_client.post("/v1/configs/best", json={**H100_4096, "device": other})
     assert unknown.status_code == 422
     assert "not a known device" in unknown.json()["detail"][0]["msg"]
