@@ -298,6 +298,23 @@ def test_a_trusted_upload_of_a_family_that_does_not_compute_the_dtype_is_refused
     assert app_client.post("/v1/configs/best", json=asked).json() == before
 
 
+def test_a_stored_row_of_a_family_that_does_not_compute_the_dtype_is_never_served(
+    seeded: str,
+) -> None:
+    """A row written before uploads were held to the rule (here around the API), a warptile
+    time stored as the best of a float16 shape, is skipped like an unreadable config."""
+    half = storage.ShapeIn(1024, 1024, 1024, "float16", "NN", "float16")
+    write(seeded, (H100, half, measurement(WARPTILE, 0.01)))
+    with client_on(seeded) as client:
+        asked = {"m": 1024, "n": 1024, "k": 1024, "dtype": "float16", "device": H100.name}
+        response = client.post("/v1/configs/best", json=asked)
+        assert response.status_code == 200, response.text
+        got = response.json()
+        assert got["family"] == "hmma" and got["source"] == "default"
+        assert response.headers["X-Gemmtune-Unreadable"].startswith("1 stored best config")
+        assert client.get("/healthz").json()["unreadable_configs"] == 1
+
+
 def test_untrusted_rows_naming_a_study_are_no_part_of_it(app_client: TestClient) -> None:
     """Listed by GET /v1/results, but neither a trial of the study they name (its page, its
     best so far) nor a study of their own on the dashboard."""
