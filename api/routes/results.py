@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, status
@@ -20,6 +21,7 @@ DimQuery = Annotated[int | None, Query(ge=1, le=MAX_DIM)]
 
 @router.get("/results", response_model=schemas.ResultsPage, responses=schemas.errors(422, 503))
 def list_results(
+    request: Request,
     session: SessionDep,
     device: Annotated[str | None, Query(max_length=200, description="device name")] = None,
     family: Annotated[str | None, Query(max_length=64)] = None,
@@ -39,7 +41,9 @@ def list_results(
 ) -> schemas.ResultsPage:
     """Stored measurements, most recently stored first; dimension bounds are inclusive. Page
     with ``cursor`` (each page's ``next_cursor``): every page costs the same, where a large
-    ``offset`` grows slower with the rows it skips."""
+    ``offset`` grows slower with the rows it skips. A page holds at most ``limit`` rows and
+    at most ``GEMMTUNE_MAX_PAGE_BYTES`` of them as JSON: one that would hold more ends early,
+    and ``next_cursor`` goes on from its last row."""
     rows, total = storage.list_measurements(
         session,
         device=device,
@@ -55,11 +59,25 @@ def list_results(
         offset=offset,
         before_id=cursor,
     )
-    items = [measurement_out(row) for row in rows]
-    following = rows[-1].id if len(rows) == limit else None
+    items = fit_page(rows, request.app.state.settings.max_page_bytes)
+    following = items[-1].id if len(rows) == limit or len(items) < len(rows) else None
     return schemas.ResultsPage(
         total=total, limit=limit, offset=offset, next_cursor=following, items=items
     )
+
+
+def fit_page(rows: Sequence[storage.Measurement], max_bytes: int) -> list[schemas.MeasurementOut]:
+    """The first ``rows`` whose JSON takes at most ``max_bytes`` (at least one, so paging always
+    moves on): a provenance may hold 16 KiB, and a page of 1000 such rows would be 16 MiB."""
+    items: list[schemas.MeasurementOut] = []
+    used = 0
+    for row in rows:
+        item = measurement_out(row)
+        used += len(item.model_dump_json()) + 1  # the comma between items
+        if items and used > max_bytes:
+            break
+        items.append(item)
+    return items
 
 
 @router.post(
