@@ -22,6 +22,8 @@ from tests.api.conftest import TRUSTED, make_app, seed
 from tests.api.test_results import upload
 from tuner.answers.index import BestIndex
 
+pytestmark = pytest.mark.faults  # the abuse suite: docs/service.md
+
 AUTH = {"Authorization": f"Bearer {TRUSTED}"}
 CUBE = {"m": 1024, "n": 1024, "k": 1024}
 READS = ["/v1/results", "/v1/devices", "/v1/studies/sweep%2F2048%20%231", "/dashboard"]

@@ -21,6 +21,8 @@ from api.uploads import store_upload
 from tests.api.test_results import upload
 from tuner.data.intake import RejectedRecords
 
+pytestmark = pytest.mark.faults  # the abuse suite: docs/service.md
+
 NEW_NAME = "NVIDIA H800 PCIe"
 MEET_TIMEOUT_S = 1.0  # how long an upload waits for the other at the meeting point
 

@@ -20,6 +20,8 @@ from tests.api.test_results import upload
 from tuner.core.provenance import UNREADABLE_KEY
 from tuner.kernels.families import accuracy_of, parse_config
 
+pytestmark = pytest.mark.faults  # the abuse suite: docs/service.md
+
 UNTRUSTED_AUTH = {"Authorization": f"Bearer {TOKEN}"}
 TRUSTED_AUTH = {"Authorization": f"Bearer {TRUSTED}"}
 BIG = storage.ShapeIn(4096, 4096, 4096)
