@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 import storage
-from tests.api.conftest import H100, TOKEN, TRUSTED, make_app, measurement
+from tests.api.conftest import H100, TOKEN, TRUSTED, make_app, measurement, seed
 from tests.api.test_results import upload
 from tuner.core.provenance import UNREADABLE_KEY
 from tuner.kernels.families import accuracy_of, parse_config
@@ -241,6 +242,18 @@ def test_a_stored_bad_provenance_breaks_no_page_and_no_answer(with_dmma: str, ki
     set_provenance(with_dmma, best_id, provenance)
     with client_on(with_dmma) as client:
         _assert_pages_and_answers_hold(client, best_id, needle)
+
+
+def test_a_nan_sqlite_stored_breaks_no_page_and_no_answer(tmp_path: Path) -> None:
+    """SQLite stores NaN in JSON (PostgreSQL refuses it, so only SQLite can hold one): a row
+    written so before these rules is shown, not a 500, and its answer still comes."""
+    url = f"sqlite:///{tmp_path / 'nan.db'}"
+    seed(url)
+    write(url, (H100, BIG, dmma_record()))
+    best_id = _best_measurement_id(url)
+    set_provenance(url, best_id, {"clock": float("nan")})
+    with client_on(url) as client:
+        _assert_pages_and_answers_hold(client, best_id, "must be a finite number, got nan")
 
 
 def _assert_pages_and_answers_hold(app_client: TestClient, best_id: int, needle: str) -> None:
