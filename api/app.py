@@ -67,6 +67,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessions = sessions
     app.state.index = BestIndex(sessions, ttl_s=settings.cache_ttl_s)
     app.state.database_file = storage.SqliteFile.of(engine)
+    if app.state.database_file is not None:
+        app.state.database_file.guard(engine)
     app.state.study_cache = StudyCache()
     app.state.misses = MissQueue(settings, sessions)
     app.add_exception_handler(RequestValidationError, validation_handler)

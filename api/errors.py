@@ -229,7 +229,8 @@ def _one_line(exc: Exception) -> str:
     """The driver's own message, first line, without SQLAlchemy's SQL echo and links."""
     original = getattr(exc, "orig", None) or exc
     text = str(original).strip().splitlines()
-    return " ".join(text[0].split())[:300] if text else type(original).__name__
+    # Long enough for a message that names two file paths (a SQLite file moved away).
+    return " ".join(text[0].split())[:600] if text else type(original).__name__
 
 
 # Dashboard paths that answer JSON (the study page's polling), whose errors stay JSON too.

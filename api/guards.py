@@ -159,6 +159,7 @@ def too_large(limit: int, seen: str) -> JSONResponse:
     return JSONResponse(
         {"detail": _too_large_message(limit, seen)},
         status_code=status.HTTP_413_CONTENT_TOO_LARGE,
+        headers={"Connection": "close"},  # the body is left unread: nothing more to serve on it
     )
 
 
@@ -248,7 +249,9 @@ def busy(settings: Settings) -> JSONResponse:
             f"{settings.body_timeout_s:g} s; retry"
         },
         status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
-        headers={"Retry-After": "1"},
+        # The body is left unread, and a slow sender would otherwise keep the connection (and
+        # the server reading its bytes) as long as it likes.
+        headers={"Retry-After": "1", "Connection": "close"},
     )
 
 

@@ -200,6 +200,15 @@ class DeviceOut(BaseModel):
     sm_count: int
 
 
+class ListedDevice(DeviceOut):
+    """A stored device, as ``GET /v1/devices`` lists it."""
+
+    trusted: bool = Field(
+        description="a trusted writer stored something for it: only trusted devices resolve "
+        "a device an answer is asked for; an untrusted one is only what an upload claimed"
+    )
+
+
 class AskedDevice(BaseModel):
     """The device an answer is for, as asked, with arch and SM count filled in from the
     database where the request left them out and the database knows them."""

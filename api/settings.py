@@ -22,6 +22,9 @@ DEFAULT_MAX_CONCURRENT_UPLOADS = 2
 DEFAULT_DB_POOL_SIZE = 8
 DEFAULT_DB_POOL_OVERFLOW = 8
 DEFAULT_DB_POOL_TIMEOUT_S = 10.0
+# A page of GET /v1/results: 1000 rows (storage.queries.MAX_PAGE) of small provenances fit;
+# rows that each carry a provenance at its 16 KiB bound end the page at about 240 rows.
+DEFAULT_MAX_PAGE_BYTES = 4 * 2**20
 
 
 class Settings(BaseSettings):
@@ -57,6 +60,12 @@ class Settings(BaseSettings):
         ge=1,
         description="uploads read and stored at once; another waits up to body_timeout_s for a "
         "turn, then gets 503 (with the body limit, this bounds the server's memory)",
+    )
+    max_page_bytes: int = Field(
+        default=DEFAULT_MAX_PAGE_BYTES,
+        ge=1,
+        description="most bytes of rows (as JSON) one GET /v1/results page holds; a page that "
+        "would hold more ends early (always at least one row), its next_cursor after its last",
     )
     preload: bool = Field(
         default=False,

@@ -92,12 +92,14 @@ def store_upload(
         except ValueError as exc:
             raise RejectedRecords([Problem(("measurements", i), str(exc))]) from exc
     check_upload(device, shape, measurements)
-    with sessions() as session:
-        claim = storage.claim_problem(device, storage.known_devices(session, [device.name]))
-    if claim is not None:
-        raise RejectedRecords([Problem(("device",), claim)])
     _check_file(database_file, "")
     with sessions.begin() as session:
+        # Checked in the transaction that writes, under the name's lock: two uploads of a new
+        # name with different claims cannot both find it unknown (a refusal rolls back).
+        storage.lock_device_names(session, [device.name])
+        claim = storage.claim_problem(device, storage.known_devices(session, [device.name]))
+        if claim is not None:
+            raise RejectedRecords([Problem(("device",), claim)])
         ids = storage.record_measurements(
             session, [(device, shape, with_trust(m, trusted)) for m in measurements]
         )

@@ -3,8 +3,10 @@
 Starts a server on a fresh SQLite file with a trusted token, then measures its resident memory
 (``VmRSS``) and its peak (``VmHWM``, from /proc) after: starting; one upload of 1000
 measurements with provenance near its bound (about 4 MiB, the body limit); eight such uploads
-at once; one ``GET /v1/results`` page of 1000 rows. Run with the default upload turns (2) and
-with as many turns as uploads (8), to show what the turns bound.
+at once; one ``GET /v1/results`` page of 1000 rows; then, after five uploads of 240 rows whose
+provenance is at its 16 KiB bound, one page asked for 1000 of those (ended early by
+``GEMMTUNE_MAX_PAGE_BYTES``). Run with the default upload turns (2) and with as many turns as
+uploads (8), to show what the turns bound.
 
     python benchmarks/upload_memory.py --out benchmarks/results/upload-memory-DATE.json
 """
@@ -35,7 +37,12 @@ ROWS = 1000
 PROVENANCE_TEXT = 3850
 
 
-def body(seed: int) -> bytes:
+# Rows whose provenance is at its 16 KiB bound: 240 of them make a body just under 4 MiB.
+HEAVY_ROWS = 240
+HEAVY_PROVENANCE_TEXT = 16 * 1024 - 40
+
+
+def body(seed: int, rows_count: int = ROWS, text: int = PROVENANCE_TEXT) -> bytes:
     params = parse_config(CONFIG).as_dict()
     rows = [
         {
@@ -45,9 +52,9 @@ def body(seed: int) -> bytes:
             "status": "ok",
             "ms": 2.3 + (seed * ROWS + i) * 1e-6,
             "cublas_ms": 2.7,
-            "provenance": {"note": "x" * PROVENANCE_TEXT, "row": i},
+            "provenance": {"note": "x" * text, "row": i},
         }
-        for i in range(ROWS)
+        for i in range(rows_count)
     ]
     shape = {"m": 4096, "n": 4096, "k": 4096, "dtype": "float32", "layout": "NN"}
     return json.dumps({"device": H100, "shape": shape, "measurements": rows}).encode()
@@ -106,6 +113,23 @@ def run(turns: int) -> dict[str, Any]:
             page = httpx.get(f"{base}/v1/results", params={"limit": 1000}, timeout=120)
             found["results_page"] = {
                 "status": page.status_code,
+                "response_bytes": len(page.content),
+                **memory_kib(server.pid),
+            }
+            heavy = [
+                httpx.post(
+                    f"{base}/v1/results",
+                    content=body(seed, HEAVY_ROWS, HEAVY_PROVENANCE_TEXT),
+                    headers=headers,
+                    timeout=300,
+                ).status_code
+                for seed in range(10, 15)
+            ]
+            page = httpx.get(f"{base}/v1/results", params={"limit": 1000}, timeout=120)
+            found["heavy_rows_page"] = {
+                "upload_statuses": heavy,
+                "status": page.status_code,
+                "rows": len(page.json()["items"]),
                 "response_bytes": len(page.content),
                 **memory_kib(server.pid),
             }

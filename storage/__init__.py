@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         settle_claim,
     )
     from storage.database import open_database, open_engine, open_existing_database
-    from storage.device_claims import claim_problem, known_devices
+    from storage.device_claims import claim_problem, known_devices, lock_device_names
     from storage.engine import (
         DEFAULT_URL,
         URL_ENV_VAR,
@@ -96,6 +96,7 @@ _HOMES = {
     "open_database": "storage.database",
     "claim_problem": "storage.device_claims",
     "known_devices": "storage.device_claims",
+    "lock_device_names": "storage.device_claims",
     "trusted_devices_named": "storage.queries",
     "open_engine": "storage.database",
     "open_existing_database": "storage.database",
@@ -216,6 +217,7 @@ __all__ = [
     "list_devices",
     "list_measurements",
     "live_claims",
+    "lock_device_names",
     "make_engine",
     "make_session_factory",
     "measurement_values",

@@ -10,18 +10,47 @@ what to send.
 
 Only trusted devices count as known: an untrusted upload cannot reserve a name, and a name
 nobody trusted has stored yet may be claimed by anyone (an untrusted claim stays untrusted).
+
+The check and the write that follows it must be one step, or two trusted uploads of a new name
+with different claims both find it unknown and both store their device.
+:func:`lock_device_names` makes them one: called first in the write transaction, it holds
+every other writer that claims one of those names until the transaction ends. A unique key on
+trusted names would do it too, but the tuner itself may store a MIG slice under the full GPU's
+name, which the claim check (for uploads and imports) leaves alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from storage.inputs import DeviceIn
 from storage.queries import trusted_devices_named
 
 KnownDevices = Mapping[str, Collection[DeviceIn]]
+
+# The first key of the per-name advisory locks ("gtdv"), apart from the study and claim locks.
+DEVICE_NAME_LOCK_CLASS = 0x67746476
+
+
+def lock_device_names(session: Session, names: Iterable[str]) -> None:
+    """Hold, until ``session``'s transaction ends, every other writer that claims one of
+    ``names``; call it before :func:`known_devices` in the transaction that writes.
+
+    PostgreSQL: a transaction advisory lock per name (in sorted order, so two writers never
+    wait on each other); a read after it sees what the writer before committed. SQLite: the
+    database's one write lock, taken by a write that changes nothing (SQLite's busy timeout
+    waits for it); every read after it sees the latest commit.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        for name in sorted(set(names)):
+            session.execute(
+                select(func.pg_advisory_xact_lock(DEVICE_NAME_LOCK_CLASS, func.hashtext(name)))
+            )
+    else:
+        session.execute(text("UPDATE device SET trusted = trusted WHERE 0 = 1"))
 
 
 def known_devices(session: Session, names: Iterable[str]) -> dict[str, set[DeviceIn]]:

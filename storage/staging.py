@@ -44,6 +44,8 @@ from storage.bulk import (
     measurement_row,
     offer_all,
 )
+from storage.device_claims import claim_problem, known_devices, lock_device_names
+from storage.errors import StorageError
 from storage.inputs import DeviceIn, MeasurementIn, ShapeIn
 from storage.models import Measurement
 from storage.records import Offer
@@ -150,7 +152,8 @@ def write_staged(
                 for position, (d, s, m) in enumerate(records)
             )
             vouched = {device for device, _, m in records if m.trusted}
-            _merge(stage, devices, shapes, offered, vouched)
+            claimed = list(dict.fromkeys(device for device, _, _ in records))
+            _merge(stage, devices, shapes, offered, vouched, claimed)
         finally:
             stage.drop()
     return len(records)
@@ -168,13 +171,25 @@ def _merge(
     shapes: list[ShapeIn],
     offered: list[Offer],
     vouched: set[DeviceIn],
+    claimed: list[DeviceIn],
 ) -> None:
     """Move the staged rows into the real tables and offer the best configs, in one
-    transaction (on SQLite one ``BEGIN IMMEDIATE``: the write lock for the merge only)."""
+    transaction (on SQLite one ``BEGIN IMMEDIATE``: the write lock for the merge only).
+
+    The records' devices are judged again against what the database knows now, under the
+    names' locks (:mod:`storage.device_claims`): the import checked them before staging,
+    and a trusted upload may have stored one of those names otherwise since."""
     connection = stage.connection
     with connection.begin(), Session(bind=connection) as session:  # the session joins it
         if connection.dialect.name == "sqlite":
             connection.exec_driver_sql("BEGIN IMMEDIATE")
+        names = {device.name for device in claimed}
+        lock_device_names(session, names)
+        known = known_devices(session, names)
+        for device in claimed:
+            problem = claim_problem(device, known)
+            if problem is not None:
+                raise StorageError(f"device {problem} (stored meanwhile); nothing imported")
         ids = RowIds(session)
         ids.add(devices, shapes)
         ids.vouch(vouched)  # the devices of the file's trusted records

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, status
@@ -21,6 +22,7 @@ DimQuery = Annotated[int | None, Query(ge=1, le=MAX_DIM)]
 
 @router.get("/results", response_model=schemas.ResultsPage, responses=schemas.errors(422, 503))
 def list_results(
+    request: Request,
     session: SessionDep,
     device: Annotated[str | None, Query(max_length=200, description="device name")] = None,
     family: Annotated[str | None, Query(max_length=64)] = None,
@@ -40,7 +42,9 @@ def list_results(
 ) -> schemas.ResultsPage:
     """Stored measurements, most recently stored first; dimension bounds are inclusive. Page
     with ``cursor`` (each page's ``next_cursor``): every page costs the same, where a large
-    ``offset`` grows slower with the rows it skips."""
+    ``offset`` grows slower with the rows it skips. A page holds at most ``limit`` rows and
+    at most ``GEMMTUNE_MAX_PAGE_BYTES`` of them as JSON: one that would hold more ends early,
+    and ``next_cursor`` goes on from its last row."""
     rows, total = storage.list_measurements(
         session,
         device=device,
@@ -56,8 +60,8 @@ def list_results(
         offset=offset,
         before_id=cursor,
     )
-    items = [measurement_out(row) for row in rows]
-    following = rows[-1].id if len(rows) == limit else None
+    items = fit_page(rows, request.app.state.settings.max_page_bytes)
+    following = items[-1].id if len(rows) == limit or len(items) < len(rows) else None
     return schemas.ResultsPage(
         total=total, limit=limit, offset=offset, next_cursor=following, items=items
     )
@@ -66,6 +70,20 @@ def list_results(
 async def upload_bytes(request: Request) -> bytes:
     # Read on the loop (RequestGuard holds it in memory already); parsed in the worker thread.
     return await request.body()
+
+
+def fit_page(rows: Sequence[storage.Measurement], max_bytes: int) -> list[schemas.MeasurementOut]:
+    """The first ``rows`` whose JSON takes at most ``max_bytes`` (at least one, so paging always
+    moves on): a provenance may hold 16 KiB, and a page of 1000 such rows would be 16 MiB."""
+    items: list[schemas.MeasurementOut] = []
+    used = 0
+    for row in rows:
+        item = measurement_out(row)
+        used += len(item.model_dump_json()) + 1  # the comma between items
+        if items and used > max_bytes:
+            break
+        items.append(item)
+    return items
 
 
 @router.post(
@@ -96,10 +114,11 @@ def upload_results(
     return schemas.UploadResponse(stored=len(ids), ids=ids)
 
 
-@router.get("/devices", response_model=list[schemas.DeviceOut], responses=schemas.errors(503))
-def list_devices(session: SessionDep) -> list[schemas.DeviceOut]:
-    """Every device with stored measurements."""
+@router.get("/devices", response_model=list[schemas.ListedDevice], responses=schemas.errors(503))
+def list_devices(session: SessionDep) -> list[schemas.ListedDevice]:
+    """Every device with stored measurements, each saying whether it is trusted (an untrusted
+    one, named only by plain-token uploads, never answers for its name)."""
     return [
-        schemas.DeviceOut(name=d.name, arch=d.arch, sm_count=d.sm_count)
+        schemas.ListedDevice(name=d.name, arch=d.arch, sm_count=d.sm_count, trusted=d.trusted)
         for d in storage.list_devices(session)
     ]

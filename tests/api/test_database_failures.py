@@ -22,6 +22,8 @@ from tests.api.conftest import TRUSTED, make_app, seed
 from tests.api.test_results import upload
 from tuner.answers.index import BestIndex
 
+pytestmark = pytest.mark.faults  # the abuse suite: docs/service.md
+
 AUTH = {"Authorization": f"Bearer {TRUSTED}"}
 CUBE = {"m": 1024, "n": 1024, "k": 1024}
 READS = ["/v1/results", "/v1/devices", "/v1/studies/sweep%2F2048%20%231", "/dashboard"]
@@ -166,6 +168,47 @@ def test_sqlite_file_replaced_under_a_running_server(sqlite_file: Path, tmp_path
         assert "was replaced" in client.get("/healthz").json()["detail"]
     app.state.engine.dispose()
     assert count(f"sqlite:///{sqlite_file}") == 8  # the new file untouched
+
+
+def test_sqlite_file_moved_away_under_a_busy_server(sqlite_file: Path, tmp_path: Path) -> None:
+    """A new connection would create an empty file in its place and drop the log that holds
+    the acknowledged upload; none is opened, and moving the file back loses nothing."""
+    app = make_app(f"sqlite:///{sqlite_file}")
+    engine: Engine = app.state.engine
+    with TestClient(app) as client:
+        assert client.post("/v1/results", json=upload(0.3), headers=AUTH).status_code == 201
+        moved = tmp_path / "moved.db"
+        os.rename(sqlite_file, moved)
+        with engine.connect():  # a request in flight holds the pooled connection: busy
+            for path in ("/v1/results", "/healthz"):
+                refused = client.get(path)
+                assert refused.status_code == 503, (path, refused.text)
+                assert f"was moved to {moved}" in refused.json()["detail"]
+            stored = client.post("/v1/results", json=upload(0.2), headers=AUTH)
+            assert stored.status_code == 503 and "move it back" in stored.json()["detail"]
+        assert not sqlite_file.exists()  # no empty file was made in its place
+        assert Path(f"{sqlite_file}-wal").exists()  # the log that holds the upload is kept
+        os.rename(moved, sqlite_file)
+        assert client.get("/healthz").status_code == 200
+        assert client.post("/v1/results", json=upload(0.25), headers=AUTH).status_code == 201
+    engine.dispose()
+    assert count(f"sqlite:///{sqlite_file}") == 8 + 2 + 2  # both acknowledged uploads
+
+
+def test_sqlite_wal_deleted_under_a_running_server(sqlite_file: Path) -> None:
+    app = make_app(f"sqlite:///{sqlite_file}")
+    with TestClient(app) as client:
+        assert client.post("/v1/results", json=upload(0.3), headers=AUTH).status_code == 201
+        Path(f"{sqlite_file}-wal").unlink()
+        refused = client.post("/v1/results", json=upload(0.2), headers=AUTH)
+        assert refused.status_code == 503
+        assert "write-ahead log" in refused.json()["detail"]
+        assert "was deleted" in refused.json()["detail"]
+        health = client.get("/healthz")
+        assert health.status_code == 503 and "write-ahead log" in health.json()["detail"]
+    # The app stopped cleanly (the client's exit ran its lifespan): its last connection wrote
+    # the log it held into the file, so the upload acknowledged before the deletion is kept.
+    assert count(f"sqlite:///{sqlite_file}") == 8 + 2
 
 
 # --- The index on its own ---------------------------------------------------------------

@@ -15,6 +15,8 @@ from api.settings import Settings
 from tests.api.conftest import TOKEN, TRUSTED, seeded_sqlite_app, serving
 from tests.api.test_results import upload
 
+pytestmark = pytest.mark.faults  # the abuse suite: docs/service.md
+
 LIMIT = 4096
 
 

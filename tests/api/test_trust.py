@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,10 +16,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 import storage
-from tests.api.conftest import H100, TOKEN, TRUSTED, make_app, measurement
+from tests.api.conftest import H100, TOKEN, TRUSTED, make_app, measurement, seed
 from tests.api.test_results import upload
 from tuner.core.provenance import UNREADABLE_KEY
 from tuner.kernels.families import accuracy_of, parse_config
+
+pytestmark = pytest.mark.faults  # the abuse suite: docs/service.md
 
 UNTRUSTED_AUTH = {"Authorization": f"Bearer {TOKEN}"}
 TRUSTED_AUTH = {"Authorization": f"Bearer {TRUSTED}"}
@@ -167,6 +170,9 @@ def test_a_name_only_untrusted_uploads_used_is_not_a_known_device(
         "/v1/results", json=spoof_upload("sm_86", 132, other), headers=UNTRUSTED_AUTH
     )
     assert stored.status_code == 201, stored.text  # kept, untrusted
+    listed = {(d["name"], d["arch"]): d["trusted"] for d in app_client.get("/v1/devices").json()}
+    assert listed[(other, "sm_86")] is False  # listed, and flagged as only a claim
+    assert listed[(H100.name, "sm_90")] is True
     unknown = app_client.post("/v1/configs/best", json={**H100_4096, "device": other})
     assert unknown.status_code == 422
     assert "not a known device" in unknown.json()["detail"][0]["msg"]
@@ -238,6 +244,18 @@ def test_a_stored_bad_provenance_breaks_no_page_and_no_answer(with_dmma: str, ki
         _assert_pages_and_answers_hold(client, best_id, needle)
 
 
+def test_a_nan_sqlite_stored_breaks_no_page_and_no_answer(tmp_path: Path) -> None:
+    """SQLite stores NaN in JSON (PostgreSQL refuses it, so only SQLite can hold one): a row
+    written so before these rules is shown, not a 500, and its answer still comes."""
+    url = f"sqlite:///{tmp_path / 'nan.db'}"
+    seed(url)
+    write(url, (H100, BIG, dmma_record()))
+    best_id = _best_measurement_id(url)
+    set_provenance(url, best_id, {"clock": float("nan")})
+    with client_on(url) as client:
+        _assert_pages_and_answers_hold(client, best_id, "must be a finite number, got nan")
+
+
 def _assert_pages_and_answers_hold(app_client: TestClient, best_id: int, needle: str) -> None:
     for query in ("/v1/results", "/v1/results?limit=1", f"/v1/results?cursor={best_id + 1}"):
         page = app_client.get(query)
@@ -293,6 +311,23 @@ def test_a_trusted_upload_of_a_family_that_does_not_compute_the_dtype_is_refused
     (error,) = response.json()["detail"]
     assert error["field"] == f"measurements.0.{field}" and needle in error["msg"]
     assert app_client.post("/v1/configs/best", json=asked).json() == before
+
+
+def test_a_stored_row_of_a_family_that_does_not_compute_the_dtype_is_never_served(
+    seeded: str,
+) -> None:
+    """A row written before uploads were held to the rule (here around the API), a warptile
+    time stored as the best of a float16 shape, is skipped like an unreadable config."""
+    half = storage.ShapeIn(1024, 1024, 1024, "float16", "NN", "float16")
+    write(seeded, (H100, half, measurement(WARPTILE, 0.01)))
+    with client_on(seeded) as client:
+        asked = {"m": 1024, "n": 1024, "k": 1024, "dtype": "float16", "device": H100.name}
+        response = client.post("/v1/configs/best", json=asked)
+        assert response.status_code == 200, response.text
+        got = response.json()
+        assert got["family"] == "hmma" and got["source"] == "default"
+        assert response.headers["X-Gemmtune-Unreadable"].startswith("1 stored best config")
+        assert client.get("/healthz").json()["unreadable_configs"] == 1
 
 
 def test_untrusted_rows_naming_a_study_are_no_part_of_it(app_client: TestClient) -> None:

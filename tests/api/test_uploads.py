@@ -12,6 +12,8 @@ import storage
 from tests.api.conftest import H100, TRUSTED, make_app
 from tests.api.test_results import upload
 
+pytestmark = pytest.mark.faults  # the abuse suite: docs/service.md
+
 CUBE = {"m": 1024, "n": 1024, "k": 1024}
 AUTH = {"Authorization": f"Bearer {TRUSTED}"}
 

@@ -26,7 +26,8 @@ from tuner.answers.answer_cache import AnswerCache, Change, Changes
 from tuner.answers.best import Tuned, Tuning, shape_values
 from tuner.answers.device_kind import MathRates
 from tuner.core.errors import InputError
-from tuner.kernels.families import checked_config
+from tuner.core.shape import Shape
+from tuner.kernels.families import checked_config, get_family
 
 # Best configs are read again from this long before the newest update time the index holds: a
 # writer stamps ``updated_at`` before it commits, so a row can appear later with an older time.
@@ -48,13 +49,19 @@ _FROM_RECORD = (
 )  # fmt: skip
 
 
-def readable(family: str, config_name: str) -> bool:
+def readable(family: str, config_name: str, shape: Shape | None = None) -> bool:
     """Whether this version can serve a stored config: a known family, a name that parses to
-    a config of that family obeying its rules (rendering anything else could fail)."""
+    a config of that family obeying its rules (rendering anything else could fail), and, for
+    ``shape``, a family that computes its dtype, layout and type of C (a row stored before
+    uploads were held to that, e.g. a warptile time for a float16 shape, measured another
+    product and would be served for this one)."""
     try:
-        return checked_config(config_name, family).name == config_name
+        config = checked_config(config_name, family)
     except InputError:
         return False
+    if config.name != config_name:
+        return False
+    return shape is None or get_family(family).unsupported(shape) is None
 
 
 def tuned(row: storage.BestConfig) -> Tuned:
@@ -87,7 +94,12 @@ class StoredBest:
 
 def stored_best(row: storage.BestConfig) -> StoredBest:
     name, family = row.measurement.config_name, row.measurement.family
-    entry = tuned(row) if readable(family, name) else None
+    try:
+        shape = Shape(**shape_values(row.shape))
+    except ValueError:  # a dtype or layout this version does not know (InputError too)
+        entry = None
+    else:
+        entry = tuned(row) if readable(family, name, shape) else None
     return StoredBest(row.id, row.measurement_id, row.updated_at, name, entry)
 
 

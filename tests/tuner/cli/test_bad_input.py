@@ -145,3 +145,26 @@ def test_space_refuses_a_negative_limit(capsys: pytest.CaptureFixture[str], limi
     )
     assert code == 2
     one_error_line(err, "`--limit`", limit, "0 or more")
+
+
+def test_tune_refuses_a_negative_timeout(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("tune", "--evaluator", "replay", "--shape", "64x64x64", "--trials", "2")
+    code, _, err = cli(capsys, *args, "--timeout", "-1", "--db", db)
+    assert code == 2
+    one_error_line(err, "`timeout` must be at least 0 seconds", "-1")
+
+
+@pytest.mark.parametrize("kind", ["not UTF-8", "directory"])
+def test_a_replay_table_that_cannot_be_read_is_one_line(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    table = tmp_path / "table.jsonl"
+    if kind == "directory":
+        table.mkdir()
+    else:
+        table.write_bytes(b'{"family": "warptile", "name": "caf\xe9"}\n')  # Latin-1
+    args = ("tune", "--evaluator", "replay", "--replay-table", str(table), "-s", "64x64x64")
+    code, _, err = cli(capsys, *args, "--db", db)
+    assert code == 2
+    needle = "is a directory; give a file" if kind == "directory" else "is not UTF-8 text"
+    one_error_line(err, f"sweep table {str(table)!r}", needle)

@@ -17,6 +17,8 @@ from tests.tuner.cli.running import cli, one_error_line
 from tuner.core.provenance import UNREADABLE_KEY
 from tuner.kernels.families import accuracy_of, parse_config
 
+pytestmark = pytest.mark.faults  # the abuse suite: docs/service.md
+
 H100 = {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "sm_count": 132}
 WARPTILE = "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
 HMMA = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_dt0_ly0"

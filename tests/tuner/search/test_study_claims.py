@@ -166,6 +166,7 @@ class Slow(Forwarding):
         return self.inner.evaluate(config, shape)
 
 
+@pytest.mark.faults  # the abuse suite: docs/service.md
 def test_two_workers_spend_the_trial_budget_exactly(
     replay: ReplayEvaluator, sessions: sessionmaker[Session]
 ) -> None:
@@ -290,6 +291,7 @@ def test_a_failed_trial_write_stops_the_study_and_the_next_run_adds_the_rest(
     resume_and_check_one_trial_each(replay, sessions, url, study.name, seed=7, trials=6)
 
 
+@pytest.mark.faults  # the abuse suite: docs/service.md
 def test_trials_queued_in_another_workers_writer_are_not_added_twice(
     replay: ReplayEvaluator, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -351,6 +353,7 @@ def _worker_process(url: str, seed: int, trials: int, started: float) -> None:
     sessions.kw["bind"].dispose()
 
 
+@pytest.mark.faults  # the abuse suite: docs/service.md
 def test_worker_processes_leave_exactly_one_trial_per_measurement(
     sessions: sessionmaker[Session],
 ) -> None:

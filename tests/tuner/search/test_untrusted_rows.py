@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 import storage
@@ -18,6 +19,8 @@ from tuner.core.shape import Shape
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.study import Study
+
+pytestmark = pytest.mark.faults  # the abuse suite: docs/service.md
 
 BIG = Shape(4096, 4096, 4096)
 TRIALS = 20
