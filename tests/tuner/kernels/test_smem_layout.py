@@ -253,6 +253,7 @@ LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "hmma_splitk_bf16x3": hmma_ring,
     "wgmma_bf16x3": wgmma_ring,
     "wgmma_splitk_bf16x3": wgmma_ring,
+    "tma_ws_bf16x3": tma_ring,
 }
 DYNAMIC = [
     name
