@@ -4,13 +4,17 @@
         [--suite tuner/data/suites/shapes.csv --heldout benchmarks/hopper_heldout.csv] \
         [--dtype bfloat16 --dtype float16] [--layout NT --layout NN] [--out-dtype float32] \
         [--config BM=128,BN=256,CONSUMERS=2,STAGES=4,GROUP=8,RASTER=0 ...] [--rounds 3]
+    python benchmarks/hopper_ladder.py --dtype float32 --shape 4096x4096x4096:NN \
+        --config tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly0 ...
 
 Shapes come from ``--shape`` (MxNxK:LAYOUT), from suite CSVs (``--suite``: only their aligned
 rows, every dimension a whole 16-byte vector of halves, in each ``--layout``) and from held-out
 CSVs (``--heldout``: NT only, flagged ``heldout`` in the rows), each in every ``--dtype``. C is
 of the input type unless ``--out-dtype`` says otherwise, as ``gemmtune bench`` defaults.
 
-Every config (its tile parameters; DTYPE, LAYOUT and OUT come from the shape) is compiled ahead
+A config is tma_ws's tile parameters (DTYPE, LAYOUT and OUT come from the shape) or any
+family's config by name, pinned for the shape: float32 shapes time the ``bf16x3`` families beside
+cuBLAS's strict FP32 SGEMM. Every config is compiled ahead
 with NVRTC in a pool of processes, verified as every study verifies (``tuner.gpu.measure.
 verify``: alpha/beta with C read, and beta = 0 on NaN-poisoned C, against cuBLAS's FP32 C
 rounded once to C's type), then timed in alternating rounds: each round times every config of
@@ -39,7 +43,7 @@ from tuner.gpu import measure, nvrtc
 from tuner.gpu.device import current_arch
 from tuner.gpu.tensor_maps import block_slots
 from tuner.kernels.compile_pool import CompilePool
-from tuner.kernels.families import get_family
+from tuner.kernels.families import get_family, parse_config, repinned
 
 FAMILY = "tma_ws"
 # A dimension TMA reads in place, in halves: one 16-byte vector.
@@ -70,7 +74,10 @@ class Case:
 
 
 def config_for(text: str, shape: Shape) -> Any:
-    """A config of ``tma_ws`` from ``NAME=value`` pairs, with BK = 64 and the shape's pins."""
+    """A config of ``tma_ws`` from ``NAME=value`` pairs, with BK = 64 and the shape's pins; or
+    any family's config by its name (``wgmma_bf16x3_bm128_...``), pinned for the shape."""
+    if "=" not in text:
+        return repinned(parse_config(text), shape)
     family = get_family(FAMILY)
     params = {"BK": 64, "CM": 1, "CN": 1, "EPI": 0, **family.pinned(shape)}
     for part in text.split(","):
@@ -109,6 +116,8 @@ def _torch_matmul(shape: Shape, ops: measure.Operands) -> Any:
         import torch
     except ImportError:
         return None
+    if shape.dtype == "float32":
+        return None  # torch.matmul would take TF32 or FP32 as its settings say: not compared
     kind = torch.bfloat16 if shape.dtype == "bfloat16" else torch.float16
     a = torch.from_dlpack(ops.a).view(kind)
     b = torch.from_dlpack(ops.b).view(kind)
@@ -130,7 +139,8 @@ def measure_case(
         config = config_for(text, shape)
         row: dict[str, Any] = base | {"config": config.name}
         rows.append(row)
-        broken = get_family(FAMILY).broken_rules(config)
+        family = get_family(config.family)
+        broken = family.broken_rules(config)
         if broken:
             row |= {"status": "invalid", "detail": broken[0]}
             continue
@@ -140,8 +150,13 @@ def measure_case(
             continue
         kernel = nvrtc.load_kernel(compiled)
         source = compiled.source
-        blocks = source.launch(shape, block_slots(kernel, source, measure.sm_count())).grid[0]
-        tiles = -(-shape.m // config["BM"]) * -(-shape.n // config["BN"])
+        # The grid of the product the kernel computes (an emulated family's split shape).
+        run = family.run_shape(shape)
+        sms = measure.sm_count()
+        slots = block_slots(kernel, source, sms) if source.tensor_maps else sms
+        grid = source.launch(run, slots).grid
+        blocks = grid[0] * grid[1] * grid[2]
+        tiles = -(-run.m // config["BM"]) * -(-run.n // config["BN"])
         row |= {"registers": compiled.usage.registers, "spills": compiled.usage.spills}
         row |= {"blocks": blocks, "tiles": tiles, "tile_rounds": tiles / blocks}
         try:
@@ -242,7 +257,7 @@ def main() -> None:
     for case in cases:  # every kernel compiles ahead while the first shapes are measured
         for text in configs:
             config = config_for(text, case.shape)
-            if not get_family(FAMILY).broken_rules(config):
+            if not get_family(config.family).broken_rules(config):
                 pool.submit(config)
     rows: list[dict[str, Any]] = []
     for case in cases:

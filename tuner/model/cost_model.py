@@ -313,10 +313,16 @@ def _tiles_estimate(
     """``tma_ws``: one block per SM (at most one per tile, in whole clusters) walking whole
     output tiles, so the launch lasts as long as the block with the most tiles: ``ceil(tiles /
     blocks)`` tiles of every k tile, one block per SM. The tile a block writes while the next
-    one's loads are in flight costs nothing extra here."""
+    one's loads are in flight costs nothing extra here. With TAIL 1 (stream-K tail) the k
+    tiles past the full rounds are shared evenly, so the longest block has ``ceil(tiles *
+    k_tiles / blocks)`` of them, plus one hand-off (two global latencies) where a tile is cut."""
     params = config.as_dict()
     blocks = tiles_blocks(params, shape, device.sm_count)
-    cycles = -(-tiles // blocks) * k_tiles * tile_cycles(1)
+    if params.get("TAIL", 0) and tiles % blocks:
+        k_steps = -(-(tiles * k_tiles) // blocks)
+        cycles = k_steps * tile_cycles(1) + 2 * unit.global_latency
+    else:
+        cycles = -(-tiles // blocks) * k_tiles * tile_cycles(1)
     return Estimate.of(cycles, blocks, 1, (params["BM"], params["BN"]), shape, device, unit)
 
 
