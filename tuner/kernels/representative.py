@@ -127,7 +127,10 @@ REPRESENTATIVE: dict[str, list[str]] = {
     "hmma_splitk_bf16x3": ["hmma_splitk_bf16x3_bm64_bn64_bk32_wpm2_wpn2_s3_sw1_sk4_dt1_ly1"],
     "wgmma_bf16x3": ["wgmma_bf16x3_bm128_bn256_bk64_wgm2_s4_sw8_dt1_ly2"],
     "wgmma_splitk_bf16x3": ["wgmma_splitk_bf16x3_bm128_bn64_bk64_wgm2_s3_sw1_sk3_dt1_ly3"],
-    "tma_ws_bf16x3": ["tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly1"],
+    "tma_ws_bf16x3": [
+        "tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly1",
+        "tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1_tl1_dt1_ly0",
+    ],
 }
 
 ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

@@ -231,18 +231,23 @@ def test_cost_model_ranks_it_no_lower_than_wgmma_and_counts_whole_tiles_per_bloc
     assert big.cycles == pytest.approx(ours.cycles * 16 * 2 / 4)
 
 
-def test_cost_model_shares_the_last_partial_round_with_the_tail() -> None:
-    """1536x4096x14336: 192 tiles of 128x256 for 132 blocks, 224 k tiles each. Whole tiles run
-    2 rounds (448 k tiles for the longest block); the tail gives every block ceil(192 * 224 /
-    132) = 326. Where the tiles fill whole rounds (132 tiles) the two are the same."""
+def test_cost_model_never_ranks_the_tail_above_whole_tiles() -> None:
+    """1536x4096x14336: 192 tiles of 128x256 for 132 blocks. The tail was measured slower than
+    whole tiles (see the model's docstring), so it costs whole tiles' rounds and a hand-off;
+    where the tiles fill whole rounds (132 tiles) nothing is cut and the two are the same;
+    with fewer tiles than SMs the tail's grid of one block per SM costs one round."""
     ragged = Shape(1536, 4096, 14336, "bfloat16", "NT", "float32")
     whole = estimate(TMA_WS.config(config()), ragged, H100)
     tail = estimate(TMA_WS.config(config(TAIL=1)), ragged, H100)
-    assert tail.ms < whole.ms
-    assert tail.cycles == pytest.approx(whole.cycles * 326 / 448, rel=0.02)
+    assert tail.cycles > whole.cycles
+    assert tail.cycles == pytest.approx(whole.cycles, rel=0.01)
     even = Shape(1408, 3072, 14336, "bfloat16", "NT", "float32")  # 11 x 12 = 132 tiles
     assert estimate(TMA_WS.config(config(TAIL=1)), even, H100).cycles == pytest.approx(
         estimate(TMA_WS.config(config()), even, H100).cycles
+    )
+    few = Shape(256, 512, 14336, "bfloat16", "NT", "float32")  # 4 tiles
+    assert estimate(TMA_WS.config(config(TAIL=1)), few, H100).cycles >= (
+        estimate(TMA_WS.config(config()), few, H100).cycles
     )
 
 

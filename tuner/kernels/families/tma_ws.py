@@ -72,8 +72,8 @@ PIECE_BYTES = 64 * ROW_BYTES  # a piece of C stored by TMA: 64 rows of 128 bytes
 # The hand-off's counters (TAIL 1): one triple per tile of the last partial round, fewer than
 # the blocks of the grid (one per SM), so this bounds the SMs a device may have.
 TAIL_MAX_TILES = 1024
-# The shared ticket of the hand-off (TAIL 1), a static shared word before the dynamic ring.
-TICKET_BYTES = 16
+# The hand-off's ticket (TAIL 1): a word of dynamic shared memory after the barriers.
+TICKET_BYTES = 4
 
 
 def tma_ws_threads(p: Params) -> int:
@@ -100,7 +100,8 @@ def c_stage_bytes(p: Params) -> int:
 
 
 def smem_bytes(p: Params) -> int:
-    """Dynamic shared memory of the block, plus the hand-off's static ticket where TAIL is 1."""
+    """Dynamic shared memory of the block: the ring, its barriers, the C pieces of EPI 1, the
+    alignment spare and, where TAIL is 1, the hand-off's ticket."""
     ticket = TICKET_BYTES if p.get("TAIL", 0) else 0
     return p["STAGES"] * (stage_bytes(p) + BARRIER_BYTES) + c_stage_bytes(p) + ALIGN_SPARE + ticket
 
@@ -276,6 +277,9 @@ TMA_WS = Family(
     cost=CostTraits(
         schedule="tiles", math="half_tma", loads_ahead=_loads_ahead, warp_tile=_warp_tile
     ),
+    # TAIL 1 keeps the hand-off's counters in its module; the flag is the family's, so every
+    # tma_ws config gets a module per stream (a little memory where TAIL is 0).
+    module_counters=True,
     leading_dims=True,
     tensor_maps=True,
     min_arch=90,
