@@ -1,18 +1,28 @@
-"""The Hopper ladder: ``tma_ws`` configs verified and timed beside cuBLAS on BF16 shapes (GPU only).
+"""The Hopper ladder: ``tma_ws`` configs verified and timed beside cuBLAS on half shapes (GPU only).
 
     python benchmarks/hopper_ladder.py --out ladder.json [--shape 4096x4096x4096:NT ...] \
-        [--config BM=128,BN=256,CONSUMERS=2,STAGES=4,GROUP=8,RASTER=0 ...] [--rounds 5]
+        [--suite tuner/data/suites/shapes.csv --heldout benchmarks/hopper_heldout.csv] \
+        [--dtype bfloat16 --dtype float16] [--layout NT --layout NN] [--out-dtype float32] \
+        [--config BM=128,BN=256,CONSUMERS=2,STAGES=4,GROUP=8,RASTER=0 ...] [--rounds 3]
+    python benchmarks/hopper_ladder.py --dtype float32 --shape 4096x4096x4096:NN \
+        --config tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly0 ...
 
-Each config (its tile parameters; DTYPE, LAYOUT and OUT come from the shape) is compiled with
-NVRTC, verified against cuBLAS in the same dtype as every study verifies (``tuner.gpu.measure.
-verify``: alpha/beta with C read, and beta = 0 on NaN-poisoned C), then timed in alternating
-rounds with two baselines in the same process: cuBLAS as the tuner measures it (``cublasGemmEx``,
-BF16 inputs, FP32 sums, float32 C: the same product ours computes) and ``torch.matmul`` on the
-same BF16 operands (BF16 C) when PyTorch is there. A config with OUT=1 or 2 (a 16-bit C, as
-torch writes) is checked against torch.matmul's C instead (``--config ...,OUT=2``). Each round
-is ``tuner.gpu.measure.time_launches`` (CUDA events, warm-up, L2 flushed before every repeat,
-median); a row reports the median over rounds. Prints a table and writes every row with
-device, versions and commit.
+Shapes come from ``--shape`` (MxNxK:LAYOUT), from suite CSVs (``--suite``: only their aligned
+rows, every dimension a whole 16-byte vector of halves, in each ``--layout``) and from held-out
+CSVs (``--heldout``: NT only, flagged ``heldout`` in the rows), each in every ``--dtype``. C is
+of the input type unless ``--out-dtype`` says otherwise, as ``gemmtune bench`` defaults.
+
+A config is tma_ws's tile parameters (DTYPE, LAYOUT and OUT come from the shape) or any
+family's config by name, pinned for the shape: float32 shapes time the ``bf16x3`` families beside
+cuBLAS's strict FP32 SGEMM. Every config is compiled ahead
+with NVRTC in a pool of processes, verified as every study verifies (``tuner.gpu.measure.
+verify``: alpha/beta with C read, and beta = 0 on NaN-poisoned C, against cuBLAS's FP32 C
+rounded once to C's type), then timed in alternating rounds: each round times every config of
+the shape, cuBLAS as the tuner measures it (``cublasGemmEx``, FP32 sums, C of the shape's type:
+the same product ours computes) and ``torch.matmul`` on the same operands (C of the input type)
+when PyTorch is there. Each timing is ``tuner.gpu.measure.time_launches`` (CUDA events, warm-up,
+L2 flushed before every repeat, median); a row reports the median over rounds. Prints a table
+and writes every row with device, versions and commit.
 """
 
 from __future__ import annotations
@@ -23,20 +33,21 @@ import json
 import platform
 import statistics
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tuner.core.shape import Shape, parse_shape
+from tuner.data.shape_lists import read_suite
 from tuner.gpu import measure, nvrtc
 from tuner.gpu.device import current_arch
 from tuner.gpu.tensor_maps import block_slots
-from tuner.kernels.families import get_family
-from tuner.kernels.render import render
+from tuner.kernels.compile_pool import CompilePool
+from tuner.kernels.families import get_family, parse_config, repinned
 
 FAMILY = "tma_ws"
-# Relative error allowed between two BF16 Cs rounded from FP32 sums of the same products (each
-# within half a BF16 unit roundoff, 2^-9, of its sums).
-HALF_C_TOLERANCE = 8e-3
+# A dimension TMA reads in place, in halves: one 16-byte vector.
+ALIGNED = 8
 DEFAULT_SHAPES = (
     "4096x4096x4096:NT",
     "4096x4096x4096:NN",
@@ -53,8 +64,20 @@ DEFAULT_CONFIGS = (
 )
 
 
+@dataclass(frozen=True)
+class Case:
+    """One shape to measure, with where it came from (a suite's class, or held out)."""
+
+    shape: Shape
+    label: str | None = None
+    heldout: bool = False
+
+
 def config_for(text: str, shape: Shape) -> Any:
-    """A config of ``tma_ws`` from ``NAME=value`` pairs, with BK = 64 and the shape's pins."""
+    """A config of ``tma_ws`` from ``NAME=value`` pairs, with BK = 64 and the shape's pins; or
+    any family's config by its name (``wgmma_bf16x3_bm128_...``), pinned for the shape."""
+    if "=" not in text:
+        return repinned(parse_config(text), shape)
     family = get_family(FAMILY)
     params = {"BK": 64, "CM": 1, "CN": 1, "EPI": 0, **family.pinned(shape)}
     for part in text.split(","):
@@ -63,119 +86,123 @@ def config_for(text: str, shape: Shape) -> Any:
     return family.config(params)
 
 
-def _torch_matmul(shape: Shape, ops: measure.Operands) -> tuple[Any, Any] | None:
-    """``torch.matmul`` on the operands' BF16 (or FP16) values as a closure, and its C (of the
-    input type) as a CuPy array; None without PyTorch."""
+def aligned(shape: Shape) -> bool:
+    """Every dimension a whole 16-byte vector of halves: TMA reads the operands in place."""
+    return all(x % ALIGNED == 0 for x in (shape.m, shape.n, shape.k))
+
+
+def cases_from(args: argparse.Namespace) -> list[Case]:
+    """The shapes of the command line, in every dtype asked for."""
+    cases: list[Case] = []
+    for dtype in args.dtype or ["bfloat16"]:
+        for text in args.shape or ([] if args.suite or args.heldout else DEFAULT_SHAPES):
+            dims, _, layout = text.partition(":")
+            cases.append(Case(parse_shape(dims, dtype, layout or "NT", args.out_dtype)))
+        for path in args.suite or []:
+            for layout in args.layout or ["NT", "NN"]:
+                for entry in read_suite(path, dtype, layout, args.out_dtype):
+                    if aligned(entry.shape):
+                        cases.append(Case(entry.shape, entry.label))
+        for path in args.heldout or []:
+            for entry in read_suite(path, dtype, "NT", args.out_dtype):
+                cases.append(Case(entry.shape, entry.label, heldout=True))
+    return cases
+
+
+def _torch_matmul(shape: Shape, ops: measure.Operands) -> Any:
+    """``torch.matmul`` on the operands' BF16 (or FP16) values, writing C of the input type, as
+    a closure; None without PyTorch."""
     try:
-        import cupy
         import torch
     except ImportError:
         return None
+    if shape.dtype == "float32":
+        return None  # torch.matmul would take TF32 or FP32 as its settings say: not compared
     kind = torch.bfloat16 if shape.dtype == "bfloat16" else torch.float16
     a = torch.from_dlpack(ops.a).view(kind)
     b = torch.from_dlpack(ops.b).view(kind)
     a = a.T if shape.a_transposed else a
     b = b.T if shape.b_transposed else b
     out = torch.empty((shape.m, shape.n), dtype=kind, device=a.device)
-    return (lambda: torch.matmul(a, b, out=out)), cupy.from_dlpack(out.view(torch.int16))
+    return lambda: torch.matmul(a, b, out=out)
 
 
-def _check_half_c(kernel: Any, source: Any, shape: Shape, ops: Any, torch_c: Any) -> float:
-    """A config with a 16-bit C (OUT 1 or 2): relative error of its C against torch.matmul's
-    (both rounded to the input type from FP32 sums), C poisoned with NaN first."""
-    import cupy
-
-    from tuner.gpu import half_arrays
-
-    c = cupy.full((shape.m, shape.n), 0x7FC0, dtype=cupy.uint16)
-    measure.launch(kernel, source, shape, 1.0, ops.a, ops.b, 0.0, c.view(torch_c.dtype))
-    cupy.cuda.get_current_stream().synchronize()
-    ours = half_arrays.to_float32(c, shape.dtype)
-    theirs = half_arrays.to_float32(torch_c.view(cupy.uint16), shape.dtype)
-    return measure.relative_error(ours, theirs)
-
-
-def measure_shape(shape: Shape, configs: list[str], rounds: int) -> list[dict[str, Any]]:
-    import cupy
-
+def measure_case(
+    case: Case, configs: list[str], pool: CompilePool, rounds: int, budget_ms: float
+) -> list[dict[str, Any]]:
+    """One row per config of ``case``: verified, then timed in rounds beside the baselines."""
+    shape = case.shape
     ops = measure.Operands.make(shape, seed=7)
-    torch_pair = _torch_matmul(shape, ops)
-    torch_run = torch_pair[0] if torch_pair else None
-    rows = []
+    base = {"shape": shape.label(), "class": case.label, "heldout": case.heldout}
+    rows, runs = [], {}
     for text in configs:
         config = config_for(text, shape)
-        row: dict[str, Any] = {"shape": shape.label(), "config": config.name}
-        broken = get_family(FAMILY).broken_rules(config)
+        row: dict[str, Any] = base | {"config": config.name}
+        rows.append(row)
+        family = get_family(config.family)
+        broken = family.broken_rules(config)
         if broken:
-            rows.append(row | {"status": "invalid", "detail": broken[0]})
+            row |= {"status": "invalid", "detail": broken[0]}
             continue
-        try:
-            compiled = nvrtc.NvrtcCompiler(current_arch()).compile(render(config))
-        except Exception as exc:  # a compile error is a row, not the end of the ladder
-            rows.append(row | {"status": "compile error", "detail": str(exc)[:300]})
+        compiled = pool.result(config)
+        if isinstance(compiled, Exception):
+            row |= {"status": "compile error", "detail": str(compiled)[:300]}
             continue
         kernel = nvrtc.load_kernel(compiled)
         source = compiled.source
-        usage = compiled.usage
-        row |= {"registers": usage.registers, "spills": usage.spills}
-        row["blocks"] = source.launch(shape, block_slots(kernel, source, measure.sm_count())).grid[
-            0
-        ]
-        out = ops.out
-        if config["OUT"] != 0:  # a 16-bit C: checked against torch.matmul's, which writes one
-            if torch_pair is None:
-                rows.append(row | {"status": "skipped", "detail": "a 16-bit C needs PyTorch"})
-                continue
-            torch_run()
-            error = _check_half_c(kernel, source, shape, ops, torch_pair[1])
-            row |= {"rel_error_vs_torch": error}
-            if not error <= HALF_C_TOLERANCE:
-                rows.append(row | {"status": "wrong", "detail": f"{error:.2e} against torch"})
-                continue
-            out = cupy.empty((shape.m, shape.n), dtype=cupy.uint16)
-        else:
-            try:
-                check = measure.verify(kernel, source, shape, operands=ops)
-            except Exception as exc:
-                rows.append(row | {"status": "launch error", "detail": str(exc)[:300]})
-                continue
-            row |= {"rel_error": check.rel_error, "tolerance": check.tolerance}
-            if not check.ok:
-                rows.append(row | {"status": "wrong", "detail": check.reason})
-                continue
-
-        ms = _alternate(kernel, source, shape, ops, out, torch_run, rounds)
-        row |= {"status": "ok", **{f"{k}_ms": v for k, v in ms.items()}}
-        row |= {f"{k}_tflops": shape.tflops(v) for k, v in ms.items()}
-        row["vs_cublas"] = ms["cublas"] / ms["ours"]
-        if "torch" in ms:
-            row["vs_torch"] = ms["torch"] / ms["ours"]
-        rows.append(row)
+        # The grid of the product the kernel computes (an emulated family's split shape).
+        run = family.run_shape(shape)
+        sms = measure.sm_count()
+        slots = block_slots(kernel, source, sms) if source.tensor_maps else sms
+        grid = source.launch(run, slots).grid
+        blocks = grid[0] * grid[1] * grid[2]
+        tiles = -(-run.m // config["BM"]) * -(-run.n // config["BN"])
+        row |= {"registers": compiled.usage.registers, "spills": compiled.usage.spills}
+        row |= {"blocks": blocks, "tiles": tiles, "tile_rounds": tiles / blocks}
+        try:
+            check = measure.verify(kernel, source, shape, operands=ops)
+        except Exception as exc:  # a launch error is a row, not the end of the ladder
+            row |= {"status": "launch error", "detail": str(exc)[:300]}
+            continue
+        row |= {"rel_error": check.rel_error, "tolerance": check.tolerance}
+        if not check.ok:
+            row |= {"status": "wrong", "detail": check.reason}
+            continue
+        runs[config.name] = _launcher(kernel, source, shape, ops)
+    c_ref = ops.out.copy()
+    runs["cublas"] = lambda: ops.cublas(1.0, 0.0, c_ref)
+    torch_run = _torch_matmul(shape, ops)
+    if torch_run is not None:
+        runs["torch"] = torch_run
+    ms = _alternate(runs, rounds, budget_ms)
+    for row in rows:
+        if row["config"] not in ms:
+            continue
+        ours = ms[row["config"]]
+        row |= {"status": "ok", "ours_ms": ours, "ours_tflops": shape.tflops(ours)}
+        for name in ("cublas", "torch"):
+            if name in ms:
+                row[f"{name}_ms"] = ms[name]
+                row[f"{name}_tflops"] = shape.tflops(ms[name])
+                row[f"vs_{name}"] = ms[name] / ours
     return rows
 
 
-def _alternate(
-    kernel: Any, source: Any, shape: Shape, ops: Any, out: Any, torch_run: Any, rounds: int
-) -> dict[str, float]:
-    """Median milliseconds of ours, cuBLAS and torch.matmul (where there) over ``rounds``
-    rounds, each timing the three one after another."""
-    import cupy
+def _launcher(kernel: Any, source: Any, shape: Shape, ops: Any) -> Any:
+    def run() -> None:
+        measure.launch(kernel, source, shape, 1.0, ops.a, ops.b, 0.0, ops.out)
 
-    def ours() -> None:
-        measure.launch(kernel, source, shape, 1.0, ops.a, ops.b, 0.0, out)
+    return run
 
-    c_ref = cupy.empty_like(ops.out)
 
-    def cublas() -> None:
-        ops.cublas(1.0, 0.0, c_ref)
-
-    times: dict[str, list[float]] = {"ours": [], "cublas": [], "torch": []}
+def _alternate(runs: dict[str, Any], rounds: int, budget_ms: float) -> dict[str, float]:
+    """Median milliseconds of each run over ``rounds`` rounds, each round timing every run one
+    after another (so drifts of clock or temperature fall on all of them alike)."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
-        times["ours"].append(measure.time_launches(ours).median_ms)
-        times["cublas"].append(measure.time_launches(cublas).median_ms)
-        if torch_run is not None:
-            times["torch"].append(measure.time_launches(torch_run).median_ms)
-    return {k: statistics.median(v) for k, v in times.items() if v}
+        for name, run in runs.items():
+            times[name].append(measure.time_launches(run, budget_ms=budget_ms).median_ms)
+    return {name: statistics.median(v) for name, v in times.items()}
 
 
 def provenance() -> dict[str, Any]:
@@ -188,6 +215,7 @@ def provenance() -> dict[str, Any]:
         "sm_count": props["multiProcessorCount"],
         "cupy": cupy.__version__,
         "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+        "cuda_driver": cupy.cuda.runtime.driverGetVersion(),
         "python": platform.python_version(),
     }
     try:
@@ -207,39 +235,50 @@ def provenance() -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", action="append", help="MxNxK:LAYOUT (BF16)")
+    parser.add_argument("--shape", action="append", help="MxNxK:LAYOUT")
+    parser.add_argument("--suite", action="append", type=Path, help="shape CSV (aligned rows)")
+    parser.add_argument("--heldout", action="append", type=Path, help="held-out CSV (NT)")
+    parser.add_argument("--layout", action="append", help="layouts of the suite rows")
+    parser.add_argument("--dtype", action="append", help="bfloat16 (default), float16")
+    parser.add_argument("--out-dtype", help="C's type (default: the input type)")
     parser.add_argument("--config", action="append", help="tile parameters NAME=value,...")
-    parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--budget-ms", type=float, default=100.0, help="per timing")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--commit", help="the commit measured (the GPU copy has no git history)")
     args = parser.parse_args()
-    shapes = []
-    for text in args.shape or DEFAULT_SHAPES:
-        dims, _, layout = text.partition(":")
-        shapes.append(parse_shape(dims, dtype=args.dtype, layout=layout or "NT"))
+    cases = cases_from(args)
     configs = args.config or list(DEFAULT_CONFIGS)
-    info = provenance()
+    info = provenance() | {"rounds": args.rounds, "budget_ms": args.budget_ms}
     if args.commit:
         info["commit"] = args.commit
+    pool = CompilePool(nvrtc.NvrtcCompiler(current_arch()))
+    pool.warm()
+    for case in cases:  # every kernel compiles ahead while the first shapes are measured
+        for text in configs:
+            config = config_for(text, case.shape)
+            if not get_family(config.family).broken_rules(config):
+                pool.submit(config)
     rows: list[dict[str, Any]] = []
-    for shape in shapes:
-        rows.extend(measure_shape(shape, configs, args.rounds))
+    for case in cases:
+        rows.extend(measure_case(case, configs, pool, args.rounds, args.budget_ms))
         for row in rows[-len(configs) :]:
             _print_row(row)
-    if args.out:
-        args.out.write_text(json.dumps({"provenance": info, "rows": rows}, indent=1) + "\n")
+        if args.out:  # rewritten after every shape: a run cut short keeps what it measured
+            args.out.write_text(json.dumps({"provenance": info, "rows": rows}, indent=1) + "\n")
+    pool.close()
 
 
 def _print_row(row: dict[str, Any]) -> None:
+    where = f"{row['shape']}{' (held out)' if row['heldout'] else ''}"
     if row["status"] != "ok":
-        print(f"{row['shape']:<28} {row['config']:<58} {row['status']}: {row.get('detail')}")
+        print(f"{where:<40} {row['config']:<58} {row['status']}: {row.get('detail')}")
         return
     torch_part = (
         f" torch {row['torch_tflops']:6.1f} x{row['vs_torch']:.3f}" if "vs_torch" in row else ""
     )
     print(
-        f"{row['shape']:<28} {row['config']:<58} {row['blocks']:4d} blocks "
+        f"{where:<40} {row['config']:<58} {row['blocks']:4d} blocks "
         f"{row['ours_tflops']:6.1f} TFLOP/s  "
         f"cuBLAS {row['cublas_tflops']:6.1f} x{row['vs_cublas']:.3f}{torch_part}",
         flush=True,

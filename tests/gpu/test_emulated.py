@@ -1,9 +1,9 @@
-"""FP32 emulated on the BF16 tensor cores (``hmma_bf16x3``, and ``wgmma_bf16x3`` on sm_90)
-against cuBLAS in strict FP32, within the FP32 tolerance plus the ``bf16x3`` class's allowance:
-every layout, hmma's edge shapes (every residue of M, N and K mod 8, K = 1, ragged tiles),
-every residue mod 16 (NN), operand views 4, 8 and 12 bytes past a 16-byte boundary and operands
-whose rows are further apart than their length, whose float32 rows the split reads wherever
-they lie."""
+"""FP32 emulated on the BF16 tensor cores (``hmma_bf16x3``; ``wgmma_bf16x3``, ``tma_ws_bf16x3`` on
+sm_90) against cuBLAS in strict FP32, within the FP32 tolerance plus the ``bf16x3`` class's
+allowance: every layout, hmma's edge shapes (every residue of M, N and K mod 8, K = 1, ragged
+tiles), every residue mod 16 (NN), operand views 4, 8 and 12 bytes past a 16-byte boundary and
+operands whose rows are further apart than their length, whose float32 rows the split reads
+wherever they lie."""
 
 from __future__ import annotations
 
@@ -28,6 +28,15 @@ WGMMA_TILES = (
     "wgmma_bf16x3_bm128_bn256_bk64_wgm2_s4_sw8",
     "wgmma_splitk_bf16x3_bm128_bn64_bk64_wgm2_s3_sw1_sk3",
 )
+# tma_ws's two consumer warpgroups of n256 in 4 stages with the TMA-store epilogue (taken where
+# beta is 0 and C's rows lie on 16 bytes), and one consumer of n128 in 2x1 clusters.
+TMA_WS_TILES = (
+    "tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1",
+    "tma_ws_bf16x3_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm2_cn1",
+)
+# Each group is compiled and checked apart (``-k tma_ws`` runs one); the last two need sm_90.
+TILE_GROUPS = {"hmma": HMMA_TILES, "wgmma": WGMMA_TILES, "tma_ws": TMA_WS_TILES}
+SM_90_GROUPS = ("wgmma", "tma_ws")
 OFFSETS = [(1, 1, 1), (2, 2, 2), (3, 3, 3), (1, 2, 3)]
 
 
@@ -35,11 +44,14 @@ def _name(base: str, layout: str) -> str:
     return kind_config(base, "bfloat16", layout)  # the split's parts are BF16
 
 
-@pytest.fixture(scope="module")
-def kernels() -> dict[str, tuple[Any, Any]]:
+@pytest.fixture(scope="module", params=list(TILE_GROUPS))
+def kernels(request: pytest.FixtureRequest) -> dict[str, tuple[Any, Any]]:
     from tuner.gpu.device import live_device
 
-    tiles = HMMA_TILES + (WGMMA_TILES if live_device().arch == "sm_90" else ())
+    group = request.param
+    if group in SM_90_GROUPS and live_device().arch != "sm_90":
+        pytest.skip(f"{group} runs on sm_90 only")
+    tiles = TILE_GROUPS[group]
     return compile_and_load([_name(base, layout) for base in tiles for layout in SUPPORTED_LAYOUTS])
 
 

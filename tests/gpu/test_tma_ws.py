@@ -206,3 +206,41 @@ def test_tma_ws_writes_half_c(
             want = alpha * product + beta * half_arrays.to_float32(c0, c_type)
             err = relative_error(got, want)
             assert err <= HALF_C_TOLERANCE[out], f"{name} alpha={alpha} beta={beta}: {err:.2e}"
+
+
+# The stream-K tail (TAIL 1; float32 C, the pieces meeting by atomic adds): two consumers of
+# m64n256 whose whole tiles go out by TMA stores, in every layout of BF16; one consumer of
+# m64n128 with direct stores, FP16 NT.
+TAIL_KINDS = [
+    ("tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_tl1", "bfloat16", layout)
+    for layout in SUPPORTED_LAYOUTS
+] + [("tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm1_cn1_tl1", "float16", "NT")]
+# Full rounds then a partial one (192 tiles of 128x256 for 132 SMs, 2.9 rounds of 128x128);
+# fewer tiles than SMs, each tile's K cut into dozens of pieces; one tile; ragged edges with a
+# deep K; fewer k tiles than blocks (most blocks get no piece).
+TAIL_SHAPES = [(1536, 4096, 1032), (256, 256, 8192), (64, 64, 64), (200, 72, 4104), (520, 1096, 64)]
+
+
+@pytest.fixture(scope="module")
+def tail_kernels() -> dict[str, tuple[Any, Any]]:
+    from tuner.gpu.device import live_device
+
+    if live_device().arch != "sm_90":
+        pytest.skip("tma_ws runs on sm_90 only")
+    return compile_and_load([kind_config(b, d, ly, "float32") for b, d, ly in TAIL_KINDS])
+
+
+@pytest.mark.parametrize("mnk", TAIL_SHAPES, ids=lambda d: "x".join(map(str, d)))
+def test_the_stream_k_tail_matches_cublas(
+    mnk: tuple[int, int, int], tail_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """verify's two launches, back to back: alpha/beta with C read (the first piece of a tile to
+    arrive applies beta, the others add), then beta = 0 on NaN-poisoned C (every element
+    written); the second also finds the hand-off's counters reset by the first."""
+    failures = []
+    for base, dtype, layout in TAIL_KINDS:
+        name = kind_config(base, dtype, layout, "float32")
+        failure = _check(tail_kernels, name, Shape(*mnk, dtype, layout, "float32"))
+        if failure:
+            failures.append(failure)
+    assert not failures, f"on {mnk}: " + "; ".join(failures)

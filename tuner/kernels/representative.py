@@ -100,12 +100,13 @@ REPRESENTATIVE: dict[str, list[str]] = {
     ],
     # The 128x256 tile of the large squares with the TMA-store epilogue (NT); 256x128 in 1x2
     # clusters sharing A (NN); one consumer of two m64n128 tiles, FP16, direct stores (TN); a 2x1
-    # cluster sharing B with BF16 C (TT).
+    # cluster sharing B with BF16 C (TT); two consumers of m64n128 with the stream-K tail (TN).
     "tma_ws": [
         "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly1",
         "tma_ws_bm256_bn128_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn2_dt1_ly0",
         "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm1_cn1_dt0_ly2",
         "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm2_cn1_dt1_ly3_out2",
+        "tma_ws_bm128_bn128_bk64_cw2_s6_gr8_ra0_ep1_cm1_cn1_tl1_dt0_ly2",
     ],
     # Each layout and both input types; two warpgroups of m64n256 (128 sums a thread), one of
     # two m64n128 tiles, one of m64n64; two warpgroups of two m64n64 (BM 256); 3 to 6 stages;
@@ -126,6 +127,10 @@ REPRESENTATIVE: dict[str, list[str]] = {
     "hmma_splitk_bf16x3": ["hmma_splitk_bf16x3_bm64_bn64_bk32_wpm2_wpn2_s3_sw1_sk4_dt1_ly1"],
     "wgmma_bf16x3": ["wgmma_bf16x3_bm128_bn256_bk64_wgm2_s4_sw8_dt1_ly2"],
     "wgmma_splitk_bf16x3": ["wgmma_splitk_bf16x3_bm128_bn64_bk64_wgm2_s3_sw1_sk3_dt1_ly3"],
+    "tma_ws_bf16x3": [
+        "tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly1",
+        "tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1_tl1_dt1_ly0",
+    ],
 }
 
 ALL_REPRESENTATIVE = [name for names in REPRESENTATIVE.values() for name in names]

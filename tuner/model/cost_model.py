@@ -313,10 +313,19 @@ def _tiles_estimate(
     """``tma_ws``: one block per SM (at most one per tile, in whole clusters) walking whole
     output tiles, so the launch lasts as long as the block with the most tiles: ``ceil(tiles /
     blocks)`` tiles of every k tile, one block per SM. The tile a block writes while the next
-    one's loads are in flight costs nothing extra here."""
+    one's loads are in flight costs nothing extra here. TAIL 1 (the stream-K tail) is counted
+    as the same rounds plus one hand-off (two global latencies) where a tile is cut: its even
+    share of the last round's k tiles could be up to a round shorter, but on the H100 it ran
+    slower for 13 of 16 configs and shapes, at 0.36-1.05x of whole tiles
+    (benchmarks/results/h100-hopper-tail-2026-11-28.json; not yet explained: blocks at
+    different k offsets of different tiles may share no operand tile in L2), so the model
+    ranks it below whole tiles."""
     params = config.as_dict()
     blocks = tiles_blocks(params, shape, device.sm_count)
-    cycles = -(-tiles // blocks) * k_tiles * tile_cycles(1)
+    rounds = -(-tiles // min(blocks, max(tiles, 1)))
+    cycles = rounds * k_tiles * tile_cycles(1)
+    if params.get("TAIL", 0) and tiles % blocks:
+        cycles += 2 * unit.global_latency
     return Estimate.of(cycles, blocks, 1, (params["BM"], params["BN"]), shape, device, unit)
 
 

@@ -15,12 +15,13 @@ DEFAULT_FAMILIES = ("warptile", "pipelined", "streamk", "skinny", "dmma", "dmma_
 # persistent tma_ws (sm_90 only; shapes whose stored rows are whole 16-byte vectors).
 DEFAULT_HALF_FAMILIES = ("hmma", "hmma_splitk", "wgmma", "wgmma_splitk", "tma_ws")
 # What a float32 study adds when its accuracy floor is bf16x3 (``tuner.core.accuracy``): the same
-# kernels on float32 split into BF16 parts; any layout.
+# kernels on float32 split into BF16 parts (tma_ws's on sm_90 only); any layout.
 DEFAULT_EMULATED_FAMILIES = (
     "hmma_bf16x3",
     "hmma_splitk_bf16x3",
     "wgmma_bf16x3",
     "wgmma_splitk_bf16x3",
+    "tma_ws_bf16x3",
 )
 # What every study measures beside its kernels (issue 42): cuBLASLt's top algorithms and the
 # default cuBLAS call (which on some shapes beats every algorithm cuBLASLt's heuristic lists), so a

@@ -15,9 +15,11 @@ from tuner.answers.default_rule import default_config
 from tuner.core.accuracy import BF16X3
 from tuner.core.errors import InputError
 from tuner.core.shape import SUPPORTED_LAYOUTS, Shape
+from tuner.kernels.compile import CompileError, NvccCompiler, compile_many
 from tuner.kernels.families import (
     FAMILIES,
     HMMA,
+    TMA_WS,
     WGMMA_BF16X3,
     accuracy_of,
     get_family,
@@ -25,6 +27,7 @@ from tuner.kernels.families import (
 )
 from tuner.kernels.families.emulated import PARTS, split_depth, split_shape
 from tuner.kernels.operand_split import SplitOperand, split_operands
+from tuner.kernels.render import render
 from tuner.kernels.resources import table_device
 from tuner.kernels.space import Space
 from tuner.model.cost_model import estimate
@@ -193,3 +196,40 @@ def test_verifying_a_config_pinned_to_another_layout_is_refused_before_any_launc
     source = render(parse_config("hmma_splitk_bf16x3_bm64_bn64_bk32_wpm2_wpn2_s3_sw1_sk4_dt1_ly1"))
     with pytest.raises(ValueError, match="272x275x167 needs LAYOUT=0"):
         verify(None, source, Shape(272, 275, 167))
+
+
+TMA_WS_SPLIT = "tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly0"
+
+
+def test_tma_ws_carries_the_split_on_sm_90_in_every_layout_whatever_the_rows() -> None:
+    # A ragged shape: the caller's rows are off 16 bytes, the split's buffers' are not, so the
+    # check that sends plain tma_ws to its padded config must not drop the emulated one.
+    half = Shape(1001, 999, 1003, "bfloat16", "NN")
+    assert TMA_WS.waste(TMA_WS.pinned(half), half)
+    for layout in SUPPORTED_LAYOUTS:
+        shape = Shape(1001, 999, 1003, "float32", layout)
+        candidates = Space("tma_ws_bf16x3", shape, H100).candidates()
+        assert candidates, layout
+        pinned = {(c["DTYPE"], c["LAYOUT"], c["OUT"]) for c in candidates}
+        assert pinned == {(1, SUPPORTED_LAYOUTS.index(layout), 0)}  # BF16 parts, float32 C
+    assert not Space("tma_ws_bf16x3", Shape(4096, 4096, 4096), table_device("sm_80")).candidates()
+    assert not Space("tma_ws_bf16x3", Shape(64, 64, 64, "bfloat16"), H100).candidates()
+
+
+def test_tma_ws_split_renders_tma_ws_kernel_under_its_own_name() -> None:
+    split = render(parse_config(TMA_WS_SPLIT))
+    plain = render(parse_config(TMA_WS_SPLIT.replace("_bf16x3", "")))
+    assert split.tensor_maps and split.persistent
+    assert f"{TMA_WS_SPLIT}(int M" in split.code and "float* __restrict__ C" in split.code
+    # Nothing but the names differs: the kernel is tma_ws's, reading the split's BF16 parts.
+    assert split.code.replace(TMA_WS_SPLIT, "NAME") == plain.code.replace(plain.config.name, "NAME")
+
+
+def test_tma_ws_split_compiles_for_sm_90a_without_spills() -> None:
+    source = render(parse_config(TMA_WS_SPLIT))
+    compiler = NvccCompiler("sm_90")
+    assert compiler.target(source) == "sm_90a"
+    (result,) = compile_many(compiler, [source])
+    assert not isinstance(result, CompileError), getattr(result, "log", "")
+    assert not result.usage.spills
+    assert 0 < result.usage.registers <= 65536 // result.source.threads

@@ -211,7 +211,8 @@ def wgmma_ring(code: str, p: dict[str, int]) -> Layout:
 def tma_ring(code: str, p: dict[str, int]) -> Layout:
     """tma_ws: STAGES stages of A's tile then B's in 128-byte rows from the first 1024-byte
     boundary (as wgmma's), then the C pieces of the TMA-store epilogue and a full and an empty
-    mbarrier of 8 bytes per stage, which come after the last stage's B (counted as spare)."""
+    mbarrier of 8 bytes per stage, which come after the last stage's B (counted as spare), and
+    with TAIL 1 the hand-off's ticket word after them."""
     stride = number(code, r"a_tile = ring \+ static_cast<unsigned>\(stage\) \* (\d+)u;")
     b_offset = number(code, r"b_tile = a_tile \+ (\d+)u;")
     stages = number(code, r"const int stage = it % (\d+);")
@@ -220,6 +221,10 @@ def tma_ring(code: str, p: dict[str, int]) -> Layout:
     pieces = number(code, r"full_bars = c_pieces \+ (\d+)u;")
     full = number(code, r"empty_bars = full_bars \+ (\d+)u;")
     assert ring == stages * stride and full == 8 * stages
+    ticket = 0
+    if "ticket_slot = empty_bars" in code:
+        assert number(code, r"ticket_slot = empty_bars \+ (\d+)u;") == full
+        ticket = 4  # one unsigned word
     row = 128
     return Layout(
         stages,
@@ -232,7 +237,7 @@ def tma_ring(code: str, p: dict[str, int]) -> Layout:
         row,
         row,
         1,
-        align + pieces + 2 * full,
+        align + pieces + 2 * full + ticket,
     )
 
 
@@ -253,6 +258,7 @@ LAYOUTS: dict[str, Callable[[str, dict[str, int]], Layout]] = {
     "hmma_splitk_bf16x3": hmma_ring,
     "wgmma_bf16x3": wgmma_ring,
     "wgmma_splitk_bf16x3": wgmma_ring,
+    "tma_ws_bf16x3": tma_ring,
 }
 DYNAMIC = [
     name

@@ -33,6 +33,7 @@ BASE = {
     "EPI": 0,
     "CM": 1,
     "CN": 1,
+    "TAIL": 0,
 }
 
 
@@ -58,6 +59,9 @@ def test_a_valid_config_breaks_no_rule_and_reads_back_from_its_name() -> None:
         ({"STAGES": 4, "EPI": 1, "BM": 256}, "at most 128 FP32 sums"),
         ({"CM": 2, "CN": 2}, "a cluster is 1x1, 2x1 or 1x2"),
         ({"OUT": 3}, "OUT must be 0"),
+        ({"TAIL": 2}, "TAIL must be 0"),
+        ({"TAIL": 1, "OUT": 2}, "TAIL 1 needs float32 C"),
+        ({"TAIL": 1, "CN": 2}, "TAIL 1 needs a cluster of one block"),
     ],
 )
 def test_rules_give_their_reasons(changes: dict[str, int], reason: str) -> None:
@@ -147,6 +151,27 @@ def test_the_persistent_grid_is_one_block_per_sm_in_whole_clusters() -> None:
     source = render(TMA_WS.config(config()))
     assert source.launch(small, 132).grid == (4, 1, 1)
     assert source.persistent and source.tensor_maps
+    # The stream-K tail shares the 4 tiles' k tiles over a block per SM.
+    assert tiles_blocks(config(TAIL=1), small, 132) == 132
+    assert render(TMA_WS.config(config(TAIL=1))).launch(small, 132).grid == (132, 1, 1)
+
+
+def test_the_stream_k_tail_renders_the_shared_pieces_and_the_hand_off() -> None:
+    tail = render(TMA_WS.config(config(TAIL=1, EPI=1))).code
+    assert TMA_WS.config(config(TAIL=1)).name.endswith("_cm1_cn1_tl1_dt1_ly1")
+    for piece in (
+        "next_piece(w, first_tile, tile_step, dp_tiles, k_tiles, sk_begin, sk_end",
+        "const int k0 = (kt_first + kt) * 64;",
+        "atomicAdd(&splitk_arrivals[tile], 1u)",
+        "store_release_gpu(&splitk_done[tile], 1u)",
+        "bar.sync 3, 256;",  # the consumers' own barrier, not __syncthreads
+        "if (tid == 128)",  # the first consumer thread holds the ticket
+        "add_c2(C + (long long)r * ldc, col, N, vec_ok, alpha * v0, alpha * v1)",
+        "tma_store(",  # whole tiles still go out by TMA stores
+    ):
+        assert piece in tail, piece
+    plain = render(TMA_WS.config(config(EPI=1))).code
+    assert "next_piece" not in plain and "splitk_" not in plain and "bar.sync 3" not in plain
 
 
 def test_the_template_renders_tma_mbarriers_setmaxnreg_and_the_options() -> None:
@@ -174,10 +199,11 @@ def test_it_compiles_for_sm_90a_without_spills() -> None:
         TMA_WS.config(config()).name,
         TMA_WS.config(config(BN=128, CONSUMERS=1, STAGES=5, LAYOUT=0, DTYPE=0, EPI=1)).name,
         TMA_WS.config(config(BM=256, BN=128, CN=2, EPI=1, LAYOUT=3, OUT=2)).name,
+        TMA_WS.config(config(TAIL=1, EPI=1, LAYOUT=2)).name,
     ]
     sources = [render(parse_config(n)) for n in names]
     compiler = NvccCompiler("sm_90")
-    assert [compiler.target(s) for s in sources] == ["sm_90a"] * 3
+    assert [compiler.target(s) for s in sources] == ["sm_90a"] * 4
     for name, result in zip(names, compile_many(compiler, sources), strict=True):
         assert not isinstance(result, CompileError), getattr(result, "log", "")
         usage = result.usage
@@ -203,6 +229,26 @@ def test_cost_model_ranks_it_no_lower_than_wgmma_and_counts_whole_tiles_per_bloc
     # 128 k tiles, 8 times the cycles.
     big = estimate(TMA_WS.config(config(STAGES=3)), Shape(8192, 8192, 8192, "bfloat16", "NT"), H100)
     assert big.cycles == pytest.approx(ours.cycles * 16 * 2 / 4)
+
+
+def test_cost_model_never_ranks_the_tail_above_whole_tiles() -> None:
+    """1536x4096x14336: 192 tiles of 128x256 for 132 blocks. The tail was measured slower than
+    whole tiles (see the model's docstring), so it costs whole tiles' rounds and a hand-off;
+    where the tiles fill whole rounds (132 tiles) nothing is cut and the two are the same;
+    with fewer tiles than SMs the tail's grid of one block per SM costs one round."""
+    ragged = Shape(1536, 4096, 14336, "bfloat16", "NT", "float32")
+    whole = estimate(TMA_WS.config(config()), ragged, H100)
+    tail = estimate(TMA_WS.config(config(TAIL=1)), ragged, H100)
+    assert tail.cycles > whole.cycles
+    assert tail.cycles == pytest.approx(whole.cycles, rel=0.01)
+    even = Shape(1408, 3072, 14336, "bfloat16", "NT", "float32")  # 11 x 12 = 132 tiles
+    assert estimate(TMA_WS.config(config(TAIL=1)), even, H100).cycles == pytest.approx(
+        estimate(TMA_WS.config(config()), even, H100).cycles
+    )
+    few = Shape(256, 512, 14336, "bfloat16", "NT", "float32")  # 4 tiles
+    assert estimate(TMA_WS.config(config(TAIL=1)), few, H100).cycles >= (
+        estimate(TMA_WS.config(config()), few, H100).cycles
+    )
 
 
 def test_cost_model_reads_a_shared_operand_half_from_l2() -> None:

@@ -33,6 +33,7 @@ from tuner.kernels.families.dmma import (
 from tuner.kernels.families.emulated import (
     HMMA_BF16X3,
     HMMA_SPLITK_BF16X3,
+    TMA_WS_BF16X3,
     WGMMA_BF16X3,
     WGMMA_SPLITK_BF16X3,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "STREAMK",
     "STREAMK_MAX_BLOCKS",
     "TMA_WS",
+    "TMA_WS_BF16X3",
     "VECTORIZED",
     "WARPTILE",
     "WARPTILE_SPLITK",

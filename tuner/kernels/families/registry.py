@@ -13,6 +13,7 @@ from tuner.kernels.families.dmma import DMMA, DMMA_PIPELINED, DMMA_STREAMK
 from tuner.kernels.families.emulated import (
     HMMA_BF16X3,
     HMMA_SPLITK_BF16X3,
+    TMA_WS_BF16X3,
     WGMMA_BF16X3,
     WGMMA_SPLITK_BF16X3,
 )
@@ -52,6 +53,7 @@ FAMILIES: dict[str, Family] = {
         HMMA_SPLITK_BF16X3,
         WGMMA_BF16X3,
         WGMMA_SPLITK_BF16X3,
+        TMA_WS_BF16X3,
         CUBLASLT,
         CUBLAS,
     )

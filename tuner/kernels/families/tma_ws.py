@@ -17,6 +17,14 @@ apart by a multiple and its base 16-byte aligned, so a shape whose stored rows a
 copies with padded rows (and ``tuner.gpu.measure.launch`` copies a misaligned view of an aligned
 shape the same way). Out-of-bounds boxes are zero-filled, so any M, N and K work.
 
+TAIL 1 (float32 C, no cluster) gives the last partial round of tiles to every block evenly, as
+stream-K does: a grid of one block per SM walks its whole tiles of the full rounds, then an even
+share of the remaining tiles' k tiles (so a block may begin or end inside a tile). The pieces
+of a tile meet in C by the split-K hand-off (``templates/_splitk_handoff.cuh.j2``): the first
+to arrive stores alpha * sum + beta * C, the later ones add alpha * sum by float32 atomics. With
+fewer tiles than SMs every tile is so shared, which splits K for shapes too small to fill the
+chip.
+
 DTYPE and LAYOUT are pinned by the shape as for ``hmma``; OUT (C's element type: 0 float32,
 1 float16, 2 bfloat16) by the shape's output type where it has one, else 0.
 """
@@ -61,6 +69,11 @@ CONSUMER_REGS = {1: 240, 2: 232}
 VECTOR_HALVES = 8  # halves in 16 bytes: TMA's unit of row pitch and base alignment
 C_ELEMENT_BYTES = {0: 4, 1: 2, 2: 2}  # by OUT
 PIECE_BYTES = 64 * ROW_BYTES  # a piece of C stored by TMA: 64 rows of 128 bytes
+# The hand-off's counters (TAIL 1): one triple per tile of the last partial round, fewer than
+# the blocks of the grid (one per SM), so this bounds the SMs a device may have.
+TAIL_MAX_TILES = 1024
+# The hand-off's ticket (TAIL 1): a word of dynamic shared memory after the barriers.
+TICKET_BYTES = 4
 
 
 def tma_ws_threads(p: Params) -> int:
@@ -87,7 +100,10 @@ def c_stage_bytes(p: Params) -> int:
 
 
 def smem_bytes(p: Params) -> int:
-    return p["STAGES"] * (stage_bytes(p) + BARRIER_BYTES) + c_stage_bytes(p) + ALIGN_SPARE
+    """Dynamic shared memory of the block: the ring, its barriers, the C pieces of EPI 1, the
+    alignment spare and, where TAIL is 1, the hand-off's ticket."""
+    ticket = TICKET_BYTES if p.get("TAIL", 0) else 0
+    return p["STAGES"] * (stage_bytes(p) + BARRIER_BYTES) + c_stage_bytes(p) + ALIGN_SPARE + ticket
 
 
 def tma_ws_derive(p: Params) -> dict[str, int]:
@@ -108,6 +124,7 @@ def tma_ws_derive(p: Params) -> dict[str, int]:
         "PIECE_BYTES": PIECE_BYTES,
         "C_STAGE_BYTES": c_stage_bytes(p),
         "CONSUMER_REGS": CONSUMER_REGS[p["CONSUMERS"]],
+        "MAX_TILES": TAIL_MAX_TILES,
     }
 
 
@@ -174,6 +191,7 @@ TMA_WS_PARAMS = (
     Param("EPI", (0, 1), "epilogue: 0 stores from the sums, 1 through shared memory by TMA"),
     Param("CM", (1, 2), "blocks of a cluster along M (they share B's tiles by TMA multicast)"),
     Param("CN", (1, 2), "blocks of a cluster along N (they share A's tiles by TMA multicast)"),
+    Param("TAIL", (0, 1), "1: the last partial round of tiles shared over every block (stream-K)"),
     *HMMA_PARAMS[-3:],  # DTYPE, LAYOUT, OUT: the kinds the shape pins, as hmma's
 )
 
@@ -217,6 +235,16 @@ TMA_WS_RULES = (
     Rule("GROUP must be at least 1", lambda p: p["GROUP"] >= 1),
     Rule("RASTER must be 0 (bands of rows) or 1 (of columns)", lambda p: p["RASTER"] in (0, 1)),
     Rule("OUT must be 0 (float32), 1 (float16) or 2 (bfloat16)", lambda p: p["OUT"] in (0, 1, 2)),
+    Rule("TAIL must be 0 (whole tiles) or 1 (a stream-K tail)", lambda p: p["TAIL"] in (0, 1)),
+    Rule(
+        "TAIL 1 needs float32 C (OUT 0): the pieces of a tile meet by float32 atomic adds",
+        lambda p: p["TAIL"] == 0 or p["OUT"] == 0,
+    ),
+    Rule(
+        "TAIL 1 needs a cluster of one block (CM = CN = 1): the blocks of a cluster load "
+        "their tiles' k tiles together, which pieces of different lengths would not",
+        lambda p: p["TAIL"] == 0 or cluster_size(p) == 1,
+    ),
 )
 
 
@@ -226,7 +254,10 @@ def cluster_size(p: Params) -> int:
 
 def tiles_blocks(p: Params, shape: Shape, sm_count: int) -> int:
     """Blocks of the persistent grid: one per SM in whole clusters, or one per output tile
-    (whole clusters of them) when fewer."""
+    (whole clusters of them) when fewer; with TAIL 1 one per SM always (the tiles past the full
+    rounds, or all of them, are shared over every block)."""
+    if p.get("TAIL", 0):
+        return sm_count
     size = cluster_size(p)
     super_tiles = -(-shape.m // (p["BM"] * p["CM"])) * -(-shape.n // (p["BN"] * p["CN"]))
     return size * max(1, min(super_tiles, sm_count // size))
@@ -246,6 +277,9 @@ TMA_WS = Family(
     cost=CostTraits(
         schedule="tiles", math="half_tma", loads_ahead=_loads_ahead, warp_tile=_warp_tile
     ),
+    # TAIL 1 keeps the hand-off's counters in its module; the flag is the family's, so every
+    # tma_ws config gets a module per stream (a little memory where TAIL is 0).
+    module_counters=True,
     leading_dims=True,
     tensor_maps=True,
     min_arch=90,
