@@ -140,14 +140,14 @@ def _provenance(doc: dict[str, Any]) -> str:
 SHORT_DTYPES = {"float32": "FP32", "float16": "FP16", "bfloat16": "BF16"}
 
 
-def _kind_line(dtype: str, layout: str) -> list[str]:
-    """What the inputs were, for half inputs (a float32 NN file needs no such line)."""
+def _kind_line(dtype: str, layout: str, out_dtype: str = "float32") -> list[str]:
+    """What the inputs and C were, for half inputs (a float32 NN file needs no such line)."""
     if (dtype, layout) == ("float32", "NN"):
         return []
     return [
         f"Inputs: {dtype} A and B in layout {layout} (row-major terms: A's letter, then B's; T = "
-        "stored transposed), FP32 sums, float32 C; baseline: cuBLAS in the same dtype "
-        "(cublasGemmEx, CUBLAS_COMPUTE_32F, float32 C; never TF32).",
+        f"stored transposed), FP32 sums, {out_dtype} C; baseline: cuBLAS in the same dtype "
+        f"(cublasGemmEx, CUBLAS_COMPUTE_32F, {out_dtype} C; never TF32).",
         "",
     ]
 
@@ -191,7 +191,7 @@ def markdown(doc: dict[str, Any]) -> str:
         f"{summary['measured']} of {summary['shapes']} shapes; by class: {by_class}."
     )
     parts += ["", targets_table(summary), ""] if summary["targets"] else [""]
-    parts += _kind_line(dtype, layout)
+    parts += _kind_line(dtype, layout, (doc.get("method") or {}).get("out_dtype") or "float32")
     method = doc.get("method") or {}
     if method.get("rounds"):
         parts += [

@@ -43,6 +43,7 @@ LEADING_DIMS_FAMILIES = {
     "dmma_pipelined",
     "dmma_streamk",
     "tma_ws",  # A's and B's pitches travel in their tensor maps, ldc as an argument
+    "tma_ws_bf16x3",
 }
 
 

@@ -722,7 +722,7 @@ def test_markdown_and_chart_of_a_half_bench() -> None:
     text = markdown(doc)
     assert "| 989.5 (compute) | 14 % | 28 % |" in text  # 137.4 and 274.9 TFLOP/s of 989.5
     assert "| geometric mean over the odd-shape suite | ≥ 1.50 | 0.50 | **no** |" in text
-    assert "Inputs: bfloat16 A and B in layout NT" in text and "never TF32" in text
+    assert "Inputs: bfloat16 A and B in layout NT" in text and "bfloat16 C; never TF32" in text
     assert "against cuBLAS in bfloat16 with FP32 sums" in text and "strict FP32" not in text
     assert "FP16/BF16 tensor-core ceiling 989.5 TFLOP/s" in text and "2(MK + KN) + cMN" in text
     from tuner.report.bench_tables import chart_title
