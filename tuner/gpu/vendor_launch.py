@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +135,7 @@ def launch_vendor(
     """Run ``C = alpha*A@B + beta*C`` with the config's algorithm (or the default call): on
     zero-padded copies when the config is padded (``tuner.gpu.padded_launch``, copies
     included), else on the arrays."""
-    run = run_default_call if isinstance(kernel, DefaultCall) else run_vendor
+    run: Callable[..., None] = run_default_call if isinstance(kernel, DefaultCall) else run_vendor
     if source.config.pad:
         from tuner.gpu.padded_launch import launch_padded
 

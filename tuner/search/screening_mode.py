@@ -40,7 +40,7 @@ def may_screen_padded(family: str, shape: Shape) -> bool:
     rows, and the family takes leading dimensions (or is the vendor library's) and does not
     rewrite the operands."""
     fam = get_family(family)
-    eligible = fam.leading_dims or fam.vendor
+    eligible = fam.leading_dims or bool(fam.vendor)
     return padding_refusal(shape) is None and eligible and not fam.rewrites_operands
 
 

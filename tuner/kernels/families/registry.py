@@ -76,7 +76,7 @@ def is_vendor(name: str) -> bool:
     """Whether family ``name`` is a vendor library rather than a template (``Family.vendor``);
     False for a name this version does not know."""
     family = FAMILIES.get(name)
-    return family is not None and family.vendor
+    return family is not None and bool(family.vendor)
 
 
 def rewrites_operands(config: Config) -> bool:
