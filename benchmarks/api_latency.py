@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from serving import result_header, run_steps, served
@@ -47,6 +48,24 @@ CONFIGS = [
     "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128",
 ]
 PARAMS = [parse_config(name).as_dict() for name in CONFIGS]
+
+
+def upload_body(m: int, n: int, k: int, ms: float) -> dict[str, Any]:
+    """An upload body: one new measurement of a tuned shape (the writers' second writer)."""
+    return {
+        "device": {"name": DEVICE.name, "arch": DEVICE.arch, "sm_count": DEVICE.sm_count},
+        "shape": {"m": m, "n": n, "k": k},
+        "measurements": [
+            {
+                "family": "warptile",
+                "config_name": CONFIGS[1],
+                "params": PARAMS[1],
+                "status": "ok",
+                "ms": ms,
+                "cublas_ms": 1.1,
+            }
+        ],
+    }
 
 
 def shapes(count: int) -> list[tuple[int, int, int]]:
@@ -170,20 +189,7 @@ def uploads(base: str, n_shapes: int, stop: threading.Event, sent: list[int]) ->
         while not stop.wait(1.0):
             m, n, k = rng.choice(tuned)
             ms = 0.9 - 0.0001 * len(sent)
-            body = {
-                "device": {"name": DEVICE.name, "arch": DEVICE.arch, "sm_count": DEVICE.sm_count},
-                "shape": {"m": m, "n": n, "k": k},
-                "measurements": [
-                    {
-                        "family": "warptile",
-                        "config_name": CONFIGS[1],
-                        "params": PARAMS[1],
-                        "status": "ok",
-                        "ms": ms,
-                        "cublas_ms": 1.1,
-                    }
-                ],
-            }
+            body = upload_body(m, n, k, ms)
             sent.append(client.post("/v1/results", json=body, timeout=30).status_code)
 
 

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from api_latency import CONFIGS, DEVICE, PARAMS, WRITER, bodies, build, shapes
+from api_latency import WRITER, bodies, build, shapes, upload_body
 from serving import result_header, server_process
 
 TOKEN = "bench-trusted-token"
@@ -167,23 +167,6 @@ def measured(pid: int, base: str, rate: int, seconds: int, n_shapes: int) -> dic
     found["loadavg_1min_after"] = round(os.getloadavg()[0], 2)
     print(f"  {rate} req/s: {found}", flush=True)
     return found
-
-
-def upload_body(m: int, n: int, k: int, ms: float) -> dict[str, Any]:
-    return {
-        "device": {"name": DEVICE.name, "arch": DEVICE.arch, "sm_count": DEVICE.sm_count},
-        "shape": {"m": m, "n": n, "k": k},
-        "measurements": [
-            {
-                "family": "warptile",
-                "config_name": CONFIGS[1],
-                "params": PARAMS[1],
-                "status": "ok",
-                "ms": ms,
-                "cublas_ms": 1.1,
-            }
-        ],
-    }
 
 
 def uploads(base: str, n_shapes: int, stop: threading.Event, codes: list[int]) -> None:
