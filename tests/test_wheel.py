@@ -106,7 +106,9 @@ def test_the_wheel_carries_the_package_data_and_no_lab(installed: Installed) -> 
     assert "tuner/data/results/h100-sweep.jsonl" in data
     assert "tuner/_templates/warptile.cu.j2" in names
     assert not [n for n in names if n.startswith("benchmarks/") or "/_benchmarks/" in n]
-    assert installed.wheel.stat().st_size < 2_000_000
+    # The package with its shipped data came to 2.0 MB on 2026-11-28 (the half-C suite files
+    # added); the lab's results alone are 11 MB before compression, so this still catches them.
+    assert installed.wheel.stat().st_size < 2_500_000
 
 
 def test_the_installed_copy_reads_its_packaged_data(installed: Installed) -> None:
