@@ -42,43 +42,46 @@ def _nominal_footprint(params: object) -> Footprint:
     )
 
 
-CUBLASLT = Family(
-    name="cublaslt",
-    doc="The vendor library: cuBLASLt's heuristic's RANK-th algorithm for the problem "
+def _library(name: str, doc: str, params: tuple[Param, ...], library: str) -> Family:
+    """A vendor library as a family: nominal resources, every input type, layout and type of C
+    (cuBLASLt and cublasGemmEx write C in any of them), computed by ``library``."""
+    return Family(
+        name=name,
+        doc=doc,
+        params=params,
+        rules=(),
+        threads=lambda p: NOMINAL_THREADS,
+        footprint=_nominal_footprint,
+        k_step=lambda p: 1,
+        cost=CostTraits(math="library"),
+        dtypes=SUPPORTED_DTYPES,
+        out_dtypes=("float32", "float16", "bfloat16"),
+        layouts=SUPPORTED_LAYOUTS,
+        vendor=library,
+    )
+
+
+CUBLASLT = _library(
+    "cublaslt",
+    "The vendor library: cuBLASLt's heuristic's RANK-th algorithm for the problem "
     "(FP32 sums, CUBLAS_COMPUTE_32F, never TF32), optionally on operands zero-padded to whole "
     "16-byte vectors; no template.",
-    params=(
+    (
         Param(
             "RANK",
             tuple(range(HEURISTIC_RANKS)),
             "place in cublasLtMatmulAlgoGetHeuristic's list (0: its first choice)",
         ),
     ),
-    rules=(),
-    threads=lambda p: NOMINAL_THREADS,
-    footprint=_nominal_footprint,
-    k_step=lambda p: 1,
-    cost=CostTraits(math="library"),
-    dtypes=SUPPORTED_DTYPES,
-    out_dtypes=("float32", "float16", "bfloat16"),  # cuBLASLt writes C in any of them
-    layouts=SUPPORTED_LAYOUTS,
-    vendor="cublasLt",
+    "cublasLt",
 )
 
-CUBLAS = Family(
-    name="cublas",
-    doc="The vendor library's default call, as cupy.matmul and torch.matmul make it: "
+CUBLAS = _library(
+    "cublas",
+    "The vendor library's default call, as cupy.matmul and torch.matmul make it: "
     "cublasSgemm for float32 NN, cublasGemmEx with FP32 sums (never TF32) and "
     "CUBLAS_GEMM_DEFAULT otherwise, optionally on operands zero-padded to whole 16-byte "
     "vectors; no parameters, no template.",
-    params=(),
-    rules=(),
-    threads=lambda p: NOMINAL_THREADS,
-    footprint=_nominal_footprint,
-    k_step=lambda p: 1,
-    cost=CostTraits(math="library"),
-    dtypes=SUPPORTED_DTYPES,
-    out_dtypes=("float32", "float16", "bfloat16"),  # cublasGemmEx writes C in any of them
-    layouts=SUPPORTED_LAYOUTS,
-    vendor="cublas",
+    (),
+    "cublas",
 )
