@@ -14,8 +14,8 @@ def test_thirty_trial_study_on_4096_cubed_stores_its_results(tmp_path: Path) -> 
     from storage import open_database
     from tuner.core.shape import Shape
     from tuner.gpu.worker import GpuEvaluator
-    from tuner.search.sql_recorder import SqlRecorder
     from tuner.search.finalists import FINAL_MIN_ROUNDS, FINAL_ROUNDS
+    from tuner.search.sql_recorder import SqlRecorder
     from tuner.search.study import Study
 
     url = f"sqlite:///{tmp_path / 'gpu.db'}"

@@ -119,15 +119,33 @@ def _best_rows(sessions: sessionmaker[Session], device: str | None) -> list[dict
 
 
 def results(
-    format: Annotated[str, typer.Option("--format", help="table, json or csv")] = "table",
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="table, json, csv, or suite: a suite file of one GPU (--device) written to --out, "
+            "which the server preloads from its results folder",
+        ),
+    ] = "table",
     device: Annotated[
         str | None, typer.Option(help="only this GPU (its name as stored); default: every GPU")
     ] = None,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="with --format suite: the file to write")
+    ] = None,
+    suite: Annotated[
+        str, typer.Option(help="with --format suite: what was tuned (recorded in the file)")
+    ] = "tuned shapes",
     db: DbOpt = None,
 ) -> None:
     """The best config of every tuned (device, shape)."""
-    if format not in ("table", "json", "csv"):
-        raise InputError(f"--format must be table, json or csv, got {format!r}")
+    if format not in ("table", "json", "csv", "suite"):
+        raise InputError(f"--format must be table, json, csv or suite, got {format!r}")
+    if (format == "suite") != (out_file is not None):
+        raise InputError("--format suite writes a file: give --out with it (and only with it)")
+    if format == "suite":
+        _write_suite(storage.open_existing_database(db), device, out_file, suite)
+        return
     rows = _best_rows(storage.open_existing_database(db), device)
     if format == "json":
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
@@ -137,6 +155,22 @@ def results(
         writer.writerows(rows)
     else:
         _print_table(rows)
+
+
+def _write_suite(
+    sessions: sessionmaker[Session], device: str | None, path: Path | None, suite: str
+) -> None:
+    """One GPU's best configs as a suite file (:mod:`tuner.report.shipped_bests`)."""
+    from tuner.data.suite_file import write_suite_file
+    from tuner.report.shipped_bests import shipped_bests_document
+
+    if device is None or path is None:
+        raise InputError("--format suite writes one GPU's bests: name it with --device")
+    check_writable(path, "suite file")
+    with sessions() as session:
+        document = shipped_bests_document(session, device, suite)
+    write_suite_file(path, document)
+    out.print(f"wrote {len(document['shapes'])} best configs of {device} to {path}", markup=False)
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:

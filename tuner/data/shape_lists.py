@@ -1,8 +1,11 @@
 """Shape lists: the CSV files that ``tune-batch`` and ``gemmtune bench`` read.
 
-Rows are ``M,N,K`` or ``class,M,N,K``; ``#`` starts a comment line, and the first row may be a
-header naming those columns (``class,M,N,K``, any case), as spreadsheets write it. Every row is
-checked before anything runs, and a bad one is named by its line number.
+Rows are ``M,N,K`` or ``class,M,N,K``, or ``class,M,N,K,dtype,layout`` (optionally with
+``out_dtype`` after them) where a list mixes problems: such a row's own dtype and layout replace
+the command's ``--dtype`` and ``--layout``, and its C is the input type unless it names one. ``#``
+starts a comment line, and the first row may be a header naming those columns (``class,M,N,K``,
+any case), as spreadsheets write it. Every row is checked before anything runs, and a bad one is
+named by its line number.
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ from tuner.core.errors import InputError
 from tuner.core.shape import Shape, parse_shape
 from tuner.data.user_files import read_text
 
-_HEADERS = (["m", "n", "k"], ["class", "m", "n", "k"])
+_HEADERS = (
+    ["m", "n", "k"],
+    ["class", "m", "n", "k"],
+    ["class", "m", "n", "k", "dtype", "layout"],
+    ["class", "m", "n", "k", "dtype", "layout", "out_dtype"],
+)
+_ROW_FORMS = "M,N,K or class,M,N,K or class,M,N,K,dtype,layout[,out_dtype]"
 
 
 @dataclass(frozen=True)
@@ -51,8 +60,12 @@ def read_suite(
 def _entry(
     cells: list[str], where: str, dtype: str, layout: str, out_dtype: str | None
 ) -> SuiteEntry:
-    if len(cells) not in (3, 4):
-        raise InputError(f"{where}: expected M,N,K or class,M,N,K, got {','.join(cells)!r}")
+    if len(cells) not in (3, 4, 6, 7):
+        raise InputError(f"{where}: expected {_ROW_FORMS}, got {','.join(cells)!r}")
+    if len(cells) >= 6:  # the row names its own problem
+        dtype, layout = cells[4], cells[5]
+        out_dtype = cells[6] if len(cells) == 7 and cells[6] else None
+        cells = cells[:4]
     try:
         shape = parse_shape("x".join(cells[-3:]), dtype, layout, out_dtype)
     except InputError as exc:
