@@ -74,6 +74,8 @@ def test_compose_wires_postgres_api_and_a_worker_per_gpu() -> None:
         assert gpu["capabilities"] == ["gpu"] and gpu["driver"] == "nvidia" and "count" not in gpu
         reserved += gpu["device_ids"]
     assert reserved == ["0", "1"]  # one GPU each, none shared
-    # The same study: the workers differ only in the GPU they reserve.
+    # Queue workers that keep serving: they differ only in the GPU they reserve.
     assert services["tuner-gpu0"]["command"] == services["tuner-gpu1"]["command"]
+    assert services["tuner-gpu0"]["command"][:2] == ["worker", "--wait"]
+    assert services["api"]["environment"]["GEMMTUNE_TUNE_ON_MISS"] == "${GEMMTUNE_TUNE_ON_MISS:-1}"
     assert services["tuner-gpu0"]["build"] == services["tuner-gpu1"]["build"]

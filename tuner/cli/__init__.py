@@ -13,7 +13,7 @@ import typer
 
 from storage import StorageError
 from tuner import __version__
-from tuner.cli import bench, kernels, report, results, serve, sweep, tune, worker
+from tuner.cli import bench, enqueue, kernels, report, results, serve, sweep, tune, worker
 from tuner.core.errors import InputError
 
 app = typer.Typer(
@@ -28,6 +28,7 @@ app.command("compile")(kernels.compile_cmd)
 app.command("tune")(tune.tune)
 app.command("tune-batch")(tune.tune_batch)
 app.command("worker")(worker.worker)
+app.command("enqueue")(enqueue.enqueue)
 app.command("best")(results.best)
 app.command("results")(results.results)
 app.command("export")(results.export)
