@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,20 +27,16 @@ def tuned_db(tmp_path: Path) -> str:
     return url
 
 
-def _bests(url: str) -> dict[tuple[object, ...], str]:
+def _key(best: Any) -> tuple[object, ...]:
+    """A best config's problem: shape, dtype, layout, type of C and accuracy class."""
+    s = best.shape
+    return (s.m, s.n, s.k, s.dtype, s.layout, s.out_dtype, best.accuracy)
+
+
+def _bests(url: str) -> dict[tuple[object, ...], Any]:
+    """Each problem's best measurement on the H100."""
     with storage.open_existing_database(url)() as session:
-        return {
-            (
-                b.shape.m,
-                b.shape.n,
-                b.shape.k,
-                b.shape.dtype,
-                b.shape.layout,
-                b.shape.out_dtype,
-                b.accuracy,
-            ): b.measurement.config_name
-            for b in storage.best_configs(session, H100)
-        }
+        return {_key(b): b.measurement for b in storage.best_configs(session, H100)}
 
 
 def test_a_written_suite_preloads_into_the_same_exact_answers(
@@ -49,21 +46,11 @@ def test_a_written_suite_preloads_into_the_same_exact_answers(
     folder.mkdir()
     path = folder / "h100-grid-suite.json"
     code, out, err = cli(
-        capsys,
-        "results",
-        "--format",
-        "suite",
-        "--device",
-        H100,
-        "--out",
-        str(path),
-        "--suite",
-        "a test grid",
-        "--db",
-        tuned_db,
-    )
+        capsys, "results", "--format", "suite", "--device", H100, "--out", str(path),
+        "--suite", "a test grid", "--db", tuned_db,
+    )  # fmt: skip
     assert code == 0, err
-    bests = _bests(tuned_db)
+    bests = {key: m.config_name for key, m in _bests(tuned_db).items()}
     assert f"wrote {len(bests)} best configs" in out and len(bests) > 20
     written = read_suite_file(path)
     assert written.gpu.name == H100 and written.gpu.arch == "sm_90" and written.gpu.sm_count == 132
@@ -72,7 +59,7 @@ def test_a_written_suite_preloads_into_the_same_exact_answers(
     fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
     sessions = storage.open_database(fresh)
     assert preload(sessions, folder).outcome is Outcome.STORED
-    assert _bests(fresh) == bests
+    assert {key: m.config_name for key, m in _bests(fresh).items()} == bests
     with sessions() as session:
         after = load_snapshot(session)
     with storage.open_existing_database(tuned_db)() as session:
@@ -90,44 +77,14 @@ def test_the_written_figures_are_the_databases(
     capsys: pytest.CaptureFixture[str], tuned_db: str, tmp_path: Path
 ) -> None:
     path = tmp_path / "h100-grid-suite.json"
-    cli(
-        capsys,
-        "results",
-        "--format",
-        "suite",
-        "--device",
-        H100,
-        "--out",
-        str(path),
-        "--db",
-        tuned_db,
-    )
+    cli(capsys, "results", "--format", "suite", "--device", H100, "--out", str(path),
+        "--db", tuned_db)  # fmt: skip
     rows = json.loads(path.read_text())["shapes"]
-    with storage.open_existing_database(tuned_db)() as session:
-        stored = {
-            (
-                b.shape.m,
-                b.shape.n,
-                b.shape.k,
-                b.shape.dtype,
-                b.shape.layout,
-                b.shape.out_dtype,
-                b.accuracy,
-            ): b.measurement
-            for b in storage.best_configs(session, H100)
-        }
+    stored = _bests(tuned_db)
     assert len(rows) == len(stored)
     for row in rows:
-        key = (
-            row["m"],
-            row["n"],
-            row["k"],
-            row["dtype"],
-            row["layout"],
-            row["out_dtype"],
-            row["accuracy"],
-        )
-        measurement = stored[key]
+        problem = ("m", "n", "k", "dtype", "layout", "out_dtype", "accuracy")
+        measurement = stored[tuple(row[name] for name in problem)]
         assert (row["config"], row["ms"], row["cublas_ms"], row["ratio"]) == (
             measurement.config_name,
             measurement.ms,

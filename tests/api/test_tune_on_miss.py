@@ -78,35 +78,47 @@ def test_the_rate_limit_and_a_full_queue_never_fail_an_answer(seeded: str) -> No
     limited.state.engine.dispose()
 
 
-def test_a_missed_shape_is_tuned_by_a_worker_and_answered_exact(tmp_path: Path) -> None:
-    """End to end: the served app queues a default answer, a worker process tunes it (on the
-    replay's numbers reported as measured: replayed times never become served bests), and the
-    refreshed index answers exact with the worker's best."""
+def tune_a_miss(
+    tmp_path: Path, question: dict[str, int], worker: list[str], timeout_s: float
+) -> str:
+    """End to end: the served app answers ``question`` ``default`` and queues it, the ``worker``
+    command (argv after the Python executable, the database URL appended) tunes it, and the
+    refreshed index then answers ``exact`` with the best the worker stored, whose config name is
+    returned. Checks the worker's exit and the queue on the way."""
     url = f"sqlite:///{tmp_path / 'served.db'}"
     app = make_app(url, token=None, trusted=None, tune_on_miss=True, cache_ttl_s=0.1)
-    question = {"m": 4096, "n": 4096, "k": 4096}
     with TestClient(app) as client:
         assert client.post(BEST, json=question).json()["source"] == "default"
         deadline = time.monotonic() + 60  # polled: the bound only ends a hung test
         while not queued(url):
             assert time.monotonic() < deadline
             time.sleep(0.1)
-        worker = subprocess.run(
-            [sys.executable, "-m", "tests.tuner.run.measured_replay_worker", url],
-            capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
+        done = subprocess.run(
+            [sys.executable, *worker, url],
+            capture_output=True, text=True, timeout=timeout_s, check=False, cwd=ROOT,
         )  # fmt: skip
-        assert worker.returncode == 0, worker.stderr
-        assert "finished 1, failed 0" in worker.stdout
+        assert done.returncode == 0, done.stdout + done.stderr
         answers: list[dict[str, object]] = []
         while not answers or answers[-1]["source"] != "exact":
-            assert time.monotonic() < deadline + 300
+            assert time.monotonic() < deadline + timeout_s
             answers.append(client.post(BEST, json=question).json())
             time.sleep(0.1)
         engine = storage.make_engine(url)
         with storage.make_session_factory(engine)() as session:
             [best] = storage.best_configs(session)
         engine.dispose()
+        assert best.measurement.evaluator == "gpu" and best.measurement.ratio
+        assert (best.shape.m, best.shape.n, best.shape.k) == tuple(question.values())
         assert answers[-1]["name"] == best.measurement.config_name
         assert {a["source"] for a in answers} <= {"default", "exact"}
-    assert queued(url) == [(4096, 4096, 4096, "float32", "", "api")]
+    m, n, k = question.values()
+    assert queued(url) == [(m, n, k, "float32", "", "api")]
     app.state.engine.dispose()
+    return best.measurement.config_name
+
+
+def test_a_missed_shape_is_tuned_by_a_worker_and_answered_exact(tmp_path: Path) -> None:
+    """The worker is a replay whose numbers are reported as measured (replayed times never
+    become served bests)."""
+    worker = ["-m", "tests.tuner.run.measured_replay_worker"]
+    tune_a_miss(tmp_path, {"m": 4096, "n": 4096, "k": 4096}, worker, timeout_s=300)
