@@ -8,7 +8,7 @@ bar, a log).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -33,9 +33,7 @@ from tuner.run.default_families import (
     DEFAULT_HALF_FAMILIES,
     VENDOR_FAMILIES,
 )
-from tuner.run.lookahead import Lookahead
 from tuner.run.request import TuneRequest
-from tuner.search.early_compiles import compile_early
 from tuner.search.evaluator import Evaluator
 from tuner.search.priors import committed_starts
 from tuner.search.recorder import Recorder
@@ -73,11 +71,6 @@ def check_answerable(
     if isinstance(evaluator, ReplayEvaluator):
         for shape in shapes:
             evaluator.check_covers(shape, families)
-
-
-# Candidates compiled beside a probe, in multiples of what the evaluator prepares ahead of a
-# measurement: the search's opening proposals and the next ones.
-EARLY_COMPILES = 2
 
 
 def start_gpu(
@@ -223,27 +216,18 @@ def warm_starts(
     return starts
 
 
-def device_rates(
-    recorder: Recorder,
-    evaluator: Evaluator,
-    notes: list[str],
-    while_probing: Callable[[], object] | None = None,
-) -> DeviceRates | None:
+def device_rates(recorder: Recorder, evaluator: Evaluator, notes: list[str]) -> DeviceRates | None:
     """The device's rates for the cost model: stored in the database, else kept from an
     earlier command's probe of this GPU (``tuner.data.probed_rates``, GPU evaluators only:
-    other kinds probe nothing real), else probed now, with ``while_probing`` run beside the
-    probe in a thread; whichever it was is stored. None when there are none; ``notes`` says
-    which."""
+    other kinds probe nothing real), else probed now; whichever it was is stored. None when
+    there are none; ``notes`` says which."""
     device = evaluator.device
     rates = recorder.rates(device)
     if rates is None:
         on_gpu = evaluator.kind == EvaluatorKind.GPU.value
         rates = read_probed(device, evaluator.provenance) if on_gpu else None
         if rates is None:
-            beside = Lookahead(while_probing, "beside the probe") if while_probing else None
             rates = evaluator.probe()
-            if beside is not None:
-                beside.take()
             if rates is not None and on_gpu:
                 write_probed(device, evaluator.provenance, rates)
         if rates is not None:
@@ -280,13 +264,7 @@ def build_study(
     check_families_compute(shape, families)
     recorder = SqlRecorder(sessions, claim_lease_s, worker=worker)
     notes: list[str] = []
-    # A probe's wait (on a GPU: kernels compiled and timed by the measuring process) is filled
-    # with compiles of the study's likely first candidates (``tuner.search.early_compiles``).
-    early = EARLY_COMPILES * evaluator.parallelism
-    beside = None
-    if evaluator.kind == EvaluatorKind.GPU.value:
-        beside = lambda: compile_early(shape, families, evaluator, early)  # noqa: E731
-    rates = device_rates(recorder, evaluator, notes, beside)
+    rates = device_rates(recorder, evaluator, notes)
     first = untuned_answer(sessions, evaluator.device, shape, loosest_of(families))
     study = Study(
         shape,

@@ -30,13 +30,9 @@ FINAL_MIN_ROUNDS = 3
 # than this fraction: the stored ratio is then within a fraction of a per cent of what the
 # rounds left out would give, well inside the +-3 % a bench re-measurement is held to.
 FINAL_SETTLED = 0.01
-# Kernel time per timed block of the re-measurement: half of what ``gemmtune bench`` times a
-# block with (the GPU evaluator's 100 ms). A block's figure is the median of its repeats, so a
-# shorter block estimates the same median from fewer of them (still at least 5, ``time_launches``);
-# the rounds and the fidelity rule above decide how steady the stored ratio is. Kernels under
-# a quarter of a millisecond reach the cap of 200 repeats before 50 ms either way: only longer
-# ones, whose blocks are most of their study's finalists time, are timed for less.
-FINAL_BUDGET_MS: float | None = 50.0
+# Kernel time per timed block of the re-measurement: None, the evaluator's own, which is what
+# ``gemmtune bench`` re-measures with, so the stored ratio is the one the bench gives.
+FINAL_BUDGET_MS: float | None = None
 
 
 def settled(comparison: Comparison, tolerance: float = FINAL_SETTLED) -> bool:

@@ -9,9 +9,7 @@ from tuner.core.config import Config
 from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.kernels.families import parse_config
-from tuner.run.bench import BenchRequest
 from tuner.search.finalists import (
-    FINAL_BUDGET_MS,
     FINAL_MIN_ROUNDS,
     FINAL_ROUNDS,
     choose_finalists,
@@ -134,27 +132,3 @@ def test_a_finalist_that_fails_a_later_check_is_stored_failed() -> None:
     comparisons = remeasure(evaluator, [A, C], SHAPE)  # type: ignore[arg-type]
     assert [c.status for c in comparisons] == ["wrong_result", "ok"]
     assert evaluator.calls[1:] == [([A.name], 1)]
-
-
-class BudgetRecorder(ScriptedRounds):
-    """Records the timed-block budget each re-measurement asked for."""
-
-    def __init__(self, times: dict[str, list[float]]) -> None:
-        super().__init__(times)
-        self.budgets: list[float | None] = []
-
-    def compare(
-        self, configs: Sequence[Config], shape: Shape, rounds: int, budget_ms: float | None = None
-    ) -> list[Comparison]:
-        self.budgets.append(budget_ms)
-        return super().compare(configs, shape, rounds, budget_ms)
-
-
-def test_finalists_are_timed_in_shorter_blocks_than_a_bench() -> None:
-    """The study's re-measurement asks for FINAL_BUDGET_MS a block, below the GPU evaluator's
-    (and ``gemmtune bench``'s) 100 ms, in every round, the later single rounds included."""
-    evaluator = BudgetRecorder({A.name: [1.0, 1.2, 1.0, 1.3, 1.0]})
-    remeasure(evaluator, [A], SHAPE, FINAL_BUDGET_MS)  # type: ignore[arg-type]
-    assert len(evaluator.budgets) > 1  # the unsettled config got later rounds
-    assert set(evaluator.budgets) == {FINAL_BUDGET_MS}
-    assert FINAL_BUDGET_MS is not None and BenchRequest.budget_ms > FINAL_BUDGET_MS
