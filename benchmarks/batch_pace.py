@@ -146,8 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(tempfile.mkdtemp(prefix="batch-pace-"))
     shapes, count = shapes_file(args.shapes, args.limit, folder)
     url = f"sqlite:///{folder / 'pace.db'}"
-    # An empty kernel cache (and no kept probe): each run compiles and probes from nothing.
+    # An empty kernel cache (and no kept probe), and an empty CuPy cache: each run compiles
+    # and probes from nothing, CuPy's own kernels (warm-up, probe) included, whatever ran before.
     os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / "cache")
+    os.environ["CUPY_CACHE_DIR"] = str(folder / "cupy")
     env = dict(os.environ)
     batch = run_batch(shapes, args.trials, url, BEGUN, args.evaluator)
     bests = stored_bests(url, env)
@@ -156,9 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "what": "wall time of one gemmtune tune-batch (its request run through tuner.run.tune "
         "in this process, from the interpreter's start: imports and workers' start included; "
-        "fresh SQLite, empty kernel cache) and the stored best ratio to cuBLAS of each shape; "
-        "per study, seconds since the start when it was admitted (prepared), when its last "
-        "candidate was evaluated and when it was done (finalists stored)",
+        "fresh SQLite, empty kernel and CuPy caches) and the stored best ratio to cuBLAS of "
+        "each shape; per study, seconds since the start when it was admitted (prepared), "
+        "when its last candidate was evaluated and when it was done (finalists stored)",
         "label": args.label,
         "commit": args.commit,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
