@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.api.conftest import free_port
 from tests.api.test_preload import small_results
@@ -80,3 +81,31 @@ def test_serve_with_a_bad_database_url_exits_2(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.startswith("gemmtune: error:") and "nope" in done.stderr
+
+
+def test_serve_runs_on_uvloop_and_httptools_and_falls_back_without_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    import uvicorn
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from tuner.cli.serve import server_loop_options
+
+    options = server_loop_options()
+    assert options == {"loop": "uvloop", "http": "httptools", "access_log": False}
+
+    async def app(scope: object, receive: object, send: object) -> None:  # never called
+        raise AssertionError
+
+    config = uvicorn.Config(app, **options)
+    config.load()
+    assert config.http_protocol_class is HttpToolsProtocol
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("uvloop", "httptools") else found(name, *a),
+    )
+    assert server_loop_options() == {"loop": "asyncio", "http": "h11", "access_log": False}

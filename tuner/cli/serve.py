@@ -51,11 +51,27 @@ def serve(
             host=host,
             port=port,
             log_level="warning",
+            **server_loop_options(),
         )
     )
     ready = f"ready: gemmtune API on {where}  dashboard: {where}dashboard  docs: {where}docs"
     threading.Thread(target=_announce_when_started, args=(server, ready), daemon=True).start()
     server.run()
+
+
+def server_loop_options() -> dict[str, Any]:
+    """uvicorn's event loop and HTTP parser: uvloop and httptools where installed (they are
+    dependencies; a platform without uvloop falls back to asyncio), and no access log (the
+    server logs warnings only)."""
+    import importlib.util
+
+    fast_loop = importlib.util.find_spec("uvloop") is not None
+    fast_http = importlib.util.find_spec("httptools") is not None
+    return {
+        "loop": "uvloop" if fast_loop else "asyncio",
+        "http": "httptools" if fast_http else "h11",
+        "access_log": False,
+    }
 
 
 def _announce_when_started(server: Any, line: str) -> None:
