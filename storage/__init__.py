@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         measurements_for_study,
         ping,
         replayed_fastest_per_shape,
+        stream_measurements,
         trusted_devices_named,
     )
     from storage.rates import device_rates, latest_device_rates, record_device_rates
@@ -135,6 +136,7 @@ _HOMES = {
     "holds_measurements": "storage.queries",
     "list_devices": "storage.queries",
     "list_measurements": "storage.queries",
+    "stream_measurements": "storage.queries",
     "measurements_for_study": "storage.queries",
     "ping": "storage.queries",
     "fastest_replayed": "storage.queries",
@@ -235,6 +237,7 @@ __all__ = [
     "renew_claims",
     "replayed_fastest_per_shape",
     "settle_claim",
+    "stream_measurements",
     "study_lock",
     "study_progress",
     "study_summaries",

@@ -6,7 +6,7 @@ measurement relationships are already loaded), never dicts: shaping a response i
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -217,7 +217,36 @@ def list_measurements(
     before_id: int | None = None,
 ) -> tuple[list[Measurement], int]:
     """One page of measurements, most recently stored first (by id), and the total matching
-    the filters.
+    the filters (:func:`stream_measurements`, read whole)."""
+    rows, total = stream_measurements(
+        session, device, family, status, m_min, m_max, n_min, n_max, k_min, k_max,
+        limit, offset, before_id,
+    )  # fmt: skip
+    return list(rows), total
+
+
+# Rows a streamed page fetches from the database at a time.
+STREAM_CHUNK = 50
+
+
+def stream_measurements(
+    session: Session,
+    device: str | None = None,
+    family: str | None = None,
+    status: str | None = None,
+    m_min: int | None = None,
+    m_max: int | None = None,
+    n_min: int | None = None,
+    n_max: int | None = None,
+    k_min: int | None = None,
+    k_max: int | None = None,
+    limit: int = 100,
+    offset: int = 0,
+    before_id: int | None = None,
+) -> tuple[Iterator[Measurement], int]:
+    """One page of measurements, most recently stored first (by id), fetched from the database
+    :data:`STREAM_CHUNK` rows at a time as the caller reads them (a reader that stops early
+    reads no more; the session must stay open meanwhile), and the total matching the filters.
 
     Dimension bounds are inclusive; ``device`` is a device name. ``before_id`` (keyset paging:
     the last id of the previous page) starts the page after that row, which costs the same on
@@ -268,8 +297,9 @@ def list_measurements(
         .order_by(Measurement.id.desc())
         .limit(limit)
         .offset(offset)
+        .execution_options(yield_per=STREAM_CHUNK)
     )
-    return list(session.scalars(page)), total
+    return iter(session.scalars(page)), total
 
 
 def list_devices(session: Session, trusted_only: bool = False) -> list[Device]:

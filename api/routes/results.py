@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, status
@@ -45,7 +45,7 @@ def list_results(
     ``offset`` grows slower with the rows it skips. A page holds at most ``limit`` rows and
     at most ``GEMMTUNE_MAX_PAGE_BYTES`` of them as JSON: one that would hold more ends early,
     and ``next_cursor`` goes on from its last row."""
-    rows, total = storage.list_measurements(
+    rows, total = storage.stream_measurements(
         session,
         device=device,
         family=family,
@@ -60,8 +60,8 @@ def list_results(
         offset=offset,
         before_id=cursor,
     )
-    items = fit_page(rows, request.app.state.settings.max_page_bytes)
-    following = items[-1].id if len(rows) == limit or len(items) < len(rows) else None
+    items, full = fit_page(rows, request.app.state.settings.max_page_bytes)
+    following = items[-1].id if full or len(items) == limit else None
     return schemas.ResultsPage(
         total=total, limit=limit, offset=offset, next_cursor=following, items=items
     )
@@ -72,18 +72,22 @@ async def upload_bytes(request: Request) -> bytes:
     return await request.body()
 
 
-def fit_page(rows: Sequence[storage.Measurement], max_bytes: int) -> list[schemas.MeasurementOut]:
+def fit_page(
+    rows: Iterable[storage.Measurement], max_bytes: int
+) -> tuple[list[schemas.MeasurementOut], bool]:
     """The first ``rows`` whose JSON takes at most ``max_bytes`` (at least one, so paging always
-    moves on): a provenance may hold 16 KiB, and a page of 1000 such rows would be 16 MiB."""
+    moves on), and whether the bound cut the page short. Rows are read only as far as the page
+    goes: a provenance may hold 16 KiB, and a page of 1000 such rows would be 16 MiB read to be
+    thrown away."""
     items: list[schemas.MeasurementOut] = []
     used = 0
     for row in rows:
         item = measurement_out(row)
         used += len(item.model_dump_json()) + 1  # the comma between items
         if items and used > max_bytes:
-            break
+            return items, True
         items.append(item)
-    return items
+    return items, False
 
 
 @router.post(

@@ -206,3 +206,25 @@ def test_keyset_pages_walk_every_row_once(populated: Session) -> None:
     assert walked == by_offset == sorted(by_offset, reverse=True)
     rows, _ = list_measurements(populated, status="ok", before_id=by_offset[2])
     assert {row.id for row in rows} < set(by_offset[3:]) | {0}
+
+
+def test_a_streamed_page_reads_only_as_far_as_it_is_read(session: Session) -> None:
+    """A page is fetched in chunks of STREAM_CHUNK rows: a reader that stops after three rows
+    has loaded one chunk, not the page's 300 (what keeps a byte-bounded results page from
+    reading rows it then throws away)."""
+    from storage import stream_measurements
+    from storage.models import Measurement
+    from storage.queries import STREAM_CHUNK
+
+    for i in range(300):
+        record_measurement(
+            session, H100, SQUARE, measurement(ms=1.0 + i / 1000, config_name=f"c{i}")
+        )
+    session.commit()
+    session.expunge_all()
+    rows, total = stream_measurements(session, limit=300)
+    first = [next(rows) for _ in range(3)]
+    assert total == 300 and [r.config_name for r in first] == ["c299", "c298", "c297"]
+    loaded = [o for o in session.identity_map.values() if isinstance(o, Measurement)]
+    assert len(loaded) <= STREAM_CHUNK < 300
+    assert len(list(rows)) == 297  # the rest is still there for a reader that goes on
