@@ -100,13 +100,17 @@ REPRESENTATIVE: dict[str, list[str]] = {
     ],
     # The 128x256 tile of the large squares with the TMA-store epilogue (NT); 256x128 in 1x2
     # clusters sharing A (NN); one consumer of two m64n128 tiles, FP16, direct stores (TN); a 2x1
-    # cluster sharing B with BF16 C (TT); two consumers of m64n128 with the stream-K tail (TN).
+    # cluster sharing B with BF16 C (TT); two consumers of m64n128 with the stream-K tail (TN);
+    # BM 64, one consumer of one m64 row of m64n256 in 5 stages: FP16 C through TMA stores (NN,
+    # A stored MN-major in one 64-wide column) and BF16 C stored directly in column bands (NT).
     "tma_ws": [
         "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly1",
         "tma_ws_bm256_bn128_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn2_dt1_ly0",
         "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm1_cn1_dt0_ly2",
         "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm2_cn1_dt1_ly3_out2",
         "tma_ws_bm128_bn128_bk64_cw2_s6_gr8_ra0_ep1_cm1_cn1_tl1_dt0_ly2",
+        "tma_ws_bm64_bn256_bk64_cw1_s5_gr8_ra0_ep1_cm1_cn1_dt0_ly0_out1",
+        "tma_ws_bm64_bn256_bk64_cw1_s5_gr16_ra1_ep0_cm1_cn1_dt1_ly1_out2",
     ],
     # Each layout and both input types; two warpgroups of m64n256 (128 sums a thread), one of
     # two m64n128 tiles, one of m64n64; two warpgroups of two m64n64 (BM 256); 3 to 6 stages;

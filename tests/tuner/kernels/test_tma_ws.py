@@ -48,6 +48,16 @@ def test_a_valid_config_breaks_no_rule_and_reads_back_from_its_name() -> None:
     assert parse_config(cfg.name) == cfg
 
 
+@pytest.mark.parametrize("bn", [64, 128, 192, 256])
+def test_one_consumer_of_one_m64_row_is_a_valid_tile_of_every_width(bn: int) -> None:
+    # BM 64 with one consumer: the tiles that multiply the grid's blocks on shapes with fewer
+    # 128-row tiles than SMs; five stages fit the widest with the TMA-store epilogue.
+    cfg = TMA_WS.config(config(BM=64, BN=bn, CONSUMERS=1, STAGES=5, EPI=1))
+    assert TMA_WS.broken_rules(cfg) == []
+    values = TMA_WS.template_values(cfg)
+    assert values["MT"] == 1 and values["THREADS"] == 256
+
+
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [

@@ -181,7 +181,7 @@ def _warp_tile(p: Params) -> tuple[int, int]:
 
 
 TMA_WS_PARAMS = (
-    Param("BM", (128, 256), "rows of C per output tile"),
+    Param("BM", (64, 128, 256), "rows of C per output tile (64: one consumer of one m64 row)"),
     Param("BN", (64, 128, 192, 256), "columns of C per output tile (the wgmma's N)"),
     Param("BK", (K_TILE,), "depth of the k tile: one 128-byte swizzled row of halves"),
     Param("CONSUMERS", (1, 2), "consumer warpgroups (each computes BM/CONSUMERS rows)"),
