@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import pytest
@@ -52,7 +53,11 @@ def test_family_matches_cublas(
 
     for name in REPRESENTATIVE[family]:
         kernel, source = kernels[name]
-        result = verify(kernel, source, shape, seed=hash((name, str(shape))) & 0xFFFF)
+        # A seed of the config and shape alone (hash() of a str changes with each process), so
+        # a failure reproduces: one element of 1x1x1 can cancel (alpha*a*b close to -beta*c),
+        # and its relative error then depends on the draw.
+        seed = zlib.crc32(f"{name} {shape}".encode()) & 0xFFFF
+        result = verify(kernel, source, shape, seed=seed)
         record_property(f"rel_error[{name}]", result.rel_error)
         print(
             f"RESULT {family} {shape} {name} rel_error={result.rel_error:.3e} "
