@@ -201,27 +201,10 @@ def best_configs(session: Session, device: str | None = None) -> list[BestConfig
     return list(session.scalars(query))
 
 
-def list_measurements(
-    session: Session,
-    device: str | None = None,
-    family: str | None = None,
-    status: str | None = None,
-    m_min: int | None = None,
-    m_max: int | None = None,
-    n_min: int | None = None,
-    n_max: int | None = None,
-    k_min: int | None = None,
-    k_max: int | None = None,
-    limit: int = 100,
-    offset: int = 0,
-    before_id: int | None = None,
-) -> tuple[list[Measurement], int]:
-    """One page of measurements, most recently stored first (by id), and the total matching
-    the filters (:func:`stream_measurements`, read whole)."""
-    rows, total = stream_measurements(
-        session, device, family, status, m_min, m_max, n_min, n_max, k_min, k_max,
-        limit, offset, before_id,
-    )  # fmt: skip
+def list_measurements(session: Session, **page: Any) -> tuple[list[Measurement], int]:
+    """:func:`stream_measurements` read whole: one page as a list, and the total matching the
+    filters (the same arguments)."""
+    rows, total = stream_measurements(session, **page)
     return list(rows), total
 
 
