@@ -70,4 +70,4 @@ def enqueue(
         engine.dispose()
     already = len({p.key for p in problems}) - added
     note = f" ({already} already queued or tuned there)" if already else ""
-    out.print(f"queued {added} shapes{note}", markup=False)
+    out.print(f"queued {added} shape{'' if added == 1 else 's'}{note}", markup=False)

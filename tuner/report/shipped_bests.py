@@ -21,9 +21,7 @@ from tuner.core.errors import InputError
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-# Provenance fields a suite file carries for its GPU (sm_count and compute_capability are the
-# ones preload needs to name the device); the rest say what measured it.
-DEVICE_FIELDS = ("sm_count", "compute_capability")
+# The versions a file keeps from its measurements' provenance (the device row gives the rest).
 VERSION_FIELDS = ("driver", "cuda_runtime", "nvrtc", "cupy", "tuner", "python")
 WHAT = (
     "gemmtune results --format suite: the best config of every problem tuned on this GPU, "

@@ -37,7 +37,7 @@ def test_a_file_is_queued_once_with_each_rows_problem(
     ]
     code, out, _ = cli(capsys, "enqueue", "--shape", "512x512x512", "--shape", "64x64x64",
                        "--trials", "30", "--db", url)  # fmt: skip
-    assert code == 0 and out.strip() == "queued 1 shapes (1 already queued or tuned there)"
+    assert code == 0 and out.strip() == "queued 1 shape (1 already queued or tuned there)"
     assert len(_queued(url)) == 3
 
 
