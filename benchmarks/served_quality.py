@@ -22,14 +22,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
 import platform
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from latency_under_writes import commit
 
 import storage
 from api.preload import preload
@@ -38,6 +38,7 @@ from tuner.answers.index import load_snapshot
 from tuner.core.shape import Shape
 from tuner.data import results_dir
 from tuner.data.shape_lists import SuiteEntry, read_suite
+from tuner.run.bench import geomean
 
 
 @dataclass(frozen=True)
@@ -72,20 +73,6 @@ def folders(added: Path, work: Path) -> tuple[Path, Path]:
     shutil.copytree(before, after)
     shutil.copy(added, after / added.name)
     return before, after
-
-
-def geomean(values: list[float]) -> float | None:
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        )
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
 
 
 def main() -> None:
@@ -152,7 +139,7 @@ def main() -> None:
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "device": device.name,
         "provenance": {**provenance, "host_python": platform.python_version()},
-        "commit": options.commit or _commit(),
+        "commit": options.commit or commit(),
         "heldout": [str(p) for p in options.heldout],
         "rounds": options.rounds,
         "summary": summary,

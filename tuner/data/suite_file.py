@@ -145,11 +145,13 @@ def suite_document(
     roofline: Mapping[str, Any] | None,
     summary: Mapping[str, Any],
     rows: list[dict[str, Any]],
+    what: str = BENCH_WHAT,
 ) -> dict[str, Any]:
-    """The document ``gemmtune bench`` writes, dated now (the provenance too)."""
+    """A suite document, dated now (the provenance too): what ``gemmtune bench`` writes, or,
+    with its own ``what``, another writer of suite files."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return {
-        "what": BENCH_WHAT,
+        "what": what,
         "date": now,
         "device": device,
         "provenance": {**provenance, "date": now},

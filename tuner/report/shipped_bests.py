@@ -12,11 +12,12 @@ like the ``gemmtune bench`` files (:mod:`api.preload`), so a fresh server answer
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from tuner.core.errors import InputError
+from tuner.data import suite_document
+from tuner.run.bench import geomean
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -54,25 +55,22 @@ def shipped_bests_document(session: Session, device: str, suite: str) -> dict[st
     provenance = _provenance([b.measurement.provenance or {} for b in bests])
     provenance["sm_count"] = mine[0].sm_count  # the device row is the authority on these two
     provenance["compute_capability"] = _capability(mine[0].arch)
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows = [_row(b) for b in bests]
-    ratios = [r["ratio"] for r in rows if r["ratio"]]
-    return {
-        "what": WHAT,
-        "date": now,
-        "device": device,
-        "provenance": {**provenance, "date": now},
-        "suite": suite,
-        "method": {"source": "tuning database", "rows": "one per tuned problem"},
-        "roofline": None,
-        "summary": {
+    return suite_document(
+        device=device,
+        provenance=provenance,
+        suite=suite,
+        method={"source": "tuning database", "rows": "one per tuned problem"},
+        roofline=None,
+        summary={
             "problems": len(rows),
-            "geomean_ratio": _geomean(ratios),
+            "geomean_ratio": geomean(r["ratio"] for r in rows if r["ratio"]),
             "first_measured": min(b.measurement.created_at for b in bests).isoformat(),
             "last_measured": max(b.measurement.created_at for b in bests).isoformat(),
         },
-        "shapes": rows,
-    }
+        rows=rows,
+        what=WHAT,
+    )
 
 
 def _row(best: Any) -> dict[str, Any]:
@@ -120,9 +118,3 @@ def _capability(arch: str) -> str:
     if not digits.isdigit() or len(digits) < 2:
         raise InputError(f"the device's arch {arch!r} is not of the form sm_XY")
     return f"{digits[:-1]}.{digits[-1]}"
-
-
-def _geomean(values: list[float]) -> float | None:
-    import math
-
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
