@@ -4,7 +4,11 @@ SQLite database and an empty kernel cache, then the stored best of every shape r
 (``gemmtune results``) for the held-out geomean of the stored ratios to cuBLAS.
 
     python benchmarks/batch_pace.py --shapes benchmarks/heldout.csv [--limit 8] [--trials 40]
-        --label after --out pace.json
+        [--caches DIR] --label after --out pace.json
+
+``--caches DIR`` keeps the kernel cache (and the kept probe) and CuPy's cache in DIR, as a host
+keeps them between commands: a first run on other shapes fills them, and a second run times a
+host that has tuned before (its kernels compiled for other shapes, its device probed).
 
 Each study is stamped (admitted, last candidate, done) in seconds since the start, so the file
 shows where each shape's time went: preparing, searching, re-measuring its finalists. It runs
@@ -142,14 +146,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", default="unknown", help="the code's commit")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--evaluator", default="gpu", help="gpu, or replay to try the script")
+    parser.add_argument(
+        "--caches",
+        type=Path,
+        help="keep the kernel cache (with the kept probe) and CuPy's cache in this folder, as a "
+        "host keeps them between commands (default: empty ones, thrown away)",
+    )
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="batch-pace-"))
     shapes, count = shapes_file(args.shapes, args.limit, folder)
     url = f"sqlite:///{folder / 'pace.db'}"
-    # An empty kernel cache (and no kept probe), and an empty CuPy cache: each run compiles
-    # and probes from nothing, CuPy's own kernels (warm-up, probe) included, whatever ran before.
-    os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / "cache")
-    os.environ["CUPY_CACHE_DIR"] = str(folder / "cupy")
+    # Without --caches, an empty kernel cache (and no kept probe) and an empty CuPy cache: the
+    # run compiles and probes from nothing, CuPy's own kernels (warm-up, probe) included.
+    caches = args.caches or folder
+    warm = {
+        "kernels": any((caches / "cache").glob("*")),
+        "cupy": any((caches / "cupy").glob("*")),
+    }
+    os.environ["GEMMTUNE_CACHE_DIR"] = str(caches / "cache")
+    os.environ["CUPY_CACHE_DIR"] = str(caches / "cupy")
     env = dict(os.environ)
     batch = run_batch(shapes, args.trials, url, BEGUN, args.evaluator)
     bests = stored_bests(url, env)
@@ -158,13 +173,16 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "what": "wall time of one gemmtune tune-batch (its request run through tuner.run.tune "
         "in this process, from the interpreter's start: imports and workers' start included; "
-        "fresh SQLite, empty kernel and CuPy caches) and the stored best ratio to cuBLAS of "
+        "fresh SQLite) and the stored best ratio to cuBLAS of "
         "each shape; per study, seconds since the start when it was admitted (prepared), "
-        "when its last candidate was evaluated and when it was done (finalists stored)",
+        "when its last candidate was evaluated and when it was done (finalists stored); "
+        "with --caches, the kernel and CuPy caches were kept from earlier runs "
+        "(caches_at_start says whether they held anything)",
         "label": args.label,
         "commit": args.commit,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "provenance": {**one_provenance(url, env), "host_python": platform.python_version()},
+        "caches_at_start": {"kept": args.caches is not None, "not_empty": warm},
         "shapes_file": str(args.shapes),
         "shapes": count,
         "trials": args.trials,

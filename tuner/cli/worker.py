@@ -52,6 +52,14 @@ def worker(
             min=1.0, help="seconds a shape or candidate outlives this worker's last heartbeat"
         ),
     ] = 60.0,
+    compile_workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="compiler processes of this worker (default: its GPU's share of the host's "
+            "cores, less one)",
+        ),
+    ] = None,
     batch: Annotated[
         str | None, typer.Option(hidden=True, help="take only this command's shapes")
     ] = None,
@@ -72,6 +80,7 @@ def worker(
         batch=batch,
         wait=wait,
         lease_s=lease,
+        compile_workers=compile_workers,
     )
     if gpus is not None:
         if gpu is not None:
@@ -93,7 +102,11 @@ def _run_here(settings: WorkerSettings, device_index: int) -> None:
 
         evaluator = ReplayEvaluator(list(settings.replay_tables) or None)
     else:
-        evaluator = start_gpu("gemmtune worker", 100.0, device_index)
+        from tuner.gpu.selection import cuda_device_count
+        from tuner.kernels.compile_pool import host_share
+
+        share = settings.compile_workers or host_share(cuda_device_count("gemmtune worker"))
+        evaluator = start_gpu("gemmtune worker", 100.0, device_index, compile_workers=share)
     label = f"gpu{device_index}"
     try:
         engine = storage.open_engine(settings.database_url, optuna_tables=True)
@@ -105,6 +118,9 @@ def _run_here(settings: WorkerSettings, device_index: int) -> None:
                 label,
                 on_done=print_outcome,
                 on_failure=lambda error: err.print(f"failed: {error}", soft_wrap=True),
+                on_ready=lambda rates: out.print(
+                    f"{label} ready on {evaluator.device.name}: {rates}", soft_wrap=True
+                ),
             )
         finally:
             engine.dispose()

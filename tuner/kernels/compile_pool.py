@@ -62,6 +62,14 @@ def default_workers(gpus: int = 1) -> int:
     return max(1, (os.cpu_count() or 2) - gpus)
 
 
+def host_share(gpus_on_host: int) -> int:
+    """Compiler processes of one worker process among ``gpus_on_host`` (one per GPU, each with
+    pools of its own): its GPU's share of the host's cores, less the core that measures and runs
+    its study; at least one. Workers that each took every core would keep several times as many
+    compiles running as there are cores, and each would wait for the others'."""
+    return max(1, (os.cpu_count() or 2) // max(1, gpus_on_host) - 1)
+
+
 class CompilePool:
     """Compiles configs in the background; :meth:`result` waits for one.
 

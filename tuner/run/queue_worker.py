@@ -26,14 +26,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from storage import tune_queue
 from storage.tune_queue import Taken
 from tuner.core.errors import InputError
+from tuner.run.lookahead import Lookahead
 from tuner.run.request import DEFAULT_TRIALS, WARM_START, TuneRequest
-from tuner.run.runner import build_study, check_answerable
+from tuner.run.runner import build_study, check_answerable, device_rates
 from tuner.search.evaluator import Evaluator
 from tuner.search.sampler_names import DEFAULT_SAMPLER
-from tuner.search.study import Progress
+from tuner.search.sql_recorder import SqlRecorder
+from tuner.search.study import Progress, Study
 
 MAX_ATTEMPTS = 3  # a problem whose study fails this often is marked failed, not retried
-POLL_S = 1.0  # how often an idle worker looks at the queue again
+POLL_S = 0.25  # how often an idle worker looks at the queue again
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class WorkerSettings:
     batch: str | None = None  # take only this command's problems
     wait: bool = False  # keep polling once the queue is empty
     lease_s: float = tune_queue.QUEUE_LEASE_S  # of queue entries and of candidate claims
+    compile_workers: int | None = None  # None: the GPU's share of the host's cores
     poll_s: float = POLL_S
 
     def request_for(self, problem: tune_queue.Problem) -> TuneRequest:
@@ -127,76 +130,133 @@ def run_worker(
     label: str,
     on_done: Callable[[Progress], None] | None = None,
     on_failure: Callable[[str], None] | None = None,
+    on_ready: Callable[[str], None] | None = None,
 ) -> WorkerSummary:
     """Take problems for ``evaluator`` (named ``label``, e.g. ``gpu1``) until the queue (the
     settings' batch of it) has nothing queued or running, or forever with ``settings.wait``;
-    ``on_done`` is told each study this worker finished, ``on_failure`` each failed attempt."""
+    ``on_done`` is told each study this worker finished, ``on_failure`` each failed attempt.
+
+    First the device's rates are made ready (stored, kept or probed now: ``device_rates``), so
+    no study waits for a probe; ``on_ready`` is then told where they came from.
+
+    While a study's finalists are re-measured (device busy, CPU idle), the next problem is taken
+    and its study prepared beside them (``tuner.run.lookahead``): its space enumerated, its warm
+    starts read and its first candidates compiling."""
     summary = WorkerSummary()
-    name = worker_name(label)
-    device = evaluator.device.name
+    notes: list[str] = []
+    device_rates(SqlRecorder(sessions, settings.lease_s, worker=label), evaluator, notes)
+    if on_ready is not None:
+        on_ready("; ".join(notes))
     heartbeat = _Heartbeat(sessions, settings.lease_s)
+    worker = _QueueWorker(settings, evaluator, sessions, label, heartbeat, summary, on_failure)
     try:
+        upcoming = worker.next_study()
         while True:
-            with sessions() as session:
-                taken = tune_queue.take_next(
-                    session, name, device, settings.lease_s, settings.batch
-                ) or tune_queue.join_running(session, device, settings.lease_s, settings.batch)
-                busy = taken is None and tune_queue.has_work(session, device, settings.batch)
-            if taken is None:
+            if upcoming is None:
+                with sessions() as session:
+                    busy = tune_queue.has_work(session, evaluator.device.name, settings.batch)
                 if not (busy or settings.wait):
                     return summary
                 time.sleep(settings.poll_s)
+                upcoming = worker.next_study()
                 continue
-            heartbeat.add(taken)
-            try:
-                _tune(taken, settings, evaluator, sessions, label, summary, on_done, on_failure)
-            finally:
-                heartbeat.remove(taken)
+            upcoming = worker.tune(upcoming, on_done)
     finally:
         heartbeat.close()
 
 
-def _tune(
-    taken: Taken,
-    settings: WorkerSettings,
-    evaluator: Evaluator,
-    sessions: sessionmaker[Session],
-    label: str,
-    summary: WorkerSummary,
-    on_done: Callable[[Progress], None] | None,
-    on_failure: Callable[[str], None] | None,
-) -> None:
-    """Search ``taken``'s study; the last worker out re-measures its finalists and marks the
-    entry done. A failure is stored with the entry (queued again up to ``MAX_ATTEMPTS``; a
-    problem this worker cannot answer at all, failed at once) and the worker goes on."""
-    problem = taken.problem
-    try:
-        request = settings.request_for(problem)
-        check_answerable(evaluator, [problem.shape], problem.families, problem.accuracy)
-        study, notes = build_study(
-            request, problem.shape, evaluator, sessions, label, taken.joined, settings.lease_s
-        )
+@dataclass
+class _Prepared:
+    """A problem this worker holds, with its study built and prepared (or why it could not be)."""
+
+    taken: Taken
+    study: Study | None = None
+    notes: list[str] = field(default_factory=list)
+    error: Exception | None = None
+
+
+class _QueueWorker:
+    """One worker's steps: take and prepare the next problem, tune one, record a failure."""
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        evaluator: Evaluator,
+        sessions: sessionmaker[Session],
+        label: str,
+        heartbeat: _Heartbeat,
+        summary: WorkerSummary,
+        on_failure: Callable[[str], None] | None,
+    ) -> None:
+        self.settings, self.evaluator, self.sessions = settings, evaluator, sessions
+        self.label, self.name = label, worker_name(label)
+        self.heartbeat, self.summary, self.on_failure = heartbeat, summary, on_failure
+
+    def next_study(self) -> _Prepared | None:
+        """The oldest queued problem, else a place in the running study with the fewest workers,
+        held (its lease renewed by the heartbeat) and its study prepared; None when neither."""
+        settings, device = self.settings, self.evaluator.device.name
+        with self.sessions() as session:
+            taken = tune_queue.take_next(
+                session, self.name, device, settings.lease_s, settings.batch
+            ) or tune_queue.join_running(session, device, settings.lease_s, settings.batch)
+        if taken is None:
+            return None
+        self.heartbeat.add(taken)
+        prepared = _Prepared(taken)
+        problem = taken.problem
         try:
-            study.prepare()
+            request = settings.request_for(problem)
+            check_answerable(self.evaluator, [problem.shape], problem.families, problem.accuracy)
+            prepared.study, prepared.notes = build_study(
+                request, problem.shape, self.evaluator, self.sessions, self.label, taken.joined,
+                settings.lease_s,
+            )  # fmt: skip
+            prepared.study.prepare()
+        except Exception as exc:  # reported when its turn comes, as a failed attempt
+            prepared.error = exc
+        return prepared
+
+    def tune(
+        self, prepared: _Prepared, on_done: Callable[[Progress], None] | None
+    ) -> _Prepared | None:
+        """Search ``prepared``'s study; the last worker out re-measures its finalists (the next
+        problem taken and prepared meanwhile) and marks the entry done. A failure is stored with
+        the entry (queued again up to ``MAX_ATTEMPTS``; a problem this worker cannot answer at
+        all, failed at once) and the worker goes on. Returns the next problem, prepared, where
+        it was taken while the finalists ran."""
+        taken, study, ahead = prepared.taken, prepared.study, None
+        try:
+            if prepared.error is not None:
+                raise prepared.error
+            assert study is not None  # prepared without an error
+            request = self.settings.request_for(taken.problem)
             progress = study.search(request.trials, request.timeout)
-            summary.searched += 1
-            with sessions.begin() as session:
+            self.summary.searched += 1
+            with self.sessions.begin() as session:
                 last = tune_queue.leave_entry(session, taken)
             if last:
-                progress.notes[:0] = notes
+                ahead = Lookahead(self.next_study, f"{self.label}-next")
+                progress.notes[:0] = prepared.notes
                 outcome = study.finish(progress)
-                with sessions.begin() as session:
+                with self.sessions.begin() as session:
                     tune_queue.mark_done(session, taken, study.name, outcome.evaluated)
-                summary.finished.append(outcome)
+                self.summary.finished.append(outcome)
                 if on_done is not None:
                     on_done(outcome)
+        except Exception as exc:  # stored with the entry; the worker goes on with the next
+            self._failed(taken, exc)
         finally:
-            study.close()
-    except Exception as exc:  # stored with the entry; the worker goes on with the next
+            self.heartbeat.remove(taken)
+            if study is not None:
+                study.close()
+        return None if ahead is None else ahead.take()
+
+    def _failed(self, taken: Taken, exc: Exception) -> None:
         retry = not isinstance(exc, InputError) and taken.attempt < MAX_ATTEMPTS
-        error = f"{problem.shape.label()}: {type(exc).__name__}: {exc}"
-        summary.failures.append(error)
-        with sessions.begin() as session:
+        error = f"{taken.problem.shape.label()}: {type(exc).__name__}: {exc}"
+        self.summary.failures.append(error)
+        with self.sessions.begin() as session:
             tune_queue.mark_failed(session, taken, error, retry)
-        if on_failure is not None:
-            on_failure(error)
+        if self.on_failure is not None:
+            self.on_failure(error)

@@ -79,17 +79,25 @@ def start_gpu(
     device_index: int = 0,
     pools: CompilePools | None = None,
     sharers: int = 1,
+    compile_workers: int | None = None,
 ) -> GpuEvaluator:
     """The GPU evaluator of device ``device_index`` (compiling on ``pools`` when given, shared
-    by ``sharers`` evaluators), or an :class:`InputError` saying in one line why there is none
-    (``purpose`` names what needed it)."""
+    by ``sharers`` evaluators, else on ``compile_workers`` processes of its own, default every
+    core but one), or an :class:`InputError` saying in one line why there is none (``purpose``
+    names what needed it)."""
     count = cuda_device_count(purpose)
     if not 0 <= device_index < count:
         raise InputError(f"device {device_index} is not among the {count} visible (0..{count - 1})")
     from tuner.gpu.worker import GpuEvaluator
 
     try:
-        return GpuEvaluator(device_index, budget_ms=budget_ms, pools=pools, sharers=sharers)
+        return GpuEvaluator(
+            device_index,
+            budget_ms=budget_ms,
+            compile_workers=compile_workers,
+            pools=pools,
+            sharers=sharers,
+        )
     except (ImportError, RuntimeError) as exc:
         raise InputError(f"{purpose} needs a CUDA GPU with CuPy: {exc}") from None
 

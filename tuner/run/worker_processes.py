@@ -62,6 +62,8 @@ def worker_command(settings: WorkerSettings, device_index: int) -> list[str]:
         command += ["--timeout", str(settings.timeout)]
     if settings.batch is not None:
         command += ["--batch", settings.batch]
+    if settings.compile_workers is not None:
+        command += ["--compile-workers", str(settings.compile_workers)]
     if settings.wait:
         command.append("--wait")
     for table in settings.replay_tables:

@@ -30,9 +30,12 @@ FINAL_MIN_ROUNDS = 3
 # than this fraction: the stored ratio is then within a fraction of a per cent of what the
 # rounds left out would give, well inside the +-3 % a bench re-measurement is held to.
 FINAL_SETTLED = 0.01
-# Kernel time per timed block of the re-measurement: None, the evaluator's own, which is what
-# ``gemmtune bench`` re-measures with, so the stored ratio is the one the bench gives.
-FINAL_BUDGET_MS: float | None = None
+# Kernel time per timed block of the re-measurement (at least 5 launches a block). A median of
+# 30 ms of launches is as close to the one of ``gemmtune bench``'s 100 ms blocks as the rounds
+# need: each round is judged by the fidelity rule above, and more rounds follow where it moves.
+# With 100 ms blocks a study's finalists took 1.2 to 8.4 s on the H100, as long as its 40
+# candidates on the biggest shapes (``benchmarks/results/h100-batch-pace-2026-11-28b.json``).
+FINAL_BUDGET_MS: float | None = 30.0
 
 
 def settled(comparison: Comparison, tolerance: float = FINAL_SETTLED) -> bool:

@@ -87,7 +87,7 @@ IN_FLIGHT = 2
 READY_POLL_S = 0.002
 # How often a study with nothing left to do looks whether other workers' candidates are done
 # (or their claims expired, their workers dead).
-CLAIM_POLL_S = 1.0
+CLAIM_POLL_S = 0.25
 
 
 def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:

@@ -1,6 +1,7 @@
 """A worker prepares its next study while its current study's finalists are re-measured
-(``tuner.run.lookahead``, ``tuner.run.multi_gpu``): on a replay whose re-measurement of the first
-shape waits to see the second shape's preparation, with the order of events recorded."""
+(``tuner.run.lookahead``; the workers of ``tuner.run.multi_gpu`` and the queue workers of
+``tuner.run.queue_worker``): on a replay whose re-measurement of the first shape waits to see the
+second shape's preparation, with the order of events recorded."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
-from storage import open_database
+from storage import open_database, tune_queue
+from storage.models import QueueEntry
+from storage.tune_queue import DONE, Problem
 from tests.tuner.fakes import Forwarding
 from tuner.core.config import Config
 from tuner.core.result import Comparison
 from tuner.core.shape import Shape
 from tuner.run.lookahead import Lookahead
 from tuner.run.multi_gpu import Worker, Workers
+from tuner.run.queue_worker import WorkerSettings, run_worker
 from tuner.run.request import TuneRequest
 from tuner.run.tune import tune
 from tuner.search.replay import ReplayEvaluator
@@ -80,3 +85,28 @@ def test_a_lookahead_hands_over_what_it_built_or_what_it_raised() -> None:
 
     with pytest.raises(RuntimeError, match="went away"):
         Lookahead(broken).take()
+
+
+def test_a_queue_worker_prepares_its_next_problem_while_the_finalists_run(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    sessions = open_database(url)
+    with sessions.begin() as session:
+        problems = [Problem(s, "exact", "", ("warptile",), 4) for s in (FIRST, SECOND)]
+        tune_queue.enqueue(session, problems)
+    watching = Watching(ReplayEvaluator())
+    ready: list[str] = []
+    settings = WorkerSettings(sampler="random", seed=3, warm_start=0, database_url=url)
+    summary = run_worker(settings, watching, sessions, "gpu0", on_ready=ready.append)
+    assert watching.events == [
+        "first finalists begin",
+        "second shape prepared",
+        "first finalists end",
+    ]
+    assert [o.study.split("|")[1] for o in summary.finished] == [str(FIRST), str(SECOND)]
+    assert all(o.evaluated == 4 and o.finalists for o in summary.finished)
+    assert not summary.failures
+    with sessions() as session:
+        states = session.scalars(select(QueueEntry.state).order_by(QueueEntry.id)).all()
+    assert states == [DONE, DONE]
+    # Told once, before any study, where the cost model's rates came from.
+    assert len(ready) == 1 and "rates" in ready[0]

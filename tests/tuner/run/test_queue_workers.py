@@ -206,3 +206,16 @@ def test_a_worker_that_cannot_start_leaves_its_share_to_the_others(
     with engine.connect() as connection:  # the batch's shapes, and nothing else, were queued
         assert connection.scalar(select(func.count()).select_from(QueueEntry)) == 2
     engine.dispose()
+
+
+def test_a_worker_takes_its_gpus_share_of_the_host_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tuner.kernels import compile_pool
+
+    monkeypatch.setattr(compile_pool.os, "cpu_count", lambda: 64)
+    assert [compile_pool.host_share(g) for g in (1, 2, 4, 8)] == [63, 31, 15, 7]
+    monkeypatch.setattr(compile_pool.os, "cpu_count", lambda: 2)
+    assert compile_pool.host_share(4) == 1  # never none
+    settings = WorkerSettings(compile_workers=5, wait=True)
+    command = worker_processes.worker_command(settings, 3)
+    assert command[command.index("--compile-workers") + 1] == "5"
+    assert "--compile-workers" not in worker_processes.worker_command(WorkerSettings(), 3)

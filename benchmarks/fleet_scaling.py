@@ -1,0 +1,196 @@
+"""A standing fleet of queue workers on 1, 2 and 4 GPUs of one host: how fast it tunes a batch
+and one study, each against one GPU in the same lease (issue 44, item 2).
+
+    python benchmarks/fleet_scaling.py --out FILE [--gpus 1 --gpus 2 --gpus 4]
+        [--shapes FILE.csv ...] [--limit 16] [--trials 40]
+        [--study-shape 4096x4096x4096] [--study-trials 80] [--evaluator gpu|replay]
+
+For every GPU count and workload (one study, then the batch) the script starts a ``gemmtune
+worker --wait`` process per GPU, the command a user runs on each GPU of a tuning host, on a
+fresh SQLite database and an empty kernel cache shared by that run's workers (as on one host).
+Once every worker says it is ready (its device started and its rates stored: the probe runs
+there, on the empty cache), the workload is enqueued, and the clock runs from the enqueue to the
+moment the last of its shapes is done. A standing fleet is what the queue is for (``gemmtune
+serve`` with tune on miss, docker compose): the start of a worker is paid once, not per batch.
+How long the start took is recorded beside (``ready_s``).
+
+Per run: seconds, shapes and candidates a minute, which worker measured each candidate, any
+config measured twice in a study, and each shape's stored best (``multi_gpu.stored``); per GPU
+count, the speed-up over one GPU and the bests compared shape by shape (``multi_gpu.compare``).
+``--evaluator replay`` runs it all on a CPU with replay workers: a check of the script, not a
+measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from multi_gpu import compare, stored
+
+import storage
+from storage import tune_queue
+from tuner.core.shape import Shape, parse_shape
+from tuner.data import default_suite
+from tuner.data.shape_lists import read_shapes
+from tuner.run.queue_worker import WorkerSettings
+from tuner.run.request import TuneRequest
+from tuner.run.worker_processes import problems_of, start_worker_processes
+
+READY_TIMEOUT_S = 600.0
+WATCH_S = 0.1
+
+
+def fleet_run(
+    label: str,
+    shapes: list[Shape],
+    trials: int,
+    gpus: int,
+    folder: Path,
+    evaluator: str,
+    timeout_s: float,
+) -> dict[str, Any]:
+    """Start ``gpus`` standing workers, wait until each is ready, then time the tune of
+    ``shapes`` (``trials`` candidates each) from its enqueue to its last shape done."""
+    url = f"sqlite:///{folder / (label + '.db')}"
+    os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / f"{label}-kernels")
+    request = TuneRequest(tuple(shapes), trials=trials, evaluator=evaluator, database_url=url)
+    problems = problems_of(request)  # refused here, before any worker starts
+    engine = storage.open_engine(url, optuna_tables=True)
+    sessions = storage.make_session_factory(engine)
+    settings = WorkerSettings(trials=trials, evaluator=evaluator, database_url=url, wait=True)
+    ready: set[str] = set()
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def relay(worker: str, line: str, is_err: bool) -> None:
+        with lock:
+            if " ready on " in line:
+                ready.add(worker)
+            if is_err and line.strip():
+                errors.append(f"{worker}: {line}")
+
+    started = time.perf_counter()
+    workers = start_worker_processes(settings, range(gpus), relay)
+    try:
+        while len(ready) < gpus:
+            if any(w.process.poll() is not None for w in workers):
+                raise RuntimeError(f"{label}: a worker exited before it was ready: {errors[-3:]}")
+            if time.perf_counter() - started > READY_TIMEOUT_S:
+                raise RuntimeError(f"{label}: workers not ready after {READY_TIMEOUT_S} s")
+            time.sleep(WATCH_S)
+        ready_s = time.perf_counter() - started
+        batch = uuid.uuid4().hex
+        begun = time.perf_counter()
+        with sessions.begin() as session:
+            tune_queue.enqueue(session, problems, batch=batch, again=True)
+        while True:
+            with sessions() as session:
+                progress = tune_queue.batch_progress(session, batch)
+            if progress.finished:
+                break
+            if time.perf_counter() - begun > timeout_s:
+                raise RuntimeError(f"{label}: not done after {timeout_s} s: {progress}")
+            if all(w.process.poll() is not None for w in workers):
+                raise RuntimeError(f"{label}: every worker exited: {errors[-3:]}")
+            time.sleep(WATCH_S)
+        wall = time.perf_counter() - begun
+    finally:
+        for worker in workers:
+            worker.process.terminate()
+        for worker in workers:
+            worker.process.wait()
+        engine.dispose()
+    result = stored(url)
+    evaluated = sum(s["evaluated"] for s in result["studies"].values())
+    result.update(
+        gpus=gpus,
+        ready_s=round(ready_s, 2),
+        wall_s=round(wall, 2),
+        shapes=len(shapes),
+        done=progress.done,
+        failed=progress.failed,
+        evaluated=evaluated,
+        per_minute=round(60 * evaluated / wall, 2),
+        shapes_per_minute=round(60 * len(shapes) / wall, 2),
+    )
+    print(
+        f"{label}: {gpus} GPU(s) ready in {ready_s:.1f} s; {len(shapes)} shape(s), {evaluated} "
+        f"candidates in {wall:.1f} s",
+        flush=True,
+    )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--gpus", type=int, action="append", help="repeatable (default 1, 2)")
+    parser.add_argument("--shapes", type=Path, action="append", help="default: the suite")
+    parser.add_argument("--limit", type=int, default=16)
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--study-shape", type=parse_shape, default=Shape(4096, 4096, 4096))
+    parser.add_argument("--study-trials", type=int, default=80)
+    parser.add_argument("--skip-study", action="store_true")
+    parser.add_argument("--evaluator", default="gpu", choices=("gpu", "replay"))
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per workload")
+    parser.add_argument("--code", default=None, help="the gemmtune commit measured")
+    options = parser.parse_args()
+    counts = sorted(set(options.gpus or [1, 2]) | {1})
+    files = options.shapes or [default_suite()]
+    every = [shape for file in files for shape in read_shapes(file)]
+    shapes = list(dict.fromkeys(every))[: options.limit]
+    workloads = [("batch", shapes, options.trials)]
+    if not options.skip_study:
+        workloads.insert(0, ("study", [options.study_shape], options.study_trials))
+    document: dict[str, Any] = {
+        "what": "a standing fleet of gemmtune worker processes, one per GPU, on a fresh SQLite "
+        "database and an empty kernel cache per run: seconds from the enqueue of the workload "
+        "to its last shape done (the workers' start, ready_s, apart)",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "evaluator": options.evaluator,
+        "code": options.code,
+        "python": sys.version.split()[0],
+        "cpu_count": os.cpu_count(),
+        "shapes": [str(s) for s in shapes],
+        "trials": options.trials,
+        "study_settings": {"shape": str(options.study_shape), "trials": options.study_trials},
+    }
+    with tempfile.TemporaryDirectory(prefix="gemmtune-fleet-") as tmp:
+        for name, work, trials in workloads:
+            runs: dict[str, Any] = document.setdefault(name, {})
+            for gpus in counts:
+                key = f"gpus_{gpus}"
+                try:
+                    runs[key] = fleet_run(
+                        f"{name}-{key}", work, trials, gpus, Path(tmp), options.evaluator,
+                        options.timeout,
+                    )  # fmt: skip
+                except RuntimeError as exc:  # kept in the file; the other runs go on
+                    runs[key] = {"gpus": gpus, "error": str(exc)}
+                    print(exc, flush=True)
+                if runs[key].get("provenance"):
+                    document["provenance"] = runs[key]["provenance"]
+                if gpus > 1 and "error" not in runs["gpus_1"] and "error" not in runs[key]:
+                    summary = runs[f"comparison_{gpus}"] = compare(runs["gpus_1"], runs[key])
+                    print(
+                        f"{name}, {gpus} GPUs: {runs['gpus_1']['wall_s']} -> "
+                        f"{runs[key]['wall_s']} s ({summary['speedup']}x), measured twice: "
+                        f"{summary['measured_twice']}",
+                        flush=True,
+                    )
+                options.out.write_text(json.dumps(document, indent=1) + "\n")  # as it goes
+    print(f"wrote {options.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""benchmarks/fleet_scaling.py on the CPU: standing replay workers on one and two stand-in GPUs
+tune a batch and one study, each candidate once, with every budget exact."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.lab_scripts import LAB
+
+SHAPES = ("128,4096,4096", "1000,1000,1000", "4096,4096,4096")  # the replay table's
+
+
+def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> None:
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("".join(f"replayed,{s}\n" for s in SHAPES))
+    out = tmp_path / "fleet.json"
+    args = ["--gpus", "2", "--shapes", str(shapes), "--trials", "5", "--study-trials", "9"]
+    subprocess.run(
+        [sys.executable, str(LAB / "fleet_scaling.py"), "--out", str(out), *args,
+         "--evaluator", "replay", "--timeout", "300"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    document = json.loads(out.read_text())
+    for workload, shapes_n, trials in (("study", 1, 9), ("batch", 3, 5)):
+        for key in ("gpus_1", "gpus_2"):
+            run = document[workload][key]
+            assert "error" not in run, run
+            assert run["done"] == shapes_n and run["failed"] == 0
+            assert len(run["studies"]) == shapes_n
+            for study in run["studies"].values():
+                assert study["evaluated"] == trials and not study["measured_twice"]
+            assert run["evaluated"] == shapes_n * trials
+            assert run["wall_s"] > 0 and run["ready_s"] > 0
+        comparison = document[workload]["comparison_2"]
+        assert comparison["measured_twice"] is False
+        assert set(comparison["shapes"]) == set(document[workload]["gpus_1"]["bests"])
+    # Both workers of the two-GPU batch measured: the shapes were spread over them.
+    workers = {
+        w for study in document["batch"]["gpus_2"]["studies"].values() for w in study["by_worker"]
+    }
+    assert workers == {"gpu0", "gpu1"}
