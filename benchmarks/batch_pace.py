@@ -120,6 +120,36 @@ def stored_bests(url: str, env: dict[str, str]) -> list[dict[str, Any]]:
     return rows
 
 
+def screening_waits(url: str) -> dict[str, dict[str, float]]:
+    """Per study, what its screened candidates waited for, summed over them (seconds, from each
+    measurement's provenance): their compiles, once the study wanted to start them, and their
+    measurements, from sending to the reply (queued behind the one before included)."""
+    from sqlalchemy import select
+
+    import storage
+
+    engine = storage.make_engine(url)
+    try:
+        with storage.make_session_factory(engine)() as session:
+            rows = session.execute(
+                select(storage.Measurement.study, storage.Measurement.provenance).where(
+                    storage.Measurement.phase != "final"
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    waits: dict[str, dict[str, float]] = {}
+    for study, provenance in rows:
+        if study is None:
+            continue
+        shape = study.split("|")[1]
+        entry = waits.setdefault(shape, {"candidates": 0, "compile_wait_s": 0.0, "measure_s": 0.0})
+        entry["candidates"] += 1
+        for key in ("compile_wait_s", "measure_s"):
+            entry[key] = round(entry[key] + float((provenance or {}).get(key) or 0.0), 3)
+    return waits
+
+
 def one_provenance(url: str, env: dict[str, str]) -> dict[str, Any]:
     """The provenance of one stored measurement: device, driver, runtime, NVRTC, CuPy, tuner."""
     done = subprocess.run(
@@ -192,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         "bests": bests,
         "candidates": batch["candidates"],
         "studies": batch["studies"],
+        "screening_waits": screening_waits(url),
     }
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     print(

@@ -4,10 +4,11 @@ Runs in the child process that owns the GPU (``tuner.gpu.worker``). Each shape g
 operands and cuBLAS's answers for the correctness checks once (:class:`tuner.gpu.measure.Operands`);
 every candidate of a study is verified against them and timed on them.
 
-* :class:`Measure` (a study's candidate): verify, then one timed block of ours and one of
-  cuBLAS, back to back. The cuBLAS time reported is the median of the last
-  ``CUBLAS_WINDOW`` blocks of this shape, so each candidate's ratio is to cuBLAS timed beside
-  it, not once per shape at the start (when the clocks may still be settling).
+* :class:`Measure` (a study's candidate): verify, then one timed block of ours and, for the
+  shape's first ``CUBLAS_WINDOW`` candidates and every ``CUBLAS_EVERY``-th after, one of cuBLAS,
+  back to back. The cuBLAS time reported is the median of the last ``CUBLAS_WINDOW`` blocks of
+  this shape, so each candidate's ratio is to cuBLAS timed during the study, not once per shape
+  at the start (when the clocks may still be settling).
 * :class:`Compare` (a study's finalists, ``gemmtune bench``): verify each kernel, then
   ``rounds`` rounds in which every kernel and cuBLAS are timed alternately.
 * :class:`Probe`: the device's rates (``tuner.gpu.probes``).
@@ -36,6 +37,11 @@ Measurable = CompiledKernel | Config
 
 # cuBLAS blocks whose median is a candidate's baseline (the latest one included).
 CUBLAS_WINDOW = 5
+# Once a shape's window is full, cuBLAS is timed beside every third candidate, not every one:
+# the screening ranks candidates by their own times, its ratio to cuBLAS is for reading, and the
+# finalists are timed alternately with cuBLAS anyway; a third of the cuBLAS blocks after the
+# first five leaves the device that much more of a study's time for its candidates.
+CUBLAS_EVERY = 3
 # Shapes whose operands a worker keeps (a study or a bench works on one at a time).
 KEPT_SHAPES = 2
 OPERAND_SEED = 12345
@@ -77,6 +83,7 @@ class ShapeState:
 
     operands: Any
     cublas_ms: deque[float] = field(default_factory=lambda: deque(maxlen=CUBLAS_WINDOW))
+    measured: int = 0  # candidates measured on the shape
 
 
 class WorkerState:
@@ -190,10 +197,12 @@ def measure(request: Measure, state: WorkerState) -> dict[str, Any]:
         budget_ms=request.budget_ms,
         warmup=1,
     )
-    theirs = time_launches(
-        lambda: ops.cublas(1.0, 0.0, ops.out), budget_ms=request.budget_ms, warmup=1
-    )
-    kept.cublas_ms.append(theirs.median_ms)
+    kept.measured += 1
+    if len(kept.cublas_ms) < CUBLAS_WINDOW or kept.measured % CUBLAS_EVERY == 0:
+        theirs = time_launches(
+            lambda: ops.cublas(1.0, 0.0, ops.out), budget_ms=request.budget_ms, warmup=1
+        )
+        kept.cublas_ms.append(theirs.median_ms)
     return {
         "status": "ok",
         "rel_error": check.rel_error,

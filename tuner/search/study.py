@@ -219,6 +219,16 @@ class Study:
                     self.recorder.history(self.device, shape.dtype, shape.layout, shape.out),
                 )
             )
+            # Its first proposals compile now, beside whatever the device is doing (the finalists
+            # of the worker's last study, ``tuner.run.lookahead``), so the search starts with
+            # them ready: a study alone in its study name, only (another worker's claims or
+            # results would change what this one proposes first).
+            ahead = max(0, evaluator.parallelism - len(self.starts))
+            begun = ahead and (
+                self.recorder.evaluated(self.name) or self.recorder.held_elsewhere(self.name)
+            )
+            for config in [] if begun else self.sampler.likely_first(ahead, self.starts):
+                evaluator.prepare(config)
         # Where the sampler proposes (invalid points included): memory only.
         self.optuna = optuna.create_study(sampler=self.sampler, direction="minimize")
         optuna_storage = self._optuna_storage

@@ -249,3 +249,21 @@ def test_a_candidate_that_cannot_compile_needs_no_worker(evaluator: GpuEvaluator
     ticket = evaluator.start(CONFIG, DIE)
     assert ticket.result is not None and ticket.result.status == "compile_failed"
     assert evaluator.finish(ticket) is ticket.result and evaluator.restarts == 0
+
+
+def test_cublas_is_timed_beside_the_first_candidates_then_every_third(
+    cuda_calls: list[tuple[object, ...]],
+) -> None:
+    state = WorkerState()
+    window, every = gpu_requests.CUBLAS_WINDOW, gpu_requests.CUBLAS_EVERY
+    blocks = []
+    for i in range(window + 2 * every):
+        before = cuda_calls.count(("cublas", "1.0", "A", "B", "0.0", "C"))
+        reply = gpu_requests.measure(Measure(FakeKernel(f"k{i}"), ANSWER, 5.0), state)  # type: ignore[arg-type]
+        blocks.append(cuda_calls.count(("cublas", "1.0", "A", "B", "0.0", "C")) - before)
+        assert reply["status"] == "ok" and reply["cublas_ms"] is not None
+    settle = 1  # the shape's first candidate also made its operands, with one settling block
+    timed = [b - (settle if i == 0 else 0) for i, b in enumerate(blocks)]
+    measured = range(1, len(timed) + 1)
+    assert timed == [int(n <= window or n % every == 0) for n in measured]
+    assert len(state.shape(ANSWER).cublas_ms) == window

@@ -83,6 +83,13 @@ class CandidateSampler(optuna.samplers.BaseSampler):
         """The index of the next candidate to propose; ``tried``: indices proposed so far,
         ``measured``: index -> measured ms. None when there is nothing left."""
 
+    def likely_first(self, count: int, taken: Sequence[Config] = ()) -> list[Config]:
+        """The configs this sampler would propose first, before any result arrives, after the
+        trials ``taken`` (warm starts): at most ``count``, and none of ``taken``. A study
+        compiles them while it is prepared, so its first proposals are ready when its search
+        begins. A guess for samplers that cannot tell (none by default); nothing is chosen."""
+        return []
+
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:

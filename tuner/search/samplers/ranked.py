@@ -16,8 +16,10 @@ over the parameters instead of piling onto one corner the model cannot tell apar
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -70,10 +72,35 @@ class RankedSampler(CandidateSampler):
         return scores
 
     def choose(self, tried: set[int], measured: dict[int, float]) -> int | None:
+        return self._choose(tried, measured, self._rng)
+
+    def likely_first(self, count: int, taken: Sequence[Config] = ()) -> list[Config]:
+        """The first ``count`` proposals exactly as :meth:`choose` makes them while nothing is
+        measured (on a copy of the random state, so the real ones are the same), after ``taken``.
+        Another worker's results or claims arriving first may change them."""
+        candidates = self.context.candidates
+        tried = {self._index[c.name] for c in taken if c.name in self._index}
+        rng, picks = copy.deepcopy(self._rng), list[Config]()
+        score = self.scores({})
+        while len(picks) < count:
+            pick = self._choose(tried, {}, rng, score)
+            if pick is None:
+                break
+            tried.add(pick)
+            picks.append(candidates[pick].config)
+        return picks
+
+    def _choose(
+        self,
+        tried: set[int],
+        measured: dict[int, float],
+        rng: np.random.Generator,
+        score: np.ndarray | None = None,
+    ) -> int | None:
         count = len(self.context.candidates)
         if len(tried) >= count:
             return None
-        score = self.scores(measured)
+        score = self.scores(measured) if score is None else score
         open_ = np.ones(count, dtype=bool)
         open_[list(tried)] = False
         untried = np.flatnonzero(open_)
@@ -86,7 +113,7 @@ class RankedSampler(CandidateSampler):
             coords, rows = self._correction.coords, list(tried)
             gap = np.abs(coords[best, None, :] - coords[None, rows, :]).sum(axis=2).min(axis=1)
             best = best[gap == gap.max()]
-        return int(best[self._rng.integers(best.size)])
+        return int(best[rng.integers(best.size)])
 
     def _family_first(self, score: np.ndarray, tried: set[int], untried: np.ndarray) -> int | None:
         """A candidate of the most promising competitive family that has had fewer than
