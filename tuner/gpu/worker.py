@@ -310,6 +310,8 @@ class GpuEvaluator:
         that status without reaching the worker."""
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
+        for config in configs:  # every one compiling at once, not each after the one before
+            self.prepare(config)
         answers: dict[int, Comparison] = {}
         kernels: list[tuple[int, CompiledKernel | Config]] = []
         for index, config in enumerate(configs):

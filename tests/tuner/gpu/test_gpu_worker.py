@@ -267,3 +267,26 @@ def test_cublas_is_timed_beside_the_first_candidates_then_every_third(
     measured = range(1, len(timed) + 1)
     assert timed == [int(n <= window or n % every == 0) for n in measured]
     assert len(state.shape(ANSWER).cublas_ms) == window
+
+
+def test_compare_starts_every_compile_before_it_waits_for_one(
+    evaluator: GpuEvaluator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    third = parse_config("warptile_bm64_bn64_bk32_wm32_wn32_wni1_tm4_tn4_t128")
+    events: list[str] = []
+    submit, result = evaluator.pool.submit, evaluator.pool.result
+
+    def submitted(config: Any) -> None:
+        events.append(f"submit {config.name}")
+        submit(config)
+
+    def waited(config: Any) -> Any:
+        events.append(f"wait {config.name}")
+        return result(config)
+
+    monkeypatch.setattr(evaluator.pool, "submit", submitted)
+    monkeypatch.setattr(evaluator.pool, "result", waited)
+    answers = evaluator.compare([CONFIG, OTHER, third], ANSWER, rounds=1)
+    assert [a.status for a in answers] == ["ok"] * 3
+    first_wait = next(i for i, e in enumerate(events) if e.startswith("wait"))
+    assert {e for e in events[:first_wait]} == {f"submit {c.name}" for c in (CONFIG, OTHER, third)}
