@@ -267,9 +267,10 @@ def test_the_served_app_answers_every_committed_type_and_class_over_http(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What ``gemmtune serve`` runs (the app from the environment, preloaded into an empty
-    database), asked over HTTP: for each (dtype, layout, accuracy class) of the committed suite
-    files, one of its shapes is answered ``exact`` with the suite's dtype and layout, and a shape
-    beside it ``nearest``; BF16 NT among them."""
+    database), asked over HTTP: for each (dtype, layout, type of C, accuracy class) of the
+    committed suite files, one of its shapes is answered ``exact`` with the suite's dtype and
+    layout, and a shape beside it ``nearest``; BF16 NT with float32 and with BF16 C among them
+    (the shipped grid's)."""
     from fastapi.testclient import TestClient
 
     from api.serve import app_from_environment
@@ -279,22 +280,18 @@ def test_the_served_app_answers_every_committed_type_and_class_over_http(
         for row in read_suite_file(path).rows:
             if row.status == "ok" and row.config is not None:
                 accuracy = accuracy_of(parse_config(row.config).family)
-                key = (row.shape.dtype, row.shape.layout, accuracy)
+                key = (row.shape.dtype, row.shape.layout, row.shape.out, accuracy)
                 asked.setdefault(key, (row.shape.m, row.shape.n, row.shape.k))
-    assert ("bfloat16", "NT", "exact") in asked
+    assert ("bfloat16", "NT", "float32", "exact") in asked
+    assert ("bfloat16", "NT", "bfloat16", "exact") in asked
     monkeypatch.setenv("GEMMTUNE_DATABASE_URL", f"sqlite:///{tmp_path}/served.db")
     monkeypatch.setenv("GEMMTUNE_PRELOAD", "1")
     app = app_from_environment()
     try:
         with TestClient(app) as client:
-            for (dtype, layout, accuracy), (m, n, k) in sorted(asked.items()):
-                # The committed suites measured float32 C: asked so, they are exact.
-                kind = {
-                    "dtype": dtype,
-                    "layout": layout,
-                    "accuracy": accuracy,
-                    "out_dtype": "float32",
-                }
+            for (dtype, layout, out, accuracy), (m, n, k) in sorted(asked.items()):
+                # Asked for the C a suite measured writing, its shape is exact.
+                kind = {"dtype": dtype, "layout": layout, "accuracy": accuracy, "out_dtype": out}
                 exact = client.post("/v1/configs/best", json={"m": m, "n": n, "k": k, **kind})
                 assert exact.status_code == 200, exact.text
                 body = exact.json()

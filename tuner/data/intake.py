@@ -278,6 +278,7 @@ def _per_clk(figures: ArchFigures, math: MathUnit) -> float:
         "fp64_tensor": figures.dmma_per_clk,
         "half_tensor": figures.hmma_per_clk,
         "half_wgmma": figures.hmma_per_clk,
+        "half_tma": figures.hmma_per_clk,
     }
     return tensor.get(math, figures.ffma_per_clk)
 

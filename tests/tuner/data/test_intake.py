@@ -19,7 +19,7 @@ from tuner.data.intake import (
     record_problems,
     with_trust,
 )
-from tuner.kernels.families import parse_config
+from tuner.kernels.families import FAMILIES, parse_config
 from tuner.model.rates import ARCH_FIGURES
 
 H100 = storage.DeviceIn("NVIDIA H100 80GB HBM3", "sm_90", 132)
@@ -156,6 +156,20 @@ def test_half_inputs_are_held_to_the_tensor_core_peak_for_hmma_and_cublas() -> N
     assert fields(H100, half, good(name, ms=too_fast, cublas_ms=too_fast)) == {"ms", "cublas_ms"}
     # float32: cuBLAS is held to FMA, so the same cuBLAS time is refused there.
     assert "cublas_ms" in fields(H100, CUBE, good(cublas_ms=0.19))
+
+
+def test_every_half_precision_family_is_held_to_the_tensor_core_peak() -> None:
+    """A tma_ws best of the shipped grid (128x128256x2048 BF16 NT at 331 TFLOP/s, 1.06x cuBLAS)
+    was refused when its unit, ``half_tma``, fell back to the FMA peak."""
+    tensor = peak_tflops("sm_90", 132, "half_tensor")
+    half_units = {f.cost.math for f in FAMILIES.values() if f.cost.math.startswith("half_")}
+    assert half_units >= {"half_tensor", "half_wgmma", "half_tma"}
+    assert {unit: peak_tflops("sm_90", 132, unit) for unit in half_units} == dict.fromkeys(
+        half_units, tensor
+    )
+    grid = storage.ShapeIn(128, 128256, 2048, "bfloat16", "NT", "bfloat16")
+    name = "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra1_ep1_cm1_cn2_dt1_ly1_out2"
+    assert record_problems(H100, grid, good(name, ms=0.2034, cublas_ms=0.2151)) == []
 
 
 def test_a_vendor_measurement_is_bounded_by_the_unit_cublas_uses_for_its_input_type() -> None:
