@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     )
     from storage.study_lock import study_lock
     from storage.transfer import FORMAT_VERSION, export_json, import_json
-    from storage.values import measurement_values
+    from storage.values import measurement_values, shape_values
 
 # Each public name and the module that defines it: a name is imported on first use
 # (``__getattr__`` below), so ``import storage`` or ``from storage.errors import StorageError``
@@ -164,6 +164,7 @@ _HOMES = {
     "export_json": "storage.transfer",
     "import_json": "storage.transfer",
     "measurement_values": "storage.values",
+    "shape_values": "storage.values",
 }
 
 __all__ = [
@@ -237,6 +238,7 @@ __all__ = [
     "renew_claims",
     "replayed_fastest_per_shape",
     "settle_claim",
+    "shape_values",
     "stream_measurements",
     "study_lock",
     "study_progress",

@@ -29,6 +29,7 @@ from storage.conflicts import insert_ignoring_conflicts
 from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.models import BestConfig, Device, Measurement, Shape, utcnow
 from storage.queries import find_device, find_shape
+from storage.values import shape_values
 from tuner.core.phases import Phase
 
 
@@ -119,15 +120,7 @@ def vouch_for_devices(session: Session, device_ids: Iterable[int]) -> None:
 def get_or_create_shape(session: Session, shape: ShapeIn) -> Shape:
     row = find_shape(session, shape)
     if row is None:
-        values = {
-            "m": shape.m,
-            "n": shape.n,
-            "k": shape.k,
-            "dtype": shape.dtype,
-            "layout": shape.layout,
-            "out_dtype": shape.out_dtype,
-        }
-        insert_ignoring_conflicts(session, Shape, values)
+        insert_ignoring_conflicts(session, Shape, shape_values(shape))
         row = find_shape(session, shape)
     assert row is not None
     return row

@@ -37,7 +37,7 @@ from storage.inputs import MEASUREMENT_FIELDS, DeviceIn, MeasurementIn, ShapeIn
 from storage.legacy_records import from_legacy
 from storage.models import Device, Measurement, Shape
 from storage.staging import write_staged
-from storage.values import measurement_values
+from storage.values import measurement_values, shape_values
 from tuner.core.shape import STORED_OUT_DTYPE
 
 FORMAT_NAME = "gemmtune-export"
@@ -54,21 +54,10 @@ def _device_dict(device: Device) -> dict[str, Any]:
     return {"name": device.name, "arch": device.arch, "sm_count": device.sm_count}
 
 
-def _shape_dict(shape: Shape) -> dict[str, Any]:
-    return {
-        "m": shape.m,
-        "n": shape.n,
-        "k": shape.k,
-        "dtype": shape.dtype,
-        "layout": shape.layout,
-        "out_dtype": shape.out_dtype,
-    }
-
-
 def _measurement_dict(row: Measurement) -> dict[str, Any]:
     return {
         "device": _device_dict(row.device),
-        "shape": _shape_dict(row.shape),
+        "shape": shape_values(row.shape),
         **measurement_values(row),
     }
 
@@ -103,7 +92,7 @@ def export_json(session: Session, progress: Progress | None = None) -> dict[str,
         "version": FORMAT_VERSION,
         "exported_at": datetime.now(UTC).isoformat(),
         "devices": [_device_dict(d) for d in session.scalars(select(Device).order_by(Device.id))],
-        "shapes": [_shape_dict(s) for s in session.scalars(select(Shape).order_by(Shape.id))],
+        "shapes": [shape_values(s) for s in session.scalars(select(Shape).order_by(Shape.id))],
         "measurements": measurements,
     }
 

@@ -2,18 +2,27 @@
 
 An export, the API's result lists and the tuner's ``Result`` all want a measurement's fields by
 name (:data:`storage.MEASUREMENT_FIELDS`); :func:`measurement_values` is the one place that reads
-them off a row. TFLOP/s are derived from the times where a row has none (uploads may leave them
-out), by :func:`tuner.core.dims.tflops`.
+them off a row, and :func:`shape_values` the one that reads a problem's key. TFLOP/s are derived
+from the times where a row has none (uploads may leave them out), by
+:func:`tuner.core.dims.tflops`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from storage.inputs import MEASUREMENT_FIELDS
-from storage.models import Measurement
+from storage.inputs import MEASUREMENT_FIELDS, ShapeIn
+from storage.models import Measurement, Shape
 from tuner.core.dims import tflops
 from tuner.core.provenance import readable_provenance
+
+SHAPE_FIELDS = ("m", "n", "k", "dtype", "layout", "out_dtype")
+
+
+def shape_values(shape: Shape | ShapeIn) -> dict[str, Any]:
+    """A problem's key fields by name (a stored row's, or one about to be stored): what a shape
+    row is written from, and what an export or a suite file writes of it."""
+    return {name: getattr(shape, name) for name in SHAPE_FIELDS}
 
 
 def measurement_values(row: Measurement, *, derive_tflops: bool = False) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.core.errors import InputError
 from tuner.data import suite_document
+from tuner.kernels.resources import arch_number
 from tuner.run.bench import geomean
 
 if TYPE_CHECKING:
@@ -74,15 +75,12 @@ def shipped_bests_document(session: Session, device: str, suite: str) -> dict[st
 
 
 def _row(best: Any) -> dict[str, Any]:
-    shape, m = best.shape, best.measurement
+    import storage
+
+    m = best.measurement
     return {
         "class": "tuned",
-        "m": shape.m,
-        "n": shape.n,
-        "k": shape.k,
-        "dtype": shape.dtype,
-        "layout": shape.layout,
-        "out_dtype": shape.out_dtype,
+        **storage.shape_values(best.shape),
         "accuracy": best.accuracy,
         "status": "ok",
         "config": m.config_name,
@@ -114,7 +112,7 @@ def _provenance(provenances: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _capability(arch: str) -> str:
     """``sm_90`` -> ``9.0``, ``sm_90a`` -> ``9.0`` (what :func:`tuner.data.measured_on` reads)."""
-    digits = arch.removeprefix("sm_").rstrip("abf")
-    if not digits.isdigit() or len(digits) < 2:
+    number = arch_number(arch)
+    if number < 10:
         raise InputError(f"the device's arch {arch!r} is not of the form sm_XY")
-    return f"{digits[:-1]}.{digits[-1]}"
+    return f"{number // 10}.{number % 10}"
