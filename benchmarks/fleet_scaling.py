@@ -144,8 +144,12 @@ def main() -> None:
     parser.add_argument("--evaluator", default="gpu", choices=("gpu", "replay"))
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per workload")
     parser.add_argument("--code", default=None, help="the gemmtune commit measured")
+    parser.add_argument(
+        "--no-baseline", action="store_true",
+        help="skip the one-GPU run (compare against an earlier file's by hand)",
+    )  # fmt: skip
     options = parser.parse_args()
-    counts = sorted(set(options.gpus or [1, 2]) | {1})
+    counts = sorted(set(options.gpus or [1, 2]) | (set() if options.no_baseline else {1}))
     files = options.shapes or [default_suite()]
     every = [shape for file in files for shape in read_shapes(file)]
     shapes = list(dict.fromkeys(every))[: options.limit]
@@ -180,7 +184,8 @@ def main() -> None:
                     print(exc, flush=True)
                 if runs[key].get("provenance"):
                     document["provenance"] = runs[key]["provenance"]
-                if gpus > 1 and "error" not in runs["gpus_1"] and "error" not in runs[key]:
+                baseline = runs.get("gpus_1", {"error": "not run"})
+                if gpus > 1 and "error" not in baseline and "error" not in runs[key]:
                     summary = runs[f"comparison_{gpus}"] = compare(runs["gpus_1"], runs[key])
                     print(
                         f"{name}, {gpus} GPUs: {runs['gpus_1']['wall_s']} -> "

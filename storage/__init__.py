@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         database_url,
         make_engine,
         make_session_factory,
+        with_connection_settings,
     )
     from storage.errors import StorageError
     from storage.file_identity import SqliteFile
@@ -107,6 +108,7 @@ _HOMES = {
     "database_url": "storage.engine",
     "make_engine": "storage.engine",
     "make_session_factory": "storage.engine",
+    "with_connection_settings": "storage.engine",
     "StorageError": "storage.errors",
     "SqliteFile": "storage.file_identity",
     "MEASUREMENT_FIELDS": "storage.inputs",
@@ -246,6 +248,7 @@ __all__ = [
     "study_table",
     "trusted_devices_named",
     "upgrade",
+    "with_connection_settings",
 ]
 
 

@@ -68,7 +68,16 @@ class NvrtcCompiler(CachingCompiler):
         except CompileError:
             import cupy
 
-            attrs = cupy.RawModule(path=str(cubin)).get_function(source.entry).attributes
+            try:
+                attrs = cupy.RawModule(path=str(cubin)).get_function(source.entry).attributes
+            except Exception as exc:  # loading makes a CUDA context here: the device may be full
+                # The candidate fails to compile, with the reason; an exception here would end
+                # the whole study of the process that waits for this compile.
+                raise CompileError(
+                    f"the kernel's resources are not in NVRTC's log and loading it to read them "
+                    f"failed: {type(exc).__name__}: {exc}",
+                    log,
+                ) from exc
             return ResourceUsage(
                 registers=int(attrs["num_regs"]),
                 smem_static_bytes=int(attrs["shared_size_bytes"]),

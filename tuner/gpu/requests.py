@@ -97,12 +97,25 @@ class WorkerState:
 
         state = self.shapes.get(shape)
         if state is None:
-            while len(self.shapes) >= KEPT_SHAPES:
-                self.shapes.popitem(last=False)
+            if len(self.shapes) >= KEPT_SHAPES:
+                while len(self.shapes) >= KEPT_SHAPES:
+                    self.shapes.popitem(last=False)
+                release_cached_memory()
             state = self.shapes[shape] = ShapeState(Operands.make(shape, OPERAND_SEED))
             _settle_cublas(state.operands)
         self.shapes.move_to_end(shape)
         return state
+
+
+def release_cached_memory() -> None:
+    """Give the device memory CuPy's pool keeps for reuse back to the driver. A worker tunes
+    shape after shape, each of other sizes: the operands of shapes let go stay in the pool, and
+    after a few large ones (a 128256-row vocabulary head's are gigabytes) the device is full for
+    every other process on it (compile processes, the next worker started after a failure)."""
+    import cupy
+
+    cupy.get_default_memory_pool().free_all_blocks()
+    cupy.get_default_pinned_memory_pool().free_all_blocks()
 
 
 def _settle_cublas(ops: Any) -> None:

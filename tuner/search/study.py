@@ -31,6 +31,7 @@ study.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import TrialState
 
+import storage
 from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.phases import Phase
@@ -234,6 +236,7 @@ class Study:
         optuna_storage = self._optuna_storage
         if isinstance(optuna_storage, str):  # a URL: the study opens it, and closes it
             optuna_storage = self._own_storage = optuna.storages.RDBStorage(optuna_storage)
+            storage.with_connection_settings(optuna_storage.engine)
         if optuna_storage is not None:
             self.stored = optuna.storages.get_storage(optuna_storage)
             optuna.create_study(
@@ -343,61 +346,72 @@ class Study:
         retried: set[str] = set()  # of those, the ones whose claim this run tried to take over
         stale, full = 0, False
         depth = max(1, self.evaluator.parallelism)
-        while True:
-            while (
-                not full
-                and not order.lagging  # propose knowing every result measured so far
-                and len(queue) < depth
-                and progress.evaluated + len(queue) + len(running) < target
-                and (deadline is None or time.monotonic() < deadline)
-            ):
-                proposal, trial = self._propose(done, taken, stale, order.untold)
-                progress.invalid_proposals = self.invalid_proposals
-                if proposal is None or trial is None:
-                    break  # every candidate is evaluated, queued or claimed by another worker
-                config = proposal
-                claimed = Claimed.HELD if config.name in done else Claimed.TAKEN
-                if claimed:
-                    claimed = self.recorder.claim(self.name, config.name, target)
-                if not claimed:
-                    full = claimed is Claimed.FULL
-                    if not full:
-                        taken.add(config.name)
-                    self._tell_known(trial, done.get(config.name))
-                    stale += 1
-                    continue
-                stale = 0
-                self.evaluator.prepare(config)
-                queue.append((config, trial))
-                order.propose(config, trial)
-            # Keep the device busy: the next candidate is started before the last one's result
-            # is recorded (the evaluator queues it behind the one being measured). Of the
-            # queued proposals, the oldest that has compiled goes first.
-            while len(running) < IN_FLIGHT and queue:
-                if deadline is not None and time.monotonic() > deadline:
-                    for config, _ in queue:
-                        self._give_back(config, order)
-                    queue.clear()
+        try:
+            while True:
+                while (
+                    not full
+                    and not order.lagging  # propose knowing every result measured so far
+                    and len(queue) < depth
+                    and progress.evaluated + len(queue) + len(running) < target
+                    and (deadline is None or time.monotonic() < deadline)
+                ):
+                    proposal, trial = self._propose(done, taken, stale, order.untold)
+                    progress.invalid_proposals = self.invalid_proposals
+                    if proposal is None or trial is None:
+                        break  # every candidate is evaluated, queued or claimed by another worker
+                    config = proposal
+                    claimed = Claimed.HELD if config.name in done else Claimed.TAKEN
+                    if claimed:
+                        claimed = self.recorder.claim(self.name, config.name, target)
+                    if not claimed:
+                        full = claimed is Claimed.FULL
+                        if not full:
+                            taken.add(config.name)
+                        self._tell_known(trial, done.get(config.name))
+                        stale += 1
+                        continue
+                    stale = 0
+                    self.evaluator.prepare(config)
+                    queue.append((config, trial))
+                    order.propose(config, trial)
+                # Keep the device busy: the next candidate is started before the last one's result
+                # is recorded (the evaluator queues it behind the one being measured). Of the
+                # queued proposals, the oldest that has compiled goes first.
+                while len(running) < IN_FLIGHT and queue:
+                    if deadline is not None and time.monotonic() > deadline:
+                        for config, _ in queue:
+                            self._give_back(config, order)
+                        queue.clear()
+                        break
+                    ready = next(
+                        (i for i, (c, _) in enumerate(queue) if self.evaluator.ready(c)), None
+                    )
+                    if ready is None and running:
+                        break  # measure what is running; the compiles go on meanwhile
+                    if ready is None:
+                        time.sleep(READY_POLL_S)
+                        continue
+                    config, trial = queue.pop(ready)
+                    running.append((config, trial, self.evaluator.start(config, self.shape)))
+                if not running:
+                    self._tell_in_order(order)
+                    if self._wait_for_others(done, taken, retried, progress, target, deadline):
+                        full = False  # a claim expired or was released: its slot may be free
+                        continue
                     break
-                ready = next((i for i, (c, _) in enumerate(queue) if self.evaluator.ready(c)), None)
-                if ready is None and running:
-                    break  # measure what is running; the compiles go on meanwhile
-                if ready is None:
-                    time.sleep(READY_POLL_S)
-                    continue
-                config, trial = queue.pop(ready)
-                running.append((config, trial, self.evaluator.start(config, self.shape)))
-            if not running:
+                config, trial, ticket = running.popleft()
+                result = self.evaluator.finish(ticket)
+                order.measured(config.name, result)
+                self._record(result, done, progress, on_progress)
                 self._tell_in_order(order)
-                if self._wait_for_others(done, taken, retried, progress, target, deadline):
-                    full = False  # a claim expired or was released: its slot may be free
-                    continue
-                break
-            config, trial, ticket = running.popleft()
-            result = self.evaluator.finish(ticket)
-            order.measured(config.name, result)
-            self._record(result, done, progress, on_progress)
-            self._tell_in_order(order)
+        except BaseException:
+            # The evaluator answers tickets in the order they were started: one left unfinished
+            # would fail every later study on this evaluator ("finish tickets in the order they
+            # were started"). Finish them here, results dropped, so a worker goes on.
+            while running:
+                with contextlib.suppress(Exception):
+                    self.evaluator.finish(running.popleft()[2])
+            raise
 
     def _wait_for_others(
         self,

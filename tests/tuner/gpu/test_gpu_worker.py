@@ -290,3 +290,20 @@ def test_compare_starts_every_compile_before_it_waits_for_one(
     assert [a.status for a in answers] == ["ok"] * 3
     first_wait = next(i for i, e in enumerate(events) if e.startswith("wait"))
     assert {e for e in events[:first_wait]} == {f"submit {c.name}" for c in (CONFIG, OTHER, third)}
+
+
+def test_a_worker_gives_cached_device_memory_back_when_it_lets_a_shape_go(
+    cuda_calls: list[tuple[object, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that tuned a few vocabulary heads kept gigabytes in CuPy's pool, and the
+    next compile process to make a CUDA context on that GPU ran out of memory."""
+    released: list[int] = []
+    monkeypatch.setattr(gpu_requests, "release_cached_memory", lambda: released.append(1))
+    state = WorkerState()
+    shapes = [Shape(8, 8, 8 * i) for i in range(1, gpu_requests.KEPT_SHAPES + 3)]
+    for i, shape in enumerate(shapes):
+        state.shape(shape)
+        let_go = max(0, i + 1 - gpu_requests.KEPT_SHAPES)
+        assert len(released) == let_go  # once for each shape that pushed another out
+    state.shape(shapes[-1])  # a kept shape: nothing let go
+    assert len(released) == len(shapes) - gpu_requests.KEPT_SHAPES

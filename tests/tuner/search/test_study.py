@@ -20,6 +20,7 @@ from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.data import RESULTS_ENV_VAR
 from tuner.run.runner import untuned_answer, warm_starts
+from tuner.search.evaluator import Ticket
 from tuner.search.finalists import FINAL_MIN_ROUNDS
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.replay import ReplayEvaluator
@@ -249,3 +250,44 @@ def test_the_starts_compile_while_the_space_is_enumerated(monkeypatch: pytest.Mo
     assert prepared_before_space == [c.name for c in starts]
     progress = study.run(trials=4)
     assert [r.config_name for r in progress.history[:2]] == [c.name for c in starts]
+
+
+class InOrderTickets(Forwarding):
+    """Tickets answered strictly in the order they were started, as the GPU worker answers
+    them, and the `fail_at`-th start raising as a compile process's CUDA error did (the pool
+    re-raises it in the study's thread)."""
+
+    def __init__(self, inner: ReplayEvaluator, fail_at: int | None) -> None:
+        super().__init__(inner)
+        self.parallelism = 4  # proposals queued ahead, so a second one starts before a finish
+        self.fail_at, self.starts = fail_at, 0
+        self.outstanding: list[Ticket] = []
+
+    def start(self, config: Config, shape: Shape) -> Ticket:
+        self.starts += 1
+        if self.starts == self.fail_at:
+            raise RuntimeError("out of memory")
+        ticket = Ticket(config, shape)
+        self.outstanding.append(ticket)
+        return ticket
+
+    def finish(self, ticket: Ticket) -> Result:
+        if not self.outstanding or self.outstanding[0] is not ticket:
+            raise RuntimeError("finish tickets in the order they were started")
+        self.outstanding.pop(0)
+        return self.inner.evaluate(ticket.config, ticket.shape)
+
+
+def test_a_study_that_fails_mid_flight_leaves_its_evaluator_fit_for_the_next(
+    replay: ReplayEvaluator,
+) -> None:
+    """A failed study once left a started ticket behind, and every later study of that worker
+    failed at its first finish (a four-GPU grid run lost 30 problems so)."""
+    evaluator = InOrderTickets(replay, fail_at=5)
+    failing = Study(BIG, WARPTILE, evaluator, MemoryRecorder(), "random", seed=2)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        failing.run(trials=12)
+    assert evaluator.outstanding == []  # the tickets started before the failure were finished
+    evaluator.fail_at = None
+    progress = Study(MID, WARPTILE, evaluator, MemoryRecorder(), "random", seed=2).run(trials=6)
+    assert progress.evaluated == 6 and progress.best is not None
