@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, create_engine
 
 from storage import (
     DEFAULT_URL,
@@ -20,6 +20,7 @@ from storage import (
     make_engine,
     open_database,
     open_existing_database,
+    with_connection_settings,
 )
 from tests.conftest import needs_psycopg
 
@@ -52,6 +53,23 @@ def test_sqlite_connections_get_wal_busy_timeout_and_foreign_keys(sqlite_engine:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert (connection.exec_driver_sql("PRAGMA busy_timeout").scalar() or 0) >= 1000
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == SYNCHRONOUS_NORMAL
+
+
+SYNCHRONOUS_NORMAL = 1  # SQLite's numbering: OFF 0, NORMAL 1, FULL 2 (its default)
+
+
+def test_optunas_own_engine_gets_the_same_sqlite_settings(tmp_path: Path) -> None:
+    """Optuna's storage makes its own engine; its connections to a SQLite file wait for the
+    disk at every commit (synchronous FULL) unless given the settings of ours."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'o.db'}")
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() != SYNCHRONOUS_NORMAL
+    with_connection_settings(engine)
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == SYNCHRONOUS_NORMAL
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    engine.dispose()
 
 
 @needs_psycopg
