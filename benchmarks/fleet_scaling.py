@@ -14,8 +14,9 @@ moment the last of its shapes is done. A standing fleet is what the queue is for
 serve`` with tune on miss, docker compose): the start of a worker is paid once, not per batch.
 How long the start took is recorded beside (``ready_s``).
 
-Per run: seconds, shapes and candidates a minute, which worker measured each candidate, any
-config measured twice in a study, and each shape's stored best (``multi_gpu.stored``); per GPU
+Per run: seconds, shapes and candidates a minute, how busy the host's CPUs were (mean and
+peak share, from /proc/stat), which worker measured each candidate, any config measured twice
+in a study, and each shape's stored best (``multi_gpu.stored``); per GPU
 count, the speed-up over one GPU and the bests compared shape by shape (``multi_gpu.compare``).
 ``--evaluator replay`` runs it all on a CPU with replay workers: a check of the script, not a
 measurement.
@@ -48,6 +49,71 @@ from tuner.run.worker_processes import problems_of, start_worker_processes
 
 READY_TIMEOUT_S = 600.0
 WATCH_S = 0.1
+CPU_SAMPLE_S = 0.5
+
+
+class HostCpu:
+    """How busy the host's CPUs were while a workload ran: /proc/stat read every
+    :data:`CPU_SAMPLE_S` by a thread (Linux; elsewhere nothing is recorded). The search of a
+    study is bound by its compiles, so a fleet that stops scaling may simply have run out of
+    cores (the four-H200 host's 64 CPUs, four workers of 15 compile processes each)."""
+
+    def __init__(self) -> None:
+        self.busy: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    @staticmethod
+    def _times() -> tuple[int, int] | None:
+        try:
+            fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        except OSError:
+            return None
+        values = [int(v) for v in fields]
+        idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+        return sum(values), idle
+
+    def _sample(self) -> None:
+        last = self._times()
+        while last is not None and not self._stop.wait(CPU_SAMPLE_S):
+            now = self._times()
+            if now is None:
+                return
+            total, idle = now[0] - last[0], now[1] - last[1]
+            if total > 0:
+                self.busy.append(1.0 - idle / total)
+            last = now
+
+    def __enter__(self) -> HostCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict[str, float | int]:
+        if not self.busy:
+            return {}
+        return {
+            "cpu_busy_mean": round(sum(self.busy) / len(self.busy), 3),
+            "cpu_busy_max": round(max(self.busy), 3),
+            "cpu_samples": len(self.busy),
+        }
+
+
+def threads_per_core() -> int | None:
+    """Hardware threads sharing a core with CPU 0 (2 where SMT is on); None where unknown."""
+    siblings = Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
+    try:
+        text = siblings.read_text().strip()
+    except OSError:
+        return None
+    count = 0
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
 
 
 def fleet_run(
@@ -93,16 +159,17 @@ def fleet_run(
         begun = time.perf_counter()
         with sessions.begin() as session:
             tune_queue.enqueue(session, problems, batch=batch, again=True)
-        while True:
-            with sessions() as session:
-                progress = tune_queue.batch_progress(session, batch)
-            if progress.finished:
-                break
-            if time.perf_counter() - begun > timeout_s:
-                raise RuntimeError(f"{label}: not done after {timeout_s} s: {progress}")
-            if all(w.process.poll() is not None for w in workers):
-                raise RuntimeError(f"{label}: every worker exited: {errors[-3:]}")
-            time.sleep(WATCH_S)
+        with HostCpu() as cpu:
+            while True:
+                with sessions() as session:
+                    progress = tune_queue.batch_progress(session, batch)
+                if progress.finished:
+                    break
+                if time.perf_counter() - begun > timeout_s:
+                    raise RuntimeError(f"{label}: not done after {timeout_s} s: {progress}")
+                if all(w.process.poll() is not None for w in workers):
+                    raise RuntimeError(f"{label}: every worker exited: {errors[-3:]}")
+                time.sleep(WATCH_S)
         wall = time.perf_counter() - begun
     finally:
         for worker in workers:
@@ -122,6 +189,7 @@ def fleet_run(
         evaluated=evaluated,
         per_minute=round(60 * evaluated / wall, 2),
         shapes_per_minute=round(60 * len(shapes) / wall, 2),
+        **cpu.summary(),
     )
     print(
         f"{label}: {gpus} GPU(s) ready in {ready_s:.1f} s; {len(shapes)} shape(s), {evaluated} "
@@ -165,6 +233,7 @@ def main() -> None:
         "code": options.code,
         "python": sys.version.split()[0],
         "cpu_count": os.cpu_count(),
+        "threads_per_core": threads_per_core(),
         "shapes": [str(s) for s in shapes],
         "trials": options.trials,
         "study_settings": {"shape": str(options.study_shape), "trials": options.study_trials},

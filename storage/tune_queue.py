@@ -16,6 +16,7 @@ lease.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -182,10 +183,13 @@ def take_next(
     device: str,
     lease_s: float = QUEUE_LEASE_S,
     batch: str | None = None,
+    failed_here: Collection[int] = (),
 ) -> Taken | None:
     """Take the oldest queued entry (or a running one whose lease lapsed) for ``worker``, under
-    a lease of ``lease_s``; None when there is none. Commits each try, so that the entry is the
-    worker's for everyone once this returns."""
+    a lease of ``lease_s``; None when there is none. Entries in ``failed_here`` (whose study
+    failed on this worker) come after every other: their next attempt goes to another problem
+    first, and so, where there are other workers, likelier to another worker. Commits each try,
+    so that the entry is the worker's for everyone once this returns."""
     while True:
         now = utcnow()
         takeable = or_(
@@ -193,7 +197,9 @@ def take_next(
             and_(QueueEntry.state == RUNNING, QueueEntry.expires_at < now),
         )
         entry_id = session.scalar(
-            select(QueueEntry.id).where(takeable, _scope(device, batch)).order_by(QueueEntry.id)
+            select(QueueEntry.id)
+            .where(takeable, _scope(device, batch))
+            .order_by(QueueEntry.id.in_(list(failed_here)), QueueEntry.id)
         )
         if entry_id is None:
             session.commit()

@@ -37,9 +37,12 @@ def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> 
                 assert study["evaluated"] == trials and not study["measured_twice"]
             assert run["evaluated"] == shapes_n * trials
             assert run["wall_s"] > 0 and run["ready_s"] > 0
+            if "cpu_busy_mean" in run:  # sampled every 0.5 s: a fast replay may end first
+                assert 0.0 <= run["cpu_busy_mean"] <= run["cpu_busy_max"] <= 1.0
         comparison = document[workload]["comparison_2"]
         assert comparison["measured_twice"] is False
         assert set(comparison["shapes"]) == set(document[workload]["gpus_1"]["bests"])
+    assert document["threads_per_core"] >= 1  # Linux, as CI
     # Both workers of the two-GPU batch measured: the shapes were spread over them.
     workers = {
         w for study in document["batch"]["gpus_2"]["studies"].values() for w in study["by_worker"]

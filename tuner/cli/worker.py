@@ -93,7 +93,7 @@ def worker(
 def _run_here(settings: WorkerSettings, device_index: int) -> None:
     import storage
     from tuner.cli.tune import print_outcome
-    from tuner.run.queue_worker import run_worker
+    from tuner.run.queue_worker import WorkerStopped, run_worker
     from tuner.run.runner import start_gpu
 
     evaluator: Evaluator
@@ -122,6 +122,9 @@ def _run_here(settings: WorkerSettings, device_index: int) -> None:
                     f"{label} ready on {evaluator.device.name}: {rates}", soft_wrap=True
                 ),
             )
+        except WorkerStopped as exc:  # its problems are queued again for the other workers
+            err.print(f"stopped: {exc}", soft_wrap=True)
+            raise typer.Exit(1) from None
         finally:
             engine.dispose()
     finally:

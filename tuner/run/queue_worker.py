@@ -35,6 +35,10 @@ from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.study import Progress, Study
 
 MAX_ATTEMPTS = 3  # a problem whose study fails this often is marked failed, not retried
+# A worker whose studies of this many different problems fail in a row stops: the fault is
+# likelier its GPU's (or its process's) than the problems', and going on would spend every queued
+# problem's attempts. The same problem failing again is that problem's matter (MAX_ATTEMPTS).
+FAILURES_IN_A_ROW = 3
 POLL_S = 0.25  # how often an idle worker looks at the queue again
 
 
@@ -71,6 +75,10 @@ class WorkerSettings:
             replay_tables=self.replay_tables,
             database_url=self.database_url,
         )
+
+
+class WorkerStopped(RuntimeError):
+    """A worker stopped taking problems because its studies kept failing."""
 
 
 @dataclass
@@ -161,6 +169,13 @@ def run_worker(
                 upcoming = worker.next_study()
                 continue
             upcoming = worker.tune(upcoming, on_done)
+            if len(worker.failing) >= FAILURES_IN_A_ROW:
+                if upcoming is not None:  # taken while the last finalists ran: not this GPU's now
+                    worker.give_back(upcoming)
+                raise WorkerStopped(
+                    f"{label}: {len(worker.failing)} problems failed in a row on this worker "
+                    f"(last: {summary.failures[-1]}); it stops so that other workers take them"
+                )
     finally:
         heartbeat.close()
 
@@ -191,6 +206,8 @@ class _QueueWorker:
         self.settings, self.evaluator, self.sessions = settings, evaluator, sessions
         self.label, self.name = label, worker_name(label)
         self.heartbeat, self.summary, self.on_failure = heartbeat, summary, on_failure
+        self.failing: set[int] = set()  # entries whose study failed here since one succeeded
+        self.failed_here: set[int] = set()  # entries whose study ever failed on this worker
 
     def next_study(self) -> _Prepared | None:
         """The oldest queued problem, else a place in the running study with the fewest workers,
@@ -198,7 +215,7 @@ class _QueueWorker:
         settings, device = self.settings, self.evaluator.device.name
         with self.sessions() as session:
             taken = tune_queue.take_next(
-                session, self.name, device, settings.lease_s, settings.batch
+                session, self.name, device, settings.lease_s, settings.batch, self.failed_here
             ) or tune_queue.join_running(session, device, settings.lease_s, settings.batch)
         if taken is None:
             return None
@@ -244,6 +261,7 @@ class _QueueWorker:
                 self.summary.finished.append(outcome)
                 if on_done is not None:
                     on_done(outcome)
+            self.failing.clear()
         except Exception as exc:  # stored with the entry; the worker goes on with the next
             self._failed(taken, exc)
         finally:
@@ -252,7 +270,20 @@ class _QueueWorker:
                 study.close()
         return None if ahead is None else ahead.take()
 
+    def give_back(self, prepared: _Prepared) -> None:
+        """Put a problem this worker holds back in the queue for another worker."""
+        self.heartbeat.remove(prepared.taken)
+        if prepared.study is not None:
+            prepared.study.close()
+        with self.sessions.begin() as session:
+            tune_queue.mark_failed(
+                session, prepared.taken, f"{self.label} stopped before starting it", retry=True
+            )
+
     def _failed(self, taken: Taken, exc: Exception) -> None:
+        if not isinstance(exc, InputError):  # the problem's own fault says nothing of the GPU
+            self.failing.add(taken.entry_id)
+            self.failed_here.add(taken.entry_id)
         retry = not isinstance(exc, InputError) and taken.attempt < MAX_ATTEMPTS
         error = f"{taken.problem.shape.label()}: {type(exc).__name__}: {exc}"
         self.summary.failures.append(error)

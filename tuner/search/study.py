@@ -346,6 +346,7 @@ class Study:
         retried: set[str] = set()  # of those, the ones whose claim this run tried to take over
         stale, full = 0, False
         depth = max(1, self.evaluator.parallelism)
+        starting: Config | None = None  # the candidate whose start is under way
         try:
             while True:
                 while (
@@ -392,7 +393,9 @@ class Study:
                         time.sleep(READY_POLL_S)
                         continue
                     config, trial = queue.pop(ready)
+                    starting = config
                     running.append((config, trial, self.evaluator.start(config, self.shape)))
+                    starting = None
                 if not running:
                     self._tell_in_order(order)
                     if self._wait_for_others(done, taken, retried, progress, target, deadline):
@@ -408,9 +411,15 @@ class Study:
             # The evaluator answers tickets in the order they were started: one left unfinished
             # would fail every later study on this evaluator ("finish tickets in the order they
             # were started"). Finish them here, results dropped, so a worker goes on.
+            unmeasured = [c for c, _ in queue] + [c for c, _, _ in running]
             while running:
                 with contextlib.suppress(Exception):
                     self.evaluator.finish(running.popleft()[2])
+            # Their claims, released: a rerun of the study (another worker's, at once) would
+            # otherwise wait for them to lapse as a dead worker's claims.
+            for config in unmeasured + ([starting] if starting is not None else []):
+                with contextlib.suppress(Exception):
+                    self.recorder.release(self.name, config.name)
             raise
 
     def _wait_for_others(

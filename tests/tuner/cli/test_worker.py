@@ -31,3 +31,20 @@ def test_a_worker_on_an_empty_queue_exits(
     code, out, err = cli(capsys, "worker", "--evaluator", "replay", "--db", url)
     assert code == 0, err
     assert "finished 0 studies, searched in 0, 0 failed attempts" in " ".join(out.split())
+
+
+def test_a_worker_that_stops_says_why_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its problems stay queued for the other workers (tests/tuner/run/test_worker_stops.py);
+    the command says why it stopped and fails, so a supervisor sees it."""
+    from tuner.run import queue_worker
+
+    def stopping(*args: object, **kwargs: object) -> None:
+        raise queue_worker.WorkerStopped("gpu0: 3 problems failed in a row on this worker")
+
+    monkeypatch.setattr(queue_worker, "run_worker", stopping)
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    code, _, err = cli(capsys, "worker", "--evaluator", "replay", "--db", url)
+    assert code == 1
+    assert "stopped: gpu0: 3 problems failed in a row" in " ".join(err.split())
