@@ -407,7 +407,7 @@ class Study:
                 order.measured(config.name, result)
                 self._record(result, done, progress, on_progress)
                 self._tell_in_order(order)
-        except BaseException:
+        except Exception:  # (an interrupt ends the process: nothing to keep fit)
             # The evaluator answers tickets in the order they were started: one left unfinished
             # would fail every later study on this evaluator ("finish tickets in the order they
             # were started"). Finish them here, results dropped, so a worker goes on.
