@@ -2,12 +2,13 @@
 shapes, before and after, timed beside cuBLAS (issue 44, item 4; GPU for the timing).
 
     python benchmarks/served_quality.py --added tuner/data/results/h100-grid-suite.json \
+        [--added tuner/data/results/h200-grid-suite.json] \
         --heldout benchmarks/grid_heldout.csv [--heldout benchmarks/heldout.csv] \
         [--rounds 3] --out served.json
     python benchmarks/served_quality.py ... --answers-only   # no GPU: only what is served
 
 Two databases are preloaded as ``gemmtune serve`` preloads (:func:`api.preload.preload`): one
-from the installed results folder without the ``--added`` file ("before"), one with it
+from the installed results folder without the ``--added`` files ("before"), one with them
 ("after"). For each held-out row (``class,M,N,K[,dtype,layout]``; ``--dtype``/``--layout``
 for rows without) both answer for this GPU (name, arch and SM count), as POST
 /v1/configs/best would: exact, nearest, far or default, and the config. On the GPU, the two
@@ -66,18 +67,23 @@ def served_answers(
     return answers
 
 
-def folders(added: Path, work: Path) -> tuple[Path, Path]:
-    """Copies of the installed results folder without ``added`` ("before") and with it."""
+def folders(added: list[Path], work: Path) -> tuple[Path, Path]:
+    """Copies of the installed results folder without the ``added`` files ("before") and with
+    them."""
     before, after = work / "before", work / "after"
-    shutil.copytree(results_dir(), before, ignore=shutil.ignore_patterns(added.name))
+    names = [path.name for path in added]
+    shutil.copytree(results_dir(), before, ignore=shutil.ignore_patterns(*names))
     shutil.copytree(before, after)
-    shutil.copy(added, after / added.name)
+    for path in added:
+        shutil.copy(path, after / path.name)
     return before, after
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--added", type=Path, required=True, help="the results file shipped")
+    parser.add_argument(
+        "--added", type=Path, action="append", required=True, help="a results file shipped"
+    )
     parser.add_argument("--heldout", type=Path, action="append", required=True)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--layout", default="NN")
@@ -134,7 +140,7 @@ def main() -> None:
     }
     document = {
         "what": "served answers on held-out shapes without and with "
-        + options.added.name
+        + " and ".join(path.name for path in options.added)
         + ", timed beside the default cuBLAS call (ratio = cuBLAS ms / served config ms)",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "device": device.name,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.lab_scripts import LAB
+from tests.lab_scripts import LAB, lab_script
 from tuner.data import results_dir
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -65,3 +65,19 @@ def test_answers_only_shows_the_added_shape_answered_exact(tmp_path: Path) -> No
     assert rows[0]["after"] == {"config": config, "source": "exact"}
     # A shape the added file does not hold keeps a measured neighbour's or the rule's answer.
     assert rows[1]["after"]["source"] != "exact"
+
+
+def test_before_holds_none_of_the_added_files_and_after_all_of_them(tmp_path: Path) -> None:
+    served_quality = lab_script("served_quality")
+    shipped = sorted(p for p in served_quality.results_dir().glob("*-suite.json"))[:2]
+    added = []
+    for path in shipped:  # copies from elsewhere, as a new file to ship would be
+        (tmp_path / "new").mkdir(exist_ok=True)
+        added.append(tmp_path / "new" / path.name)
+        added[-1].write_bytes(path.read_bytes())
+    before, after = served_quality.folders(added, tmp_path / "work")
+    names = {path.name for path in added}
+    assert len(names) == 2
+    assert not names & {p.name for p in before.iterdir()}
+    assert names <= {p.name for p in after.iterdir()}
+    assert {p.name for p in after.iterdir()} - names == {p.name for p in before.iterdir()}
