@@ -29,6 +29,7 @@ from sqlalchemy import func, select
 import storage
 from storage.models import Device, Measurement, Shape
 from tuner.core.phases import Phase
+from tuner.run.bench import geomean
 
 VENDOR = ("cublas", "cublaslt")
 
@@ -93,7 +94,7 @@ def compare(
     summary = {
         name: {
             "problems": len(ratios),
-            "geomean": round(math.exp(statistics.fmean(map(math.log, ratios))), 3),
+            "geomean": round(geomean(ratios) or 0.0, 3),
             "median": round(statistics.median(ratios), 3),
             "min": round(min(ratios), 3),
             "max": round(max(ratios), 3),

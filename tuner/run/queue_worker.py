@@ -185,6 +185,7 @@ class _Prepared:
     """A problem this worker holds, with its study built and prepared (or why it could not be)."""
 
     taken: Taken
+    request: TuneRequest | None = None
     study: Study | None = None
     notes: list[str] = field(default_factory=list)
     error: Exception | None = None
@@ -223,7 +224,7 @@ class _QueueWorker:
         prepared = _Prepared(taken)
         problem = taken.problem
         try:
-            request = settings.request_for(problem)
+            request = prepared.request = settings.request_for(problem)
             check_answerable(self.evaluator, [problem.shape], problem.families, problem.accuracy)
             prepared.study, prepared.notes = build_study(
                 request, problem.shape, self.evaluator, self.sessions, self.label, taken.joined,
@@ -242,12 +243,11 @@ class _QueueWorker:
         the entry (queued again up to ``MAX_ATTEMPTS``; a problem this worker cannot answer at
         all, failed at once) and the worker goes on. Returns the next problem, prepared, where
         it was taken while the finalists ran."""
-        taken, study, ahead = prepared.taken, prepared.study, None
+        taken, study, request, ahead = prepared.taken, prepared.study, prepared.request, None
         try:
             if prepared.error is not None:
                 raise prepared.error
-            assert study is not None  # prepared without an error
-            request = self.settings.request_for(taken.problem)
+            assert study is not None and request is not None  # prepared without an error
             progress = study.search(request.trials, request.timeout)
             self.summary.searched += 1
             with self.sessions.begin() as session:

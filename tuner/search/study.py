@@ -346,7 +346,6 @@ class Study:
         retried: set[str] = set()  # of those, the ones whose claim this run tried to take over
         stale, full = 0, False
         depth = max(1, self.evaluator.parallelism)
-        starting: Config | None = None  # the candidate whose start is under way
         try:
             while True:
                 while (
@@ -392,10 +391,10 @@ class Study:
                     if ready is None:
                         time.sleep(READY_POLL_S)
                         continue
-                    config, trial = queue.pop(ready)
-                    starting = config
-                    running.append((config, trial, self.evaluator.start(config, self.shape)))
-                    starting = None
+                    config, trial = queue[ready]
+                    ticket = self.evaluator.start(config, self.shape)
+                    running.append((config, trial, ticket))
+                    del queue[ready]  # after its start: a start that raises leaves it queued
                 if not running:
                     self._tell_in_order(order)
                     if self._wait_for_others(done, taken, retried, progress, target, deadline):
@@ -417,7 +416,7 @@ class Study:
                     self.evaluator.finish(running.popleft()[2])
             # Their claims, released: a rerun of the study (another worker's, at once) would
             # otherwise wait for them to lapse as a dead worker's claims.
-            for config in unmeasured + ([starting] if starting is not None else []):
+            for config in unmeasured:
                 with contextlib.suppress(Exception):
                     self.recorder.release(self.name, config.name)
             raise
