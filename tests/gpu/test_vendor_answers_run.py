@@ -64,6 +64,34 @@ def test_pad_then_cublas_on_a_ragged_shape(dtype: str, layout: str, out: str, pa
     assert result.ok, result.reason
 
 
+# Only C's rows ragged (N = 999 halves or floats of C, K aligned): the padded launch writes C into
+# rows of whole vectors and copies it back (A and B run where they lie in NT and TT). Every layout,
+# both vendor launches, each type of C.
+C_RAGGED = [
+    (dtype, layout, out)
+    for dtype in ("bfloat16", "float16")
+    for layout in SUPPORTED_LAYOUTS
+    for out in (dtype, "float32")
+]
+
+
+@pytest.mark.parametrize(("dtype", "layout", "out"), C_RAGGED)
+def test_padded_vendor_launches_with_only_rows_of_c_ragged(
+    dtype: str, layout: str, out: str
+) -> None:
+    from tuner.gpu.measure import Operands, verify
+    from tuner.gpu.vendor_launch import VendorKernel, vendor_source
+    from tuner.kernels.families import CUBLASLT
+
+    # M and K multiples of 8 so that only the layouts whose B rows are N long pad more than C.
+    shape = Shape(1000, 999, 1024, dtype, layout, out)
+    operands = Operands.make(shape, seed=7)
+    lt = CUBLASLT.config({"RANK": 0}).padded(8)
+    for kernel, source in (_default_call(8), (VendorKernel(lt), vendor_source(lt))):
+        result = verify(kernel, source, shape, operands=operands)
+        assert result.ok, f"{source.config.name} on {shape.label()}: {result.reason}"
+
+
 def _database(tmp_path: Path, shape: Shape, name: str, provenance: dict[str, Any]) -> str:
     """A database whose one best, for the live GPU and ``shape``, is config ``name``."""
     from tuner.gpu.device import live_device

@@ -74,9 +74,12 @@ class LaunchSteps:
 
 
 @functools.lru_cache(maxsize=256)
-def launch_steps(shape: Shape, leading_dims: bool, a: Layout, b: Layout, c: Layout) -> LaunchSteps:
+def launch_steps(
+    shape: Shape, leading_dims: bool, a: Layout, b: Layout, c: Layout, c_pitch: bool = False
+) -> LaunchSteps:
     """The plan of ``shape`` for arrays laid out as ``a``, ``b``, ``c``, and each copy reading
-    (or, C's copy back, writing) the caller's rows at their own pitch."""
+    (or, C's copy back, writing) the caller's rows at their own pitch; ``c_pitch``: the launch
+    takes C's pitch and wants its rows whole vectors (``Family.pads_c_rows``)."""
     if leading_dims:
         # The kernel reads A and B in rows of whole vectors wherever they lie (the plan's own
         # rule assumes packed rows), and writes C in place.
@@ -86,7 +89,9 @@ def launch_steps(shape: Shape, leading_dims: bool, a: Layout, b: Layout, c: Layo
             copy_b=not b.vector_rows,
         )
     else:
-        plan = plan_padding(shape, a.packed_in_place, b.packed_in_place, c.packed_in_place)
+        plan = plan_padding(
+            shape, a.packed_in_place, b.packed_in_place, c.packed_in_place, c_pitch=c_pitch
+        )
     return LaunchSteps(
         plan,
         replace(plan.a_in(), src_pitch=a.pitch) if plan.copy_a else None,
@@ -131,7 +136,9 @@ def launch_padded(
     """``C = alpha*A@B + beta*C`` through padded buffers where ``shape`` or the arrays' bases
     need them (``tuner.kernels.operand_padding.plan_padding``), else straight on the arrays, with
     ``raw_launch`` (``tuner.gpu.measure.launch_kernel``) running the kernel."""
-    steps = launch_steps(shape, source.leading_dims, Layout.of(a), Layout.of(b), Layout.of(c))
+    steps = launch_steps(
+        shape, source.leading_dims, Layout.of(a), Layout.of(b), Layout.of(c), source.pads_c_rows
+    )
     plan = steps.plan
     if not plan.copies:
         raw_launch(kernel, source, shape, alpha, a, b, beta, c)
@@ -145,7 +152,8 @@ def launch_padded(
         copy_rows(buffers["c"], c, steps.c_in, plan.c_bytes)
     a_run = buffers["a"] if plan.copy_a else a
     b_run = buffers["b"] if plan.copy_b else b
-    c_run = buffers["c"] if plan.copy_c else c
+    # A buffer of C wider than Np (``c_pitch``) runs as its Mp x Np view, rows a pitch apart.
+    c_run = buffers["c"][:, : plan.np] if plan.copy_c else c
     raw_launch(kernel, source, plan.run_shape, alpha, a_run, b_run, beta, c_run)
     if steps.c_out is not None:
         copy_rows(c, buffers["c"], steps.c_out, plan.c_bytes)

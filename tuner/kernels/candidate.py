@@ -63,7 +63,8 @@ def padding_plan(config: Config, shape: Shape) -> PaddingPlan | None:
     deciding which (``tuner.kernels.operand_padding.plan_padding``)."""
     if not config.pad:
         return None
-    return plan_padding(shape, leading_dims=get_family(config.family).leading_dims)
+    family = get_family(config.family)
+    return plan_padding(shape, leading_dims=family.leading_dims, c_pitch=family.pads_c_rows)
 
 
 def build_candidate(

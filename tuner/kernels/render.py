@@ -76,6 +76,11 @@ class KernelSource:
         return get_family(self.config.family).leading_dims
 
     @property
+    def pads_c_rows(self) -> bool:
+        """Whether a padded launch gives C rows of whole vectors too (``Family``)."""
+        return get_family(self.config.family).pads_c_rows
+
+    @property
     def arch_specific(self) -> bool:
         """Whether it compiles for the architecture-specific target (``sm_90a``: ``Family``)."""
         return get_family(self.config.family).arch_specific

@@ -41,7 +41,8 @@ def may_screen_padded(family: str, shape: Shape) -> bool:
     rewrite the operands."""
     fam = get_family(family)
     eligible = fam.leading_dims or bool(fam.vendor)
-    return padding_refusal(shape) is None and eligible and not fam.rewrites_operands
+    refusal = padding_refusal(shape, c_pitch=fam.pads_c_rows)
+    return refusal is None and eligible and not fam.rewrites_operands
 
 
 def padded_families(
@@ -99,6 +100,7 @@ def other_mode(config: Config, shape: Shape) -> Config | None:
     without ragged rows, a family that rewrites the operands)."""
     if config.pad:
         return config.direct
-    if padding_refusal(shape) is not None or get_family(config.family).rewrites_operands:
+    family = get_family(config.family)
+    if padding_refusal(shape, c_pitch=family.pads_c_rows) is not None or family.rewrites_operands:
         return None
     return config.padded(pad_multiple(shape.dtype))

@@ -85,3 +85,17 @@ def test_without_leading_dimensions_c_goes_through_a_buffer_at_its_own_pitch(
     assert steps.c_in.src_pitch == steps.c_out.dst_pitch == 4 * c_pitch
     assert steps.c_out.src_pitch == 4 * steps.plan.np == 4 * 1016
     assert steps.c_out.width == 4 * 1013 and steps.c_out.rows == 37
+
+
+def test_the_vendor_launch_writes_ragged_rows_of_c_through_a_wider_buffer() -> None:
+    """cuBLAS (``c_pitch``) on an NT shape whose only ragged rows are C's: C is copied back from
+    a buffer of rows whole vectors apart; A and B run where they lie."""
+    shape = Shape(37, 1013, 1024, "bfloat16", "NT")
+    a = Layout.of(FakeArray(37, 1024, 1024, itemsize=2))
+    b = Layout.of(FakeArray(1013, 1024, 1024, itemsize=2))
+    c = Layout.of(FakeArray(37, 1013, 1013, itemsize=2))
+    assert not launch_steps(shape, False, a, b, c).plan.copies
+    steps = launch_steps(shape, False, a, b, c, c_pitch=True)
+    assert steps.a_in is None and steps.b_in is None and steps.c_out is not None
+    assert steps.plan.run_shape == shape
+    assert (steps.c_out.src_pitch, steps.c_out.dst_pitch, steps.c_out.width) == (2032, 2026, 2026)

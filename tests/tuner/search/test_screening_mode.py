@@ -22,6 +22,7 @@ H100 = table_device("sm_90")
 KERNEL = "dmma_pipelined_bm64_bn128_bk32_wm32_wn64_mk4_s3_sk1_mb1"
 FFMA = "warptile_bm128_bn128_bk16_wm64_wn64_wni4_tm8_tn4_t128"
 EMULATED = "hmma_bf16x3_bm128_bn128_bk32_wpm2_wpn2_s3_sw4_dt1_ly0"
+HALF_TMA = "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1_dt1_ly1_out2"
 BIG_RAGGED = Shape(2053, 3001, 1999)  # both operands ragged, copies small beside the product
 
 
@@ -125,6 +126,20 @@ def test_which_families_may_be_screened_padded() -> None:
     assert not screening_mode.may_screen_padded("dmma_pipelined", Shape(2048, 3000, 2000))
     assert not screening_mode.may_screen_padded("warptile", BIG_RAGGED)  # no leading dims
     assert not screening_mode.may_screen_padded("hmma_bf16x3", BIG_RAGGED)  # rewrites A and B
+
+
+def test_ragged_rows_of_c_alone_pad_only_the_vendor_launches() -> None:
+    """NT with K aligned and N ragged: only C's rows are off 16 bytes. cuBLAS takes C's pitch
+    and is screened padded (its C through a buffer of whole vectors); our kernels write C as it
+    is, so nothing is padded for them and no twin of theirs is re-measured."""
+    shape = Shape(777, 12345, 4096, "bfloat16", "NT")
+    assert screening_mode.may_screen_padded("cublaslt", shape)
+    assert screening_mode.may_screen_padded("cublas", shape)
+    assert not screening_mode.may_screen_padded("tma_ws", shape)
+    lt = parse_config("cublaslt_rk0")
+    assert other_mode(lt, shape) == lt.padded(8)
+    assert other_mode(lt.padded(8), shape) == lt
+    assert other_mode(parse_config(HALF_TMA), shape) is None
 
 
 def test_a_start_is_prepared_and_searched_in_its_familys_screening_mode() -> None:

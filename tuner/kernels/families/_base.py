@@ -179,6 +179,13 @@ class Family:
         """Whether its kernel runs on operands rewritten from the caller's (``kernel_shape``)."""
         return self.kernel_shape is not None
 
+    @property
+    def pads_c_rows(self) -> bool:
+        """Whether its padded launch gives C rows of whole 16-byte vectors too (the vendor
+        library's, which takes C's pitch and leaves its fast kernels when C's rows are ragged:
+        ``tuner.kernels.operand_padding``'s ``c_pitch``)."""
+        return bool(self.vendor)
+
     def run_shape(self, shape: Shape) -> Shape:
         """The product its kernel computes for the caller's ``shape``."""
         return shape if self.kernel_shape is None else self.kernel_shape(shape)
