@@ -64,9 +64,8 @@ def test_pad_then_cublas_on_a_ragged_shape(dtype: str, layout: str, out: str, pa
     assert result.ok, result.reason
 
 
-# Only C's rows ragged (N = 999 halves or floats of C, K aligned): the padded launch writes C into
-# rows of whole vectors and copies it back (A and B run where they lie in NT and TT). Every layout,
-# both vendor launches, each type of C.
+# Only C's rows ragged (N = 999, K aligned): the padded launch runs on N rounded up (B gains zero
+# rows where stored N x K) and copies C back. Every layout, both vendor launches, each type of C.
 C_RAGGED = [
     (dtype, layout, out)
     for dtype in ("bfloat16", "float16")

@@ -75,11 +75,11 @@ class LaunchSteps:
 
 @functools.lru_cache(maxsize=256)
 def launch_steps(
-    shape: Shape, leading_dims: bool, a: Layout, b: Layout, c: Layout, c_pitch: bool = False
+    shape: Shape, leading_dims: bool, a: Layout, b: Layout, c: Layout, c_rows: bool = False
 ) -> LaunchSteps:
     """The plan of ``shape`` for arrays laid out as ``a``, ``b``, ``c``, and each copy reading
-    (or, C's copy back, writing) the caller's rows at their own pitch; ``c_pitch``: the launch
-    takes C's pitch and wants its rows whole vectors (``Family.pads_c_rows``)."""
+    (or, C's copy back, writing) the caller's rows at their own pitch; ``c_rows``: N, C's row
+    length, is rounded up too (``Family.pads_c_rows``)."""
     if leading_dims:
         # The kernel reads A and B in rows of whole vectors wherever they lie (the plan's own
         # rule assumes packed rows), and writes C in place.
@@ -90,7 +90,7 @@ def launch_steps(
         )
     else:
         plan = plan_padding(
-            shape, a.packed_in_place, b.packed_in_place, c.packed_in_place, c_pitch=c_pitch
+            shape, a.packed_in_place, b.packed_in_place, c.packed_in_place, c_rows=c_rows
         )
     return LaunchSteps(
         plan,
@@ -152,8 +152,7 @@ def launch_padded(
         copy_rows(buffers["c"], c, steps.c_in, plan.c_bytes)
     a_run = buffers["a"] if plan.copy_a else a
     b_run = buffers["b"] if plan.copy_b else b
-    # A buffer of C wider than Np (``c_pitch``) runs as its Mp x Np view, rows a pitch apart.
-    c_run = buffers["c"][:, : plan.np] if plan.copy_c else c
+    c_run = buffers["c"] if plan.copy_c else c
     raw_launch(kernel, source, plan.run_shape, alpha, a_run, b_run, beta, c_run)
     if steps.c_out is not None:
         copy_rows(c, buffers["c"], steps.c_out, plan.c_bytes)

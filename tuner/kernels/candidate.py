@@ -64,7 +64,7 @@ def padding_plan(config: Config, shape: Shape) -> PaddingPlan | None:
     if not config.pad:
         return None
     family = get_family(config.family)
-    return plan_padding(shape, leading_dims=family.leading_dims, c_pitch=family.pads_c_rows)
+    return plan_padding(shape, leading_dims=family.leading_dims, c_rows=family.pads_c_rows)
 
 
 def build_candidate(

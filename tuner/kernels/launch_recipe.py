@@ -242,7 +242,7 @@ def _operands(
         return family.run_shape(shape), buffers
     if not source.config.pad:
         return shape, {}
-    plan = plan_padding(shape, leading_dims=family.leading_dims, c_pitch=family.pads_c_rows)
+    plan = plan_padding(shape, leading_dims=family.leading_dims, c_rows=family.pads_c_rows)
     element = shape.dtype
     wanted = {
         "A": (plan.copy_a, plan.a_array, plan.a_buffer, element),

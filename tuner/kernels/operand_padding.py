@@ -20,10 +20,11 @@ A padded config instead runs its kernel on buffers whose rows are whole vectors.
   base is off 16 bytes, and C when Mp or Np is larger or C's base is off (in before the kernel
   only when beta reads it, back after); C's extra rows and columns are never copied back.
 
-The vendor library takes every array's row pitch (``c_pitch``): there C's rows matter too. On a
-shape whose rows of C (N long) are not whole vectors, cuBLAS leaves its fast kernels as it does
-for ragged A or B rows, so its padded launch writes C into a buffer whose rows are whole vectors
-apart (N itself unchanged, nothing more copied for it) and copies the M x N part back.
+The vendor library's padded launch (``c_rows``) also rounds up N, C's row length, in every
+layout (B's buffer grows by zero rows where B is stored N x K). cuBLAS leaves its fast kernels
+when N is off the vector multiple even with C's rows an aligned pitch apart: on the H200, 4097^3
+BF16 NT padded in K only, and then with C in rows of 4104, still ran slower than the
+unpadded call (``benchmarks/results/h200-odd-nt-bfloat16-2026-11-28.json``).
 
 Everything here is arithmetic on integers; ``tuner.gpu.padded_launch`` does the copies on the GPU.
 """
@@ -62,12 +63,13 @@ def round_up(value: int, multiple: int = 4) -> int:
     return -(-value // multiple) * multiple
 
 
-def _padded_dims(shape: Shape) -> tuple[int, int, int]:
-    """(Mp, Np, Kp): each dimension that is a stored operand's row length, rounded up."""
+def _padded_dims(shape: Shape, c_rows: bool = False) -> tuple[int, int, int]:
+    """(Mp, Np, Kp): each dimension that is a stored operand's row length, rounded up (C's
+    too with ``c_rows``)."""
     multiple = pad_multiple(shape.dtype)
     k_is_a_row = not shape.a_transposed or shape.b_transposed
     mp = round_up(shape.m, multiple) if shape.a_transposed else shape.m
-    np_ = shape.n if shape.b_transposed else round_up(shape.n, multiple)
+    np_ = shape.n if shape.b_transposed and not c_rows else round_up(shape.n, multiple)
     kp = round_up(shape.k, multiple) if k_is_a_row else shape.k
     return mp, np_, kp
 
@@ -79,17 +81,12 @@ def padded_product(shape: Shape) -> Shape:
     return Shape(*_padded_dims(shape), shape.dtype, shape.layout, shape.out_dtype)
 
 
-def _ragged_c(shape: Shape) -> bool:
-    """Whether C's rows (N elements of C's type) are not a whole number of 16-byte vectors."""
-    return shape.n % pad_multiple(shape.out) != 0
-
-
-def padding_refusal(shape: Shape, c_pitch: bool = False) -> str | None:
+def padding_refusal(shape: Shape, c_rows: bool = False) -> str | None:
     """Why padded operands are not offered for ``shape`` (None when they are): only where a
     stored operand's row length is not a whole number of 16-byte vectors (A's or B's, and C's
-    for a launch that takes C's pitch, ``c_pitch``)."""
-    if _padded_dims(shape) == (shape.m, shape.n, shape.k) and not (c_pitch and _ragged_c(shape)):
-        rows = "A, B or C" if c_pitch else "A or B"
+    for a launch that pads C's rows too, ``c_rows``)."""
+    if _padded_dims(shape, c_rows) == (shape.m, shape.n, shape.k):
+        rows = "A, B or C" if c_rows else "A or B"
         return (
             f"padded operands are for {rows} rows that are not a multiple of 16 bytes "
             f"({pad_multiple(shape.dtype)} {shape.dtype} elements), and {shape.label()} has none"
@@ -132,7 +129,6 @@ class PaddingPlan:
     copy_b: bool
     copy_c: bool
     leading_dims: bool = False  # the kernel takes row pitches: buffers widen rows only
-    c_pitch: bool = False  # the launch takes C's row pitch: C's buffer has rows of whole vectors
 
     @property
     def run_shape(self) -> Shape:
@@ -184,10 +180,6 @@ class PaddingPlan:
 
     @property
     def c_buffer(self) -> tuple[int, int]:
-        """Mp x Np, or with ``c_pitch`` and ragged rows of C, Mp rows of Np elements whole
-        vectors apart (the launch gets the Mp x Np view of it)."""
-        if self.c_pitch and self.np % pad_multiple(self.shape.out):
-            return (self.mp, round_up(self.np, row_pitch_multiple(self.shape.out)))
         return (self.mp, self.np)
 
     def a_in(self) -> Copy2D:
@@ -205,7 +197,7 @@ class PaddingPlan:
     def c_out(self) -> Copy2D:
         """The M x N part of the C buffer back into C."""
         n = self.shape.n * self.c_bytes
-        return Copy2D(self.shape.m, n, self.c_buffer[1] * self.c_bytes, n)
+        return Copy2D(self.shape.m, n, self.np * self.c_bytes, n)
 
     @property
     def bytes_moved(self) -> int:
@@ -222,14 +214,14 @@ def plan_padding(
     b_aligned: bool = True,
     c_aligned: bool = True,
     leading_dims: bool = False,
-    c_pitch: bool = False,
+    c_rows: bool = False,
 ) -> PaddingPlan:
     """What a padded launch of ``shape`` copies, given whether each array's base is 16-byte
     aligned, whether the kernel takes leading dimensions (then the product keeps its
-    dimensions and C is never copied) and whether the launch takes C's pitch (the vendor
-    library's: then ragged rows of C are copied too, into rows of whole vectors)."""
-    mp, np_, kp = (shape.m, shape.n, shape.k) if leading_dims else _padded_dims(shape)
-    plan = PaddingPlan(shape, mp, np_, kp, False, False, False, leading_dims, c_pitch)
+    dimensions and C is never copied) and whether N, C's row length, is rounded up in every
+    layout (``c_rows``, the vendor library's padded launch)."""
+    mp, np_, kp = (shape.m, shape.n, shape.k) if leading_dims else _padded_dims(shape, c_rows)
+    plan = PaddingPlan(shape, mp, np_, kp, False, False, False, leading_dims)
     multiple = pad_multiple(shape.dtype)
 
     def ragged(array: tuple[int, int], buffer: tuple[int, int]) -> bool:
@@ -241,7 +233,7 @@ def plan_padding(
         plan,
         copy_a=ragged(plan.a_array, plan.a_buffer) or not a_aligned,
         copy_b=ragged(plan.b_array, plan.b_buffer) or not b_aligned,
-        copy_c=not leading_dims and (plan.c_buffer != (shape.m, shape.n) or not c_aligned),
+        copy_c=not leading_dims and ((mp, np_) != (shape.m, shape.n) or not c_aligned),
     )
 
 

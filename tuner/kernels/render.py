@@ -77,7 +77,7 @@ class KernelSource:
 
     @property
     def pads_c_rows(self) -> bool:
-        """Whether a padded launch gives C rows of whole vectors too (``Family``)."""
+        """Whether a padded launch rounds up C's rows too (``Family``)."""
         return get_family(self.config.family).pads_c_rows
 
     @property

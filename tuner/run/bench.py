@@ -218,7 +218,7 @@ def vendor_configs(shape: Shape, ranks: int = BASELINE_RANKS) -> list[Config]:
     zero-padded operands ("pad, then cuBLAS", copies timed). The default call on the operands as
     given is the comparison's own (``cublas_ms``); ``ranks`` 0 times no other launch."""
     configs = [CUBLASLT.config({"RANK": rank}) for rank in range(ranks)]
-    if configs and padding_refusal(shape, c_pitch=True) is None:
+    if configs and padding_refusal(shape, c_rows=True) is None:
         pad = pad_multiple(shape.dtype)
         configs += [config.padded(pad) for config in configs]
         configs.append(CUBLAS.config({}).padded(pad))

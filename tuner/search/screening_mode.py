@@ -41,7 +41,7 @@ def may_screen_padded(family: str, shape: Shape) -> bool:
     rewrite the operands."""
     fam = get_family(family)
     eligible = fam.leading_dims or bool(fam.vendor)
-    refusal = padding_refusal(shape, c_pitch=fam.pads_c_rows)
+    refusal = padding_refusal(shape, c_rows=fam.pads_c_rows)
     return refusal is None and eligible and not fam.rewrites_operands
 
 
@@ -101,6 +101,6 @@ def other_mode(config: Config, shape: Shape) -> Config | None:
     if config.pad:
         return config.direct
     family = get_family(config.family)
-    if padding_refusal(shape, c_pitch=family.pads_c_rows) is not None or family.rewrites_operands:
+    if padding_refusal(shape, c_rows=family.pads_c_rows) is not None or family.rewrites_operands:
         return None
     return config.padded(pad_multiple(shape.dtype))

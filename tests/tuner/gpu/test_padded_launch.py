@@ -87,15 +87,15 @@ def test_without_leading_dimensions_c_goes_through_a_buffer_at_its_own_pitch(
     assert steps.c_out.width == 4 * 1013 and steps.c_out.rows == 37
 
 
-def test_the_vendor_launch_writes_ragged_rows_of_c_through_a_wider_buffer() -> None:
-    """cuBLAS (``c_pitch``) on an NT shape whose only ragged rows are C's: C is copied back from
-    a buffer of rows whole vectors apart; A and B run where they lie."""
+def test_the_vendor_launch_rounds_up_ragged_rows_of_c() -> None:
+    """cuBLAS (``c_rows``) on an NT shape whose only ragged rows are C's: the product runs on
+    N rounded up, B copied into rows of zeros past N, C copied back from its buffer."""
     shape = Shape(37, 1013, 1024, "bfloat16", "NT")
     a = Layout.of(FakeArray(37, 1024, 1024, itemsize=2))
     b = Layout.of(FakeArray(1013, 1024, 1024, itemsize=2))
     c = Layout.of(FakeArray(37, 1013, 1013, itemsize=2))
     assert not launch_steps(shape, False, a, b, c).plan.copies
-    steps = launch_steps(shape, False, a, b, c, c_pitch=True)
-    assert steps.a_in is None and steps.b_in is None and steps.c_out is not None
-    assert steps.plan.run_shape == shape
+    steps = launch_steps(shape, False, a, b, c, c_rows=True)
+    assert steps.a_in is None and steps.b_in is not None and steps.c_out is not None
+    assert steps.plan.run_shape == Shape(37, 1016, 1024, "bfloat16", "NT")
     assert (steps.c_out.src_pitch, steps.c_out.dst_pitch, steps.c_out.width) == (2032, 2026, 2026)

@@ -192,40 +192,27 @@ def test_without_leading_dimensions_padding_grows_the_product_in_every_layout() 
             )
 
 
-def test_the_vendor_launch_gives_ragged_rows_of_c_a_buffer_of_whole_vectors() -> None:
-    """NT: N is the row length of C only. Without ``c_pitch`` nothing is padded for it (the
-    family writes C as it is); with it (cuBLAS), C goes through a buffer whose rows are whole
-    vectors apart while the product keeps N, and nothing else is copied."""
+def test_the_vendor_launch_rounds_up_c_rows_in_every_layout() -> None:
+    """NT: N is the row length of C only. Without ``c_rows`` nothing is padded for it (our
+    kernels write C as it is); with it (cuBLAS), N is rounded up too, so B (N x K) gains zero
+    rows and C is copied back from an Mp x Np buffer."""
     shape = Shape(777, 12345, 4096, "bfloat16", "NT")
     assert padding_refusal(shape) is not None
-    assert "A, B or C" in (padding_refusal(Shape(64, 64, 64, "bfloat16"), c_pitch=True) or "")
-    assert padding_refusal(shape, c_pitch=True) is None
+    assert "A, B or C" in (padding_refusal(Shape(64, 64, 64, "bfloat16"), c_rows=True) or "")
+    assert padding_refusal(shape, c_rows=True) is None
     assert not plan_padding(shape).copies
-    plan = plan_padding(shape, c_pitch=True)
-    assert (plan.mp, plan.np, plan.kp) == (777, 12345, 4096)
-    assert (plan.copy_a, plan.copy_b, plan.copy_c) == (False, False, True)
-    assert plan.c_buffer == (777, 12352)
+    plan = plan_padding(shape, c_rows=True)
+    assert (plan.mp, plan.np, plan.kp) == (777, 12352, 4096)
+    assert (plan.copy_a, plan.copy_b, plan.copy_c) == (False, True, True)
+    assert plan.b_buffer == (12352, 4096) and plan.c_buffer == (777, 12352)
     out = plan.c_out()
     assert (out.rows, out.width, out.src_pitch, out.dst_pitch) == (777, 24690, 24704, 24690)
-    assert plan.bytes_moved == 2 * 777 * 24690
-
-
-@pytest.mark.parametrize(
-    ("layout", "dims", "pitch"),
-    [("NN", (37, 64, 104), 64), ("NT", (37, 61, 104), 64), ("TT", (40, 61, 104), 64)],
-)
-def test_with_c_pitch_the_4097_cube_case_gets_aligned_rows_of_c_in_every_layout(
-    layout: str, dims: tuple[int, int, int], pitch: int
-) -> None:
-    """What cuBLAS met on 4097^3 BF16 NT before: K padded, C's rows still 4097 halves long."""
-    for out, c_bytes, multiple in (("bfloat16", 2, 8), ("float32", 4, 32)):
-        plan = plan_padding(Shape(37, 61, 101, "bfloat16", layout, out), c_pitch=True)
-        assert (plan.mp, plan.np, plan.kp) == dims
-        assert plan.c_buffer == (dims[0], round_up(dims[1], multiple)) and plan.copy_c
-        assert plan.c_out().src_pitch == c_bytes * plan.c_buffer[1]
-    # Rows of C already whole vectors: the buffer is the product's own, as without c_pitch.
-    plan = plan_padding(Shape(37, 64, 101, "bfloat16", "NT"), c_pitch=True)
-    assert plan.c_buffer == (37, 64) and not plan.copy_c
+    m, n, k = 37, 61, 101
+    expected = {"NN": (37, 64, 104), "NT": (37, 64, 104), "TN": (40, 64, 101), "TT": (40, 64, 104)}
+    for layout, dims in expected.items():
+        plan = plan_padding(Shape(m, n, k, "bfloat16", layout), c_rows=True)
+        assert (plan.mp, plan.np, plan.kp) == dims, layout
+        assert plan.run_shape.n % 8 == 0 and plan.copy_c
 
 
 @pytest.mark.parametrize("residue", [1, 2, 3])

@@ -181,9 +181,9 @@ class Family:
 
     @property
     def pads_c_rows(self) -> bool:
-        """Whether its padded launch gives C rows of whole 16-byte vectors too (the vendor
-        library's, which takes C's pitch and leaves its fast kernels when C's rows are ragged:
-        ``tuner.kernels.operand_padding``'s ``c_pitch``)."""
+        """Whether its padded launch rounds up N, C's row length, in every layout (the vendor
+        library's, which leaves its fast kernels when N is off the vector multiple:
+        ``tuner.kernels.operand_padding``'s ``c_rows``)."""
         return bool(self.vendor)
 
     def run_shape(self, shape: Shape) -> Shape:
