@@ -36,6 +36,12 @@ FINAL_SETTLED = 0.01
 # With 100 ms blocks a study's finalists took 1.2 to 8.4 s on the H100, as long as its 40
 # candidates on the biggest shapes (``benchmarks/results/h100-batch-pace-2026-11-28b.json``).
 FINAL_BUDGET_MS: float | None = 30.0
+# The default cuBLAS call, what the user already has: a finalist of every study that searches
+# it, so that the best is chosen over it by the same alternating rounds and not by two
+# screenings taken apart. On the H200 a study without this rule stored a tma_ws config whose own
+# final rounds put it at 0.998x the call (4096^3 FP16 NN,
+# benchmarks/results/h200-half-bench-suite-fp16-nn-2026-11-28.json).
+DEFAULT_CALL = "cublas"
 
 
 def settled(comparison: Comparison, tolerance: float = FINAL_SETTLED) -> bool:
@@ -95,16 +101,20 @@ def _joined(earlier: Comparison, later: Comparison) -> Comparison:
     )
 
 
-def choose_finalists(done: Mapping[str, Result], first: str | None, count: int) -> list[str]:
-    """The ``count`` fastest ok candidates of ``done``, and ``first`` (the study's starting
-    answer) when it passed and is not among them."""
+def choose_finalists(
+    done: Mapping[str, Result], first: str | None, count: int, also: Sequence[str] = ()
+) -> list[str]:
+    """The ``count`` fastest ok candidates of ``done``, then ``first`` (the study's starting
+    answer) and each of ``also`` (the default cuBLAS call, :data:`DEFAULT_CALL`) that passed
+    and is not among them."""
     ok = sorted(
         (r for r in done.values() if r.status == "ok" and r.ms is not None),
         key=lambda r: (r.ms, r.config_name),
     )
     chosen = [r.config_name for r in ok[:count]]
-    if first is not None and done[first].status == "ok" and first not in chosen:
-        chosen.append(first)
+    for name in (first, *also):
+        if name is not None and name in done and done[name].status == "ok" and name not in chosen:
+            chosen.append(name)
     return chosen
 
 

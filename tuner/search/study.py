@@ -53,6 +53,7 @@ from tuner.kernels.space import Space
 from tuner.model.rates import DeviceRates
 from tuner.search.evaluator import Evaluator, Ticket
 from tuner.search.finalists import (
+    DEFAULT_CALL,
     FINAL_BUDGET_MS,
     FINALISTS,
     choose_finalists,
@@ -491,7 +492,7 @@ class Study:
         """Re-measure the fastest candidates and the study's first answer beside cuBLAS and
         store them as final measurements; the fastest of them is the study's best."""
         first = next((c.name for c in self.starts if c.name in done), None)
-        chosen = choose_finalists(done, first, self._finalists)
+        chosen = choose_finalists(done, first, self._finalists, also=(DEFAULT_CALL,))
         if not chosen:
             return
         configs = [self.candidates[name] for name in chosen]

@@ -4,12 +4,15 @@ operands, and in how many rounds (``tuner.search.finalists``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from tuner.core.config import Config
 from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
-from tuner.kernels.families import parse_config
+from tuner.kernels.families import CUBLAS, parse_config
+from tuner.kernels.resources import table_device
 from tuner.search.finalists import (
+    DEFAULT_CALL,
     FINAL_MIN_ROUNDS,
     FINAL_ROUNDS,
     choose_finalists,
@@ -40,6 +43,39 @@ DONE = {
 def test_finalists_are_the_fastest_that_passed() -> None:
     assert choose_finalists(DONE, None, 3) == ["d1", "w1", "d2"]
     assert choose_finalists(DONE, "s1", 3) == ["d1", "w1", "d2", "s1"]
+
+
+def test_the_default_call_is_a_finalist_whenever_it_passed() -> None:
+    slow_call = {**DONE, "cublas": _result("cublas", "cublas", 1.9)}
+    assert choose_finalists(slow_call, None, 3, also=[DEFAULT_CALL]) == ["d1", "w1", "d2", "cublas"]
+    assert choose_finalists(slow_call, "s1", 3, also=[DEFAULT_CALL])[-2:] == ["s1", "cublas"]
+    fast_call = {**DONE, "cublas": _result("cublas", "cublas", 0.9)}  # once, among the fastest
+    assert choose_finalists(fast_call, None, 3, also=[DEFAULT_CALL]) == ["cublas", "d1", "w1"]
+    failed = {**DONE, "cublas": _result("cublas", "cublas", None, status="launch_failed")}
+    assert "cublas" not in choose_finalists(failed, None, 3, also=[DEFAULT_CALL])
+    assert "cublas" not in choose_finalists(DONE, None, 3, also=[DEFAULT_CALL])  # not searched
+    assert CUBLAS.config({}).name == DEFAULT_CALL
+
+
+def test_a_study_re_measures_the_default_call_beside_its_fastest() -> None:
+    from tests.tuner.fakes import RuleEvaluator, rule_ms
+    from tuner.search.recorder import MemoryRecorder
+    from tuner.search.study import Study
+
+    class SlowCall(RuleEvaluator):
+        """The default call screens slower than every kernel."""
+
+        def evaluate(self, config: Config, shape: Shape) -> Result:
+            result = super().evaluate(config, shape)
+            return replace(result, ms=2.5, ratio=1.5 / 2.5) if config.name == "cublas" else result
+
+    evaluator = SlowCall(table_device("sm_90"))
+    shape = Shape(2048, 2048, 2048, "bfloat16", "NT")
+    study = Study(shape, ("hmma", "cublas"), evaluator, MemoryRecorder(), "random", seed=3)
+    study.run(trials=40)
+    assert "cublas" in evaluator.asked
+    kernels = sorted((n for n in evaluator.asked if n != "cublas"), key=rule_ms)
+    assert set(evaluator.compared[-1]) == {*kernels[:3], "cublas"}
 
 
 def test_padding_adds_the_fastest_of_each_leading_dimension_family() -> None:
