@@ -23,8 +23,9 @@ A padded config instead runs its kernel on buffers whose rows are whole vectors.
 The vendor library's padded launch (``c_rows``) also rounds up N, C's row length, in every
 layout (B's buffer grows by zero rows where B is stored N x K). cuBLAS leaves its fast kernels
 when N is off the vector multiple even with C's rows an aligned pitch apart: on the H200, 4097^3
-BF16 NT padded in K only, and then with C in rows of 4104, still ran slower than the
-unpadded call (``benchmarks/results/h200-odd-bf16-nt-c-pitch-2026-11-28.json``).
+BF16 NT with K padded and C in rows of 4104 took 1.56-1.61 ms, slower than the unpadded call
+(``benchmarks/results/h200-odd-bf16-nt-c-pitch-2026-11-28.json``); with N rounded up too, 0.28 ms
+(``h200-vendor-ragged-2026-11-28.json``).
 
 Everything here is arithmetic on integers; ``tuner.gpu.padded_launch`` does the copies on the GPU.
 """

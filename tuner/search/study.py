@@ -489,8 +489,9 @@ class Study:
         order.measured(config.name, None)
 
     def _finish(self, done: dict[str, Result], progress: Progress) -> None:
-        """Re-measure the fastest candidates and the study's first answer beside cuBLAS and
-        store them as final measurements; the fastest of them is the study's best."""
+        """Re-measure the fastest candidates, the study's first answer and the default cuBLAS
+        call beside cuBLAS and store them as final measurements; the fastest of them is the
+        study's best."""
         first = next((c.name for c in self.starts if c.name in done), None)
         chosen = choose_finalists(done, first, self._finalists, also=(DEFAULT_CALL,))
         if not chosen:
