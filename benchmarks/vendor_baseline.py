@@ -117,16 +117,15 @@ def _verified(ops: Operands, launch: Launch) -> float | str:
     """The worst relative error of ``launch`` over the two checks, or why it did not run."""
     import cupy as cp
 
-    worst = 0.0
+    worst, shape = 0.0, ops.shape
     for index, (alpha, beta) in enumerate(CHECKS):
-        shape = ops.shape
         c = ops.c0.copy() if beta != 0.0 else half_arrays.nan_filled(shape.m, shape.n, shape.out)
         try:
             launch(alpha, ops.a, ops.b, beta, c)
         except cublaslt.LtUnavailable as exc:
             return str(exc)
         cp.cuda.get_current_stream().synchronize()
-        worst = max(worst, relative_error(c, ops.references[index], ops.shape.out))
+        worst = max(worst, relative_error(c, ops.references[index], shape.out))
     return worst
 
 
