@@ -220,9 +220,13 @@ def test_compare_alternates_every_kernel_with_cublas_each_round(
     timed = [c[:2] if c[0] == "ours" else c[:1] for c in cuda_calls if c[0] in ("ours", "cublas")]
     a, b = ("ours", "loaded a"), ("ours", "loaded b")
     settle = ("cublas",)  # when the shape's operands are made, before any kernel is verified
-    assert timed == [settle, *[a, ("cublas",), b, ("cublas",)] * 2]
-    assert replies[0]["ms_rounds"] == [6.0, 10.0] and replies[0]["cublas_ms_rounds"] == [7.0, 11.0]
-    assert replies[2]["ms_rounds"] == [8.0, 12.0]
+    warm = ("cublas",)  # after the checks, not kept: the first timed block is not the idle GPU's
+    assert timed == [settle, warm, *[a, ("cublas",), b, ("cublas",)] * 2]
+    kinds = [c[0] for c in cuda_calls]
+    last_check = max(i for i, kind in enumerate(kinds) if kind == "verify")
+    assert kinds[last_check + 1 : last_check + 3] == ["cublas", "ours"]  # warm: after the checks
+    assert replies[0]["ms_rounds"] == [7.0, 11.0] and replies[0]["cublas_ms_rounds"] == [8.0, 12.0]
+    assert replies[2]["ms_rounds"] == [9.0, 13.0]
 
 
 def test_started_candidates_queue_in_the_worker_and_finish_in_order(
