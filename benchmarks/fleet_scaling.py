@@ -4,10 +4,15 @@ and one study, each against one GPU in the same lease (issue 44, item 2).
     python benchmarks/fleet_scaling.py --out FILE [--gpus 1 --gpus 2 --gpus 4]
         [--shapes FILE.csv ...] [--limit 16] [--trials 40]
         [--study-shape 4096x4096x4096] [--study-trials 80] [--evaluator gpu|replay]
+        [--postgres postgresql+psycopg://USER@HOST:PORT/postgres | --postgres pgserver]
 
 For every GPU count and workload (one study, then the batch) the script starts a ``gemmtune
 worker --wait`` process per GPU, the command a user runs on each GPU of a tuning host, on a
-fresh SQLite database and an empty kernel cache shared by that run's workers (as on one host).
+fresh SQLite database (or, with ``--postgres``, a fresh database made on that server for the
+run and dropped after it; ``--postgres pgserver`` starts a PostgreSQL server of its own with the
+``pgserver`` package, for a machine that has none: on the lent GPUs, carry its wheel and those of
+``fasteners``, ``platformdirs`` and ``psutil``) and an empty kernel cache shared by that run's
+workers (as on one host).
 Once every worker says it is ready (its device started and its rates stored: the probe runs
 there, on the empty cache), the workload is enqueued, and the clock runs from the enqueue to the
 moment the last of its shapes is done. A standing fleet is what the queue is for (``gemmtune
@@ -33,9 +38,11 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from imports import postgres_url
 from multi_gpu import compare, stored
 
 import storage
@@ -116,6 +123,19 @@ def threads_per_core() -> int | None:
     return count
 
 
+def own_postgres(folder: Path) -> tuple[str, Any]:
+    """A PostgreSQL server started in ``folder`` with ``pgserver``: its admin URL, over its Unix
+    socket, and the server (``cleanup()`` stops it)."""
+    try:
+        import pgserver
+    except ImportError:
+        raise SystemExit(
+            "--postgres pgserver needs the pgserver package (pip install pgserver)"
+        ) from None
+    server = pgserver.get_server(folder / "pgdata", cleanup_mode="stop")
+    return f"postgresql+psycopg://postgres@/postgres?host={server.pgdata}", server
+
+
 def fleet_run(
     label: str,
     shapes: list[Shape],
@@ -124,10 +144,33 @@ def fleet_run(
     folder: Path,
     evaluator: str,
     timeout_s: float,
+    postgres: str | None = None,
 ) -> dict[str, Any]:
     """Start ``gpus`` standing workers, wait until each is ready, then time the tune of
-    ``shapes`` (``trials`` candidates each) from its enqueue to its last shape done."""
-    url = f"sqlite:///{folder / (label + '.db')}"
+    ``shapes`` (``trials`` candidates each) from its enqueue to its last shape done; on a fresh
+    SQLite file in ``folder``, or a fresh database on the ``postgres`` server."""
+    if postgres is None:
+        url, drop = f"sqlite:///{folder / (label + '.db')}", None
+    else:
+        url, drop = postgres_url(postgres)
+    try:
+        return _timed_run(label, shapes, trials, gpus, folder, evaluator, timeout_s, url)
+    finally:
+        if drop is not None:
+            drop()
+
+
+def _timed_run(
+    label: str,
+    shapes: list[Shape],
+    trials: int,
+    gpus: int,
+    folder: Path,
+    evaluator: str,
+    timeout_s: float,
+    url: str,
+) -> dict[str, Any]:
+    """:func:`fleet_run` on the database at ``url``."""
     os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / f"{label}-kernels")
     request = TuneRequest(tuple(shapes), trials=trials, evaluator=evaluator, database_url=url)
     problems = problems_of(request)  # refused here, before any worker starts
@@ -213,6 +256,10 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per workload")
     parser.add_argument("--code", default=None, help="the gemmtune commit measured")
     parser.add_argument(
+        "--postgres", default=None,
+        help="a PostgreSQL server's admin URL: each run on a fresh database there, not SQLite",
+    )  # fmt: skip
+    parser.add_argument(
         "--no-baseline", action="store_true",
         help="skip the one-GPU run (compare against an earlier file's by hand)",
     )  # fmt: skip
@@ -225,9 +272,11 @@ def main() -> None:
     if not options.skip_study:
         workloads.insert(0, ("study", [options.study_shape], options.study_trials))
     document: dict[str, Any] = {
-        "what": "a standing fleet of gemmtune worker processes, one per GPU, on a fresh SQLite "
-        "database and an empty kernel cache per run: seconds from the enqueue of the workload "
+        "what": "a standing fleet of gemmtune worker processes, one per GPU, on a fresh "
+        + ("PostgreSQL" if options.postgres else "SQLite")
+        + " database and an empty kernel cache per run: seconds from the enqueue of the workload "
         "to its last shape done (the workers' start, ready_s, apart)",
+        "database": "postgresql" if options.postgres else "sqlite",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "evaluator": options.evaluator,
         "code": options.code,
@@ -238,7 +287,10 @@ def main() -> None:
         "trials": options.trials,
         "study_settings": {"shape": str(options.study_shape), "trials": options.study_trials},
     }
-    with tempfile.TemporaryDirectory(prefix="gemmtune-fleet-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="gemmtune-fleet-") as tmp, ExitStack() as stack:
+        if options.postgres == "pgserver":
+            options.postgres, server = own_postgres(Path(tmp))
+            stack.callback(server.cleanup)  # stopped before its folder is removed
         for name, work, trials in workloads:
             runs: dict[str, Any] = document.setdefault(name, {})
             for gpus in counts:
@@ -246,7 +298,7 @@ def main() -> None:
                 try:
                     runs[key] = fleet_run(
                         f"{name}-{key}", work, trials, gpus, Path(tmp), options.evaluator,
-                        options.timeout,
+                        options.timeout, options.postgres,
                     )  # fmt: skip
                 except RuntimeError as exc:  # kept in the file; the other runs go on
                     runs[key] = {"gpus": gpus, "error": str(exc)}
