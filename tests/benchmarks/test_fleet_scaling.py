@@ -1,5 +1,6 @@
 """benchmarks/fleet_scaling.py on the CPU: standing replay workers on one and two stand-in GPUs
-tune a batch and one study, each candidate once, with every budget exact."""
+tune a batch and one study, each candidate once, with every budget exact; on SQLite and, with
+``--postgres``, on a fresh PostgreSQL database per run."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
 
 from tests.lab_scripts import LAB
 
@@ -48,3 +52,39 @@ def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> 
         w for study in document["batch"]["gpus_2"]["studies"].values() for w in study["by_worker"]
     }
     assert workers == {"gpu0", "gpu1"}
+
+
+def test_a_fleet_on_postgresql_gets_a_fresh_database_per_run_and_drops_it(
+    tmp_path: Path, pg_admin: Engine | str
+) -> None:
+    if isinstance(pg_admin, str):
+        pytest.skip(pg_admin)
+
+    def bench_databases() -> set[str]:
+        with pg_admin.connect() as connection:
+            rows = connection.execute(
+                text("SELECT datname FROM pg_database WHERE datname LIKE 'gemmtune_bench_%'")
+            )
+            return {row[0] for row in rows}
+
+    before = bench_databases()
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("".join(f"replayed,{s}\n" for s in SHAPES[:2]))
+    out = tmp_path / "fleet.json"
+    url = pg_admin.url.render_as_string(hide_password=False)
+    args = ["--gpus", "2", "--shapes", str(shapes), "--trials", "3", "--skip-study"]
+    subprocess.run(
+        [sys.executable, str(LAB / "fleet_scaling.py"), "--out", str(out), *args,
+         "--evaluator", "replay", "--timeout", "300", "--postgres", url],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    document = json.loads(out.read_text())
+    assert document["database"] == "postgresql"
+    for key in ("gpus_1", "gpus_2"):
+        run = document["batch"][key]
+        assert "error" not in run, run
+        assert run["done"] == 2 and run["evaluated"] == 6
+    assert bench_databases() == before  # each run's database dropped after it
