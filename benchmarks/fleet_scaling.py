@@ -5,6 +5,7 @@ and one study, each against one GPU in the same lease (issue 44, item 2).
         [--shapes FILE.csv ...] [--limit 16] [--trials 40]
         [--study-shape 4096x4096x4096] [--study-trials 80] [--evaluator gpu|replay]
         [--postgres postgresql+psycopg://USER@HOST:PORT/postgres | --postgres pgserver]
+        [--py-spy 0.5]
 
 For every GPU count and workload (one study, then the batch) the script starts a ``gemmtune
 worker --wait`` process per GPU, the command a user runs on each GPU of a tuning host, on a
@@ -23,6 +24,8 @@ Per run: seconds, shapes and candidates a minute, how busy the host's CPUs were 
 peak share, from /proc/stat), which worker measured each candidate, any config measured twice
 in a study, and each shape's stored best (``multi_gpu.stored``); per GPU
 count, the speed-up over one GPU and the bests compared shape by shape (``multi_gpu.compare``).
+``--py-spy S`` also dumps each worker's stack every S seconds while the workload runs and
+records where its main thread stood (``stack_samples.py``; py-spy on the PATH).
 ``--evaluator replay`` runs it all on a CPU with replay workers: a check of the script, not a
 measurement.
 """
@@ -38,12 +41,13 @@ import tempfile
 import threading
 import time
 import uuid
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
 
 from imports import postgres_url
 from multi_gpu import compare, stored
+from stack_samples import StackSampler
 
 import storage
 from storage import tune_queue
@@ -145,6 +149,7 @@ def fleet_run(
     evaluator: str,
     timeout_s: float,
     postgres: str | None = None,
+    py_spy_s: float | None = None,
 ) -> dict[str, Any]:
     """Start ``gpus`` standing workers, wait until each is ready, then time the tune of
     ``shapes`` (``trials`` candidates each) from its enqueue to its last shape done; on a fresh
@@ -154,7 +159,7 @@ def fleet_run(
     else:
         url, drop = postgres_url(postgres)
     try:
-        return _timed_run(label, shapes, trials, gpus, folder, evaluator, timeout_s, url)
+        return _timed_run(label, shapes, trials, gpus, folder, evaluator, timeout_s, url, py_spy_s)
     finally:
         if drop is not None:
             drop()
@@ -169,6 +174,7 @@ def _timed_run(
     evaluator: str,
     timeout_s: float,
     url: str,
+    py_spy_s: float | None,
 ) -> dict[str, Any]:
     """:func:`fleet_run` on the database at ``url``."""
     os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / f"{label}-kernels")
@@ -202,7 +208,12 @@ def _timed_run(
         begun = time.perf_counter()
         with sessions.begin() as session:
             tune_queue.enqueue(session, problems, batch=batch, again=True)
-        with HostCpu() as cpu:
+        stacks: AbstractContextManager[StackSampler | None] = (
+            StackSampler({w.label: w.process.pid for w in workers}, py_spy_s)
+            if py_spy_s
+            else nullcontext()
+        )
+        with HostCpu() as cpu, stacks as sampler:
             while True:
                 with sessions() as session:
                     progress = tune_queue.batch_progress(session, batch)
@@ -233,6 +244,7 @@ def _timed_run(
         per_minute=round(60 * evaluated / wall, 2),
         shapes_per_minute=round(60 * len(shapes) / wall, 2),
         **cpu.summary(),
+        **({"stacks": sampler.summary()} if sampler is not None else {}),
     )
     print(
         f"{label}: {gpus} GPU(s) ready in {ready_s:.1f} s; {len(shapes)} shape(s), {evaluated} "
@@ -255,6 +267,10 @@ def main() -> None:
     parser.add_argument("--evaluator", default="gpu", choices=("gpu", "replay"))
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per workload")
     parser.add_argument("--code", default=None, help="the gemmtune commit measured")
+    parser.add_argument(
+        "--py-spy", type=float, default=None, metavar="S",
+        help="dump each worker's stack every S seconds (py-spy on the PATH)",
+    )  # fmt: skip
     parser.add_argument(
         "--postgres", default=None,
         help="a PostgreSQL server's admin URL: each run on a fresh database there, not SQLite",
@@ -298,7 +314,7 @@ def main() -> None:
                 try:
                     runs[key] = fleet_run(
                         f"{name}-{key}", work, trials, gpus, Path(tmp), options.evaluator,
-                        options.timeout, options.postgres,
+                        options.timeout, options.postgres, options.py_spy,
                     )  # fmt: skip
                 except RuntimeError as exc:  # kept in the file; the other runs go on
                     runs[key] = {"gpus": gpus, "error": str(exc)}
