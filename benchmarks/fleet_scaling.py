@@ -273,7 +273,8 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--postgres", default=None,
-        help="a PostgreSQL server's admin URL: each run on a fresh database there, not SQLite",
+        help="a PostgreSQL server's admin URL, or pgserver to start one: each run on a fresh "
+        "database there, not on SQLite",
     )  # fmt: skip
     parser.add_argument(
         "--no-baseline", action="store_true",
