@@ -41,7 +41,8 @@ import tempfile
 import threading
 import time
 import uuid
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,20 @@ def own_postgres(folder: Path) -> tuple[str, Any]:
     return f"postgresql+psycopg://postgres@/postgres?host={server.pgdata}", server
 
 
+@contextmanager
+def fresh_database(label: str, folder: Path, postgres: str | None) -> Iterator[str]:
+    """The URL of a fresh database for one run: a SQLite file in ``folder``, or a database made
+    on the ``postgres`` server and dropped when the run is done."""
+    if postgres is None:
+        yield f"sqlite:///{folder / (label + '.db')}"
+        return
+    url, drop = postgres_url(postgres)
+    try:
+        yield url
+    finally:
+        drop()
+
+
 def fleet_run(
     label: str,
     shapes: list[Shape],
@@ -152,106 +167,86 @@ def fleet_run(
     py_spy_s: float | None = None,
 ) -> dict[str, Any]:
     """Start ``gpus`` standing workers, wait until each is ready, then time the tune of
-    ``shapes`` (``trials`` candidates each) from its enqueue to its last shape done; on a fresh
-    SQLite file in ``folder``, or a fresh database on the ``postgres`` server."""
-    if postgres is None:
-        url, drop = f"sqlite:///{folder / (label + '.db')}", None
-    else:
-        url, drop = postgres_url(postgres)
-    try:
-        return _timed_run(label, shapes, trials, gpus, folder, evaluator, timeout_s, url, py_spy_s)
-    finally:
-        if drop is not None:
-            drop()
+    ``shapes`` (``trials`` candidates each) from its enqueue to its last shape done, on a
+    :func:`fresh_database`."""
+    with fresh_database(label, folder, postgres) as url:
+        os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / f"{label}-kernels")
+        request = TuneRequest(tuple(shapes), trials=trials, evaluator=evaluator, database_url=url)
+        problems = problems_of(request)  # refused here, before any worker starts
+        engine = storage.open_engine(url, optuna_tables=True)
+        sessions = storage.make_session_factory(engine)
+        settings = WorkerSettings(trials=trials, evaluator=evaluator, database_url=url, wait=True)
+        ready: set[str] = set()
+        errors: list[str] = []
+        lock = threading.Lock()
 
+        def relay(worker: str, line: str, is_err: bool) -> None:
+            with lock:
+                if " ready on " in line:
+                    ready.add(worker)
+                if is_err and line.strip():
+                    errors.append(f"{worker}: {line}")
 
-def _timed_run(
-    label: str,
-    shapes: list[Shape],
-    trials: int,
-    gpus: int,
-    folder: Path,
-    evaluator: str,
-    timeout_s: float,
-    url: str,
-    py_spy_s: float | None,
-) -> dict[str, Any]:
-    """:func:`fleet_run` on the database at ``url``."""
-    os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / f"{label}-kernels")
-    request = TuneRequest(tuple(shapes), trials=trials, evaluator=evaluator, database_url=url)
-    problems = problems_of(request)  # refused here, before any worker starts
-    engine = storage.open_engine(url, optuna_tables=True)
-    sessions = storage.make_session_factory(engine)
-    settings = WorkerSettings(trials=trials, evaluator=evaluator, database_url=url, wait=True)
-    ready: set[str] = set()
-    errors: list[str] = []
-    lock = threading.Lock()
-
-    def relay(worker: str, line: str, is_err: bool) -> None:
-        with lock:
-            if " ready on " in line:
-                ready.add(worker)
-            if is_err and line.strip():
-                errors.append(f"{worker}: {line}")
-
-    started = time.perf_counter()
-    workers = start_worker_processes(settings, range(gpus), relay)
-    try:
-        while len(ready) < gpus:
-            if any(w.process.poll() is not None for w in workers):
-                raise RuntimeError(f"{label}: a worker exited before it was ready: {errors[-3:]}")
-            if time.perf_counter() - started > READY_TIMEOUT_S:
-                raise RuntimeError(f"{label}: workers not ready after {READY_TIMEOUT_S} s")
-            time.sleep(WATCH_S)
-        ready_s = time.perf_counter() - started
-        batch = uuid.uuid4().hex
-        begun = time.perf_counter()
-        with sessions.begin() as session:
-            tune_queue.enqueue(session, problems, batch=batch, again=True)
-        stacks: AbstractContextManager[StackSampler | None] = (
-            StackSampler({w.label: w.process.pid for w in workers}, py_spy_s)
-            if py_spy_s
-            else nullcontext()
-        )
-        with HostCpu() as cpu, stacks as sampler:
-            while True:
-                with sessions() as session:
-                    progress = tune_queue.batch_progress(session, batch)
-                if progress.finished:
-                    break
-                if time.perf_counter() - begun > timeout_s:
-                    raise RuntimeError(f"{label}: not done after {timeout_s} s: {progress}")
-                if all(w.process.poll() is not None for w in workers):
-                    raise RuntimeError(f"{label}: every worker exited: {errors[-3:]}")
+        started = time.perf_counter()
+        workers = start_worker_processes(settings, range(gpus), relay)
+        try:
+            while len(ready) < gpus:
+                if any(w.process.poll() is not None for w in workers):
+                    raise RuntimeError(
+                        f"{label}: a worker exited before it was ready: {errors[-3:]}"
+                    )
+                if time.perf_counter() - started > READY_TIMEOUT_S:
+                    raise RuntimeError(f"{label}: workers not ready after {READY_TIMEOUT_S} s")
                 time.sleep(WATCH_S)
-        wall = time.perf_counter() - begun
-    finally:
-        for worker in workers:
-            worker.process.terminate()
-        for worker in workers:
-            worker.process.wait()
-        engine.dispose()
-    result = stored(url)
-    evaluated = sum(s["evaluated"] for s in result["studies"].values())
-    result.update(
-        gpus=gpus,
-        ready_s=round(ready_s, 2),
-        wall_s=round(wall, 2),
-        shapes=len(shapes),
-        done=progress.done,
-        failed=progress.failed,
-        evaluated=evaluated,
-        per_minute=round(60 * evaluated / wall, 2),
-        shapes_per_minute=round(60 * len(shapes) / wall, 2),
-        **cpu.summary(),
-        **({"stacks": sampler.summary()} if sampler is not None else {}),
-    )
-    print(
-        f"{label}: {gpus} GPU(s) ready in {ready_s:.1f} s; {len(shapes)} shape(s), {evaluated} "
-        f"candidates in {wall:.1f} s",
-        flush=True,
-    )
-    return result
+            ready_s = time.perf_counter() - started
+            batch = uuid.uuid4().hex
+            begun = time.perf_counter()
+            with sessions.begin() as session:
+                tune_queue.enqueue(session, problems, batch=batch, again=True)
+            stacks: AbstractContextManager[StackSampler | None] = (
+                StackSampler({w.label: w.process.pid for w in workers}, py_spy_s)
+                if py_spy_s
+                else nullcontext()
+            )
+            with HostCpu() as cpu, stacks as sampler:
+                while True:
+                    with sessions() as session:
+                        progress = tune_queue.batch_progress(session, batch)
+                    if progress.finished:
+                        break
+                    if time.perf_counter() - begun > timeout_s:
+                        raise RuntimeError(f"{label}: not done after {timeout_s} s: {progress}")
+                    if all(w.process.poll() is not None for w in workers):
+                        raise RuntimeError(f"{label}: every worker exited: {errors[-3:]}")
+                    time.sleep(WATCH_S)
+            wall = time.perf_counter() - begun
+        finally:
+            for worker in workers:
+                worker.process.terminate()
+            for worker in workers:
+                worker.process.wait()
+            engine.dispose()
+        result = stored(url)
+        evaluated = sum(s["evaluated"] for s in result["studies"].values())
+        result.update(
+            gpus=gpus,
+            ready_s=round(ready_s, 2),
+            wall_s=round(wall, 2),
+            shapes=len(shapes),
+            done=progress.done,
+            failed=progress.failed,
+            evaluated=evaluated,
+            per_minute=round(60 * evaluated / wall, 2),
+            shapes_per_minute=round(60 * len(shapes) / wall, 2),
+            **cpu.summary(),
+            **({"stacks": sampler.summary()} if sampler is not None else {}),
+        )
+        print(
+            f"{label}: {gpus} GPU(s) ready in {ready_s:.1f} s; {len(shapes)} shape(s), {evaluated} "
+            f"candidates in {wall:.1f} s",
+            flush=True,
+        )
+        return result
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
@@ -17,20 +18,25 @@ from tests.lab_scripts import LAB
 SHAPES = ("128,4096,4096", "1000,1000,1000", "4096,4096,4096")  # the replay table's
 
 
-def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> None:
-    shapes = tmp_path / "shapes.csv"
-    shapes.write_text("".join(f"replayed,{s}\n" for s in SHAPES))
+def _fleet(tmp_path: Path, *args: str) -> dict[str, Any]:
+    """fleet_scaling.py's document for one and two replay workers run with ``args``."""
     out = tmp_path / "fleet.json"
-    args = ["--gpus", "2", "--shapes", str(shapes), "--trials", "5", "--study-trials", "9"]
     subprocess.run(
-        [sys.executable, str(LAB / "fleet_scaling.py"), "--out", str(out), *args,
-         "--evaluator", "replay", "--timeout", "300"],
+        [sys.executable, str(LAB / "fleet_scaling.py"), "--out", str(out), "--gpus", "2",
+         "--evaluator", "replay", "--timeout", "300", *args],
         check=True,
         capture_output=True,
         text=True,
         timeout=600,
     )  # fmt: skip
-    document = json.loads(out.read_text())
+    document: dict[str, Any] = json.loads(out.read_text())
+    return document
+
+
+def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> None:
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("".join(f"replayed,{s}\n" for s in SHAPES))
+    document = _fleet(tmp_path, "--shapes", str(shapes), "--trials", "5", "--study-trials", "9")
     for workload, shapes_n, trials in (("study", 1, 9), ("batch", 3, 5)):
         for key in ("gpus_1", "gpus_2"):
             run = document[workload][key]
@@ -70,18 +76,10 @@ def test_a_fleet_on_postgresql_gets_a_fresh_database_per_run_and_drops_it(
     before = bench_databases()
     shapes = tmp_path / "shapes.csv"
     shapes.write_text("".join(f"replayed,{s}\n" for s in SHAPES[:2]))
-    out = tmp_path / "fleet.json"
     url = pg_admin.url.render_as_string(hide_password=False)
-    args = ["--gpus", "2", "--shapes", str(shapes), "--trials", "3", "--skip-study"]
-    subprocess.run(
-        [sys.executable, str(LAB / "fleet_scaling.py"), "--out", str(out), *args,
-         "--evaluator", "replay", "--timeout", "300", "--postgres", url],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )  # fmt: skip
-    document = json.loads(out.read_text())
+    document = _fleet(
+        tmp_path, "--shapes", str(shapes), "--trials", "3", "--skip-study", "--postgres", url
+    )
     assert document["database"] == "postgresql"
     for key in ("gpus_1", "gpus_2"):
         run = document["batch"][key]
