@@ -3,7 +3,8 @@ and one study, each against one GPU in the same lease (issue 44, item 2).
 
     python benchmarks/fleet_scaling.py --out FILE [--gpus 1 --gpus 2 --gpus 4]
         [--shapes FILE.csv ...] [--limit 16] [--trials 40]
-        [--study-shape 4096x4096x4096] [--study-trials 80] [--evaluator gpu|replay]
+        [--study-shape 4096x4096x4096] [--study-trials 80] [--skip-study | --skip-batch]
+        [--evaluator gpu|replay]
         [--postgres postgresql+psycopg://USER@HOST:PORT/postgres | --postgres pgserver]
         [--py-spy 0.5]
 
@@ -22,7 +23,8 @@ How long the start took is recorded beside (``ready_s``).
 
 Per run: seconds, shapes and candidates a minute, how busy the host's CPUs were (mean and
 peak share, from /proc/stat), which worker measured each candidate, any config measured twice
-in a study, and each shape's stored best (``multi_gpu.stored``); per GPU
+in a study, each shape's stored best (``multi_gpu.stored``), and every study's timeline: when
+each worker claimed and measured, when its finalists ran (``study_timeline.py``); per GPU
 count, the speed-up over one GPU and the bests compared shape by shape (``multi_gpu.compare``).
 ``--py-spy S`` also dumps each worker's stack every S seconds while the workload runs and
 records where its main thread stood (``stack_samples.py``; py-spy on the PATH).
@@ -49,6 +51,7 @@ from typing import Any
 from imports import postgres_url
 from multi_gpu import compare, stored
 from stack_samples import StackSampler
+from study_timeline import read_timelines
 
 import storage
 from storage import tune_queue
@@ -227,6 +230,7 @@ def fleet_run(
                 worker.process.wait()
             engine.dispose()
         result = stored(url)
+        result["timelines"] = read_timelines(url)
         evaluated = sum(s["evaluated"] for s in result["studies"].values())
         result.update(
             gpus=gpus,
@@ -259,6 +263,7 @@ def main() -> None:
     parser.add_argument("--study-shape", type=parse_shape, default=Shape(4096, 4096, 4096))
     parser.add_argument("--study-trials", type=int, default=80)
     parser.add_argument("--skip-study", action="store_true")
+    parser.add_argument("--skip-batch", action="store_true")
     parser.add_argument("--evaluator", default="gpu", choices=("gpu", "replay"))
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per workload")
     parser.add_argument("--code", default=None, help="the gemmtune commit measured")
@@ -280,7 +285,7 @@ def main() -> None:
     files = options.shapes or [default_suite()]
     every = [shape for file in files for shape in read_shapes(file)]
     shapes = list(dict.fromkeys(every))[: options.limit]
-    workloads = [("batch", shapes, options.trials)]
+    workloads = [] if options.skip_batch else [("batch", shapes, options.trials)]
     if not options.skip_study:
         workloads.insert(0, ("study", [options.study_shape], options.study_trials))
     document: dict[str, Any] = {

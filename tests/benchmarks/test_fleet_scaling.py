@@ -33,6 +33,24 @@ def _fleet(tmp_path: Path, *args: str) -> dict[str, Any]:
     return document
 
 
+def _check_timelines(run: dict[str, Any]) -> None:
+    """Every study's timeline puts each candidate to the worker that measured it, and orders
+    enqueue, take, claims, results, finalists and the end."""
+    assert set(run["timelines"]) == set(run["studies"])
+    for name, timeline in run["timelines"].items():
+        workers = timeline["workers"]
+        counts = {worker: w["candidates"] for worker, w in workers.items()}
+        assert counts == run["studies"][name]["by_worker"]
+        assert 0 <= timeline["started_s"]
+        for w in workers.values():
+            assert timeline["started_s"] <= w["claims"]["first_s"] <= w["claims"]["last_s"]
+            assert w["claims"]["first_s"] <= w["results"]["first_s"] <= w["results"]["last_s"]
+            assert w["results"]["last_s"] <= timeline["finished_s"]
+        last_result = max(w["results"]["last_s"] for w in workers.values())
+        assert last_result <= timeline["finals"]["first_s"] <= timeline["finals"]["last_s"]
+        assert timeline["finals"]["last_s"] <= timeline["finished_s"]
+
+
 def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> None:
     shapes = tmp_path / "shapes.csv"
     shapes.write_text("".join(f"replayed,{s}\n" for s in SHAPES))
@@ -47,6 +65,7 @@ def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> 
                 assert study["evaluated"] == trials and not study["measured_twice"]
             assert run["evaluated"] == shapes_n * trials
             assert run["wall_s"] > 0 and run["ready_s"] > 0
+            _check_timelines(run)
             if "cpu_busy_mean" in run:  # sampled every 0.5 s: a fast replay may end first
                 assert 0.0 <= run["cpu_busy_mean"] <= run["cpu_busy_max"] <= 1.0
         comparison = document[workload]["comparison_2"]

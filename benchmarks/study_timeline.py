@@ -1,0 +1,97 @@
+"""When each worker did what in a tuning run, read back from its database: for every study, the
+seconds from its queue entry's enqueue to each worker's first and last claim of a candidate, to
+its first and last screening result, to the first and last finalist re-measured, and to the
+entry's end. Used by ``fleet_scaling.py`` to show where a study shared by several workers waits
+(a late join, a long finalist phase, slow candidates) without instrumenting the workers.
+
+Every time comes from a row the run writes anyway: claims (``claimed_at``, with the worker's
+name), measurements (``created_at``, with their phase), queue entries. A screening result is
+put to the worker that claimed its config.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+import storage
+from storage.models import QueueEntry
+
+
+def _span(times: list[float]) -> dict[str, float]:
+    return {"first_s": round(min(times), 3), "last_s": round(max(times), 3)}
+
+
+def _gaps(times: list[float]) -> float | None:
+    """The median seconds between consecutive times (None for fewer than two)."""
+    ordered = sorted(times)
+    gaps = [b - a for a, b in zip(ordered, ordered[1:], strict=False)]
+    return round(statistics.median(gaps), 3) if gaps else None
+
+
+def study_timelines(session: Session) -> dict[str, dict[str, Any]]:
+    """Per study name (of a queue entry done): its timeline, seconds from the entry's enqueue."""
+    entries = session.scalars(
+        select(QueueEntry).where(QueueEntry.study.is_not(None))
+    ).all()
+    timelines: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        assert entry.study is not None
+        zero = entry.enqueued_at
+
+        def since(moment: datetime, zero: datetime = zero) -> float:
+            return (moment - zero).total_seconds()
+
+        claims = session.execute(
+            select(storage.Claim.config_name, storage.Claim.worker, storage.Claim.claimed_at)
+            .where(storage.Claim.study == entry.study)
+        ).all()  # fmt: skip
+        worker_of = {name: worker.rsplit(":", 1)[-1] for name, worker, _ in claims}
+        claimed: dict[str, list[float]] = defaultdict(list)
+        for _, worker, at in claims:
+            claimed[worker.rsplit(":", 1)[-1]].append(since(at))
+        rows = session.execute(
+            select(
+                storage.Measurement.config_name,
+                storage.Measurement.phase,
+                storage.Measurement.created_at,
+            ).where(storage.Measurement.study == entry.study)
+        ).all()
+        screened: dict[str, list[float]] = defaultdict(list)
+        finals: list[float] = []
+        for name, phase, at in rows:
+            if phase == "final":
+                finals.append(since(at))
+            else:
+                screened[worker_of.get(name, "?")].append(since(at))
+        workers = {
+            worker: {
+                "candidates": len(claimed[worker]),
+                "claims": _span(claimed[worker]),
+                **({"results": _span(screened[worker])} if screened[worker] else {}),
+                "median_gap_s": _gaps(screened[worker]),
+            }
+            for worker in sorted(claimed)
+        }
+        timelines[entry.study] = {
+            "started_s": None if entry.started_at is None else round(since(entry.started_at), 3),
+            "workers": workers,
+            **({"finals": {**_span(finals), "rows": len(finals)}} if finals else {}),
+            "finished_s": None if entry.finished_at is None else round(since(entry.finished_at), 3),
+        }
+    return timelines
+
+
+def read_timelines(url: str) -> dict[str, dict[str, Any]]:
+    """:func:`study_timelines` of the database at ``url``."""
+    engine = storage.make_engine(url)
+    try:
+        with storage.make_session_factory(engine)() as session:
+            return study_timelines(session)
+    finally:
+        engine.dispose()
