@@ -24,7 +24,8 @@ How long the start took is recorded beside (``ready_s``).
 Per run: seconds, shapes and candidates a minute, how busy the host's CPUs were (mean and
 peak share, from /proc/stat), which worker measured each candidate, any config measured twice
 in a study, each shape's stored best (``multi_gpu.stored``), and every study's timeline: when
-each worker claimed and measured, when its finalists ran (``study_timeline.py``); per GPU
+each worker claimed and measured, when its finalists ran (``study_timeline.py``), and where the
+seconds of each study a worker finished went (its ``seconds:`` line); per GPU
 count, the speed-up over one GPU and the bests compared shape by shape (``multi_gpu.compare``).
 ``--py-spy S`` also dumps each worker's stack every S seconds while the workload runs and
 records where its main thread stood (``stack_samples.py``; py-spy on the PATH).
@@ -38,6 +39,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -117,6 +119,9 @@ class HostCpu:
         }
 
 
+SECONDS_PART = re.compile(r"(\w+) ([\d.]+)")  # of a worker's "seconds:" line (print_outcome)
+
+
 def threads_per_core() -> int | None:
     """Hardware threads sharing a core with CPU 0 (2 where SMT is on); None where unknown."""
     siblings = Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
@@ -183,10 +188,15 @@ def fleet_run(
         errors: list[str] = []
         lock = threading.Lock()
 
+        seconds: dict[str, list[dict[str, float]]] = {}
+
         def relay(worker: str, line: str, is_err: bool) -> None:
             with lock:
                 if " ready on " in line:
                     ready.add(worker)
+                if line.strip().startswith("seconds:"):  # a study this worker finished
+                    parts = SECONDS_PART.findall(line)
+                    seconds.setdefault(worker, []).append({k: float(v) for k, v in parts})
                 if is_err and line.strip():
                     errors.append(f"{worker}: {line}")
 
@@ -244,6 +254,7 @@ def fleet_run(
             shapes_per_minute=round(60 * len(shapes) / wall, 2),
             **cpu.summary(),
             **({"stacks": sampler.summary()} if sampler is not None else {}),
+            study_seconds=seconds,
         )
         print(
             f"{label}: {gpus} GPU(s) ready in {ready_s:.1f} s; {len(shapes)} shape(s), {evaluated} "

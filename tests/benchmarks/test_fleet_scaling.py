@@ -66,6 +66,9 @@ def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> 
             assert run["evaluated"] == shapes_n * trials
             assert run["wall_s"] > 0 and run["ready_s"] > 0
             _check_timelines(run)
+            finished = [s for per in run["study_seconds"].values() for s in per]
+            assert len(finished) == shapes_n  # one line per study, from the worker that ended it
+            assert all(s["search"] >= 0 and "prepare" in s for s in finished)
             if "cpu_busy_mean" in run:  # sampled every 0.5 s: a fast replay may end first
                 assert 0.0 <= run["cpu_busy_mean"] <= run["cpu_busy_max"] <= 1.0
         comparison = document[workload]["comparison_2"]

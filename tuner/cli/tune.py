@@ -150,6 +150,21 @@ def _run(request: TuneRequest, pace: bool) -> None:
         out.print(Pace.of(outcomes, time.perf_counter() - bar.started).summary(), soft_wrap=True)
 
 
+SEARCH_PARTS = ("propose", "compile_wait", "measure", "record", "others")
+
+
+def seconds_line(seconds: dict[str, float]) -> str:
+    """Where a study's seconds went, one line: its steps, and the search's parts in brackets
+    (``Progress.seconds``)."""
+    inner = ", ".join(f"{k} {seconds[k]:.1f}" for k in SEARCH_PARTS if k in seconds)
+    steps = [
+        f"{k} {v:.1f}" + (f" ({inner})" if k == "search" and inner else "")
+        for k, v in seconds.items()
+        if k not in SEARCH_PARTS
+    ]
+    return "seconds: " + ", ".join(steps)
+
+
 def print_outcome(p: Progress) -> None:
     statuses: dict[str, int] = {}
     for r in p.history:
@@ -160,6 +175,8 @@ def print_outcome(p: Progress) -> None:
     )
     for note in p.notes:
         out.print(f"  {note}", soft_wrap=True)
+    if p.seconds:
+        out.print(f"  {seconds_line(p.seconds)}", soft_wrap=True)
     if p.best and p.best.ms:
         ratio = f", {p.best.ratio:.2f}x cuBLAS" if p.best.ratio else ""
         how = (

@@ -105,8 +105,16 @@ def _run_here(settings: WorkerSettings, device_index: int) -> None:
         from tuner.gpu.selection import cuda_device_count
         from tuner.kernels.compile_pool import host_share
 
+        from tuner.run.lookahead import Lookahead
+        from tuner.run.warm_spaces import warm_rules, warm_spaces
+
+        # The spaces of the common problems, walked while the GPU worker starts (rules) and
+        # before the worker says it is ready (device checks): its first study does not wait.
+        rules = Lookahead(warm_rules, "warm-rules")
         share = settings.compile_workers or host_share(cuda_device_count("gemmtune worker"))
         evaluator = start_gpu("gemmtune worker", 100.0, device_index, compile_workers=share)
+        rules.take()
+        warm_spaces(evaluator.device)
     label = f"gpu{device_index}"
     try:
         engine = storage.open_engine(settings.database_url, optuna_tables=True)

@@ -235,6 +235,20 @@ def enumerate_rules(family: str | Family, shape: Shape) -> int:
     return len(_valid_points(family, tuple(sorted(family.pinned(shape).items()))))
 
 
+def check_every_valid(family: str | Family, shape: Shape, device: DeviceLimits) -> int:
+    """Check every rule-valid config of ``family`` for ``shape``'s pinned parameters against
+    ``device`` now, whether or not ``shape`` finds it useful (kept for the process, as every
+    Space of the family, pins and device then reads it); how many fit. A standing worker calls
+    it before its first study (``tuner.run.warm_spaces``)."""
+    family = get_family(family) if isinstance(family, str) else family
+    pinned = tuple(sorted(family.pinned(shape).items()))
+    checks = _resource_checks(family, pinned, device)
+    for point in _valid_points(family, pinned):
+        if point.position not in checks:
+            checks[point.position] = static_check(point.config, device)
+    return sum(check.fits for check in checks.values())
+
+
 @cache
 def _resource_checks(
     family: Family, pinned: Pinned, device: DeviceLimits

@@ -71,6 +71,7 @@ from tuner.search.samplers import (
 )
 from tuner.search.schedule_twins import grid_twin, streamk_twin, twin_screening
 from tuner.search.screening_mode import may_screen_padded, other_mode, padded_families, screened_as
+from tuner.search.stopwatch import Stopwatch
 from tuner.search.tell_order import ProposalOrder
 from tuner.search.trial_mirror import TrialMirror
 from tuner.search.trials import finished_trial, suggest_config, trial_params
@@ -114,6 +115,12 @@ class Progress:
     history: list[Result] = field(default_factory=list)
     finalists: list[Result] = field(default_factory=list)  # re-measured beside cuBLAS
     notes: list[str] = field(default_factory=list)  # what the user should know about the run
+    # Where this worker's seconds went (``tuner.search.stopwatch``): ``prepare``, ``search``
+    # (the whole screening) and, within it, ``propose`` (sampler and claims), ``compile_wait``
+    # (nothing on the device, the next candidate still compiling), ``measure`` (waiting for
+    # the device), ``record`` and ``others`` (waiting for other workers' candidates); then
+    # ``finalists``.
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def search_space(
@@ -172,6 +179,8 @@ class Study:
         self._proposals = ProposalOrder()  # this worker's open proposals (:meth:`_screen`)
         self.invalid_proposals = 0
         self._done: dict[str, Result] = {}  # every evaluated candidate this worker knows of
+        self.clock = Stopwatch()
+        self._extras_prepared: set[str] = set()  # finalists' extras started compiling early
 
     def prepare(self) -> None:
         """Enumerate the candidates, start the first ones compiling, bind the sampler and open
@@ -179,6 +188,10 @@ class Study:
         do it when it has not been done)."""
         if self._prepared:
             return
+        with self.clock.part("prepare"):
+            self._prepare()
+
+    def _prepare(self) -> None:
         shape, evaluator, rates = self.shape, self.evaluator, self.rates
         # Starting points outside the space (a tile the space calls wasteful for this shape)
         # are still valid configs of the study's families: they join the candidates. They are
@@ -287,6 +300,17 @@ class Study:
         processes anywhere) may search one study at once: the budget is kept by their claims
         in the database, so together they evaluate exactly ``trials``."""
         self.prepare()
+        with self.clock.part("search"):
+            progress = self._search(trials, timeout_s, on_progress)
+        progress.seconds = self.clock.rounded()
+        return progress
+
+    def _search(
+        self,
+        trials: int | None,
+        timeout_s: float | None,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> Progress:
         target = self.target(trials)
         progress = Progress(self.name, target)
         done = self._done = self.recorder.evaluated(self.name)
@@ -325,7 +349,9 @@ class Study:
                 self._account(progress, result)
         self._mirror_missing(evaluated)
         if self._finalists:
-            self._finish(self._done, progress)
+            with self.clock.part("finalists"):
+                self._finish(self._done, progress)
+        progress.seconds = self.clock.rounded()
         return progress
 
     def _screen(
@@ -349,32 +375,35 @@ class Study:
         depth = max(1, self.evaluator.parallelism)
         try:
             while True:
-                while (
-                    not full
-                    and not order.lagging  # propose knowing every result measured so far
-                    and len(queue) < depth
-                    and progress.evaluated + len(queue) + len(running) < target
-                    and (deadline is None or time.monotonic() < deadline)
-                ):
-                    proposal, trial = self._propose(done, taken, stale, order.untold)
-                    progress.invalid_proposals = self.invalid_proposals
-                    if proposal is None or trial is None:
-                        break  # every candidate is evaluated, queued or claimed by another worker
-                    config = proposal
-                    claimed = Claimed.HELD if config.name in done else Claimed.TAKEN
-                    if claimed:
-                        claimed = self.recorder.claim(self.name, config.name, target)
-                    if not claimed:
-                        full = claimed is Claimed.FULL
-                        if not full:
-                            taken.add(config.name)
-                        self._tell_known(trial, done.get(config.name))
-                        stale += 1
-                        continue
-                    stale = 0
-                    self.evaluator.prepare(config)
-                    queue.append((config, trial))
-                    order.propose(config, trial)
+                with self.clock.part("propose"):
+                    while (
+                        not full
+                        and not order.lagging  # propose knowing every result measured so far
+                        and len(queue) < depth
+                        and progress.evaluated + len(queue) + len(running) < target
+                        and (deadline is None or time.monotonic() < deadline)
+                    ):
+                        proposal, trial = self._propose(done, taken, stale, order.untold)
+                        progress.invalid_proposals = self.invalid_proposals
+                        if proposal is None or trial is None:
+                            break  # each candidate evaluated, queued or claimed by another worker
+                        config = proposal
+                        claimed = Claimed.HELD if config.name in done else Claimed.TAKEN
+                        if claimed:
+                            claimed = self.recorder.claim(self.name, config.name, target)
+                        if not claimed:
+                            full = claimed is Claimed.FULL
+                            if not full:
+                                taken.add(config.name)
+                            self._tell_known(trial, done.get(config.name))
+                            stale += 1
+                            continue
+                        stale = 0
+                        self.evaluator.prepare(config)
+                        queue.append((config, trial))
+                        order.propose(config, trial)
+                if full or progress.evaluated + len(queue) + len(running) >= target:
+                    self._prepare_extras(done)  # nothing more to propose: the tail drains
                 # Keep the device busy: the next candidate is started before the last one's result
                 # is recorded (the evaluator queues it behind the one being measured). Of the
                 # queued proposals, the oldest that has compiled goes first.
@@ -390,7 +419,8 @@ class Study:
                     if ready is None and running:
                         break  # measure what is running; the compiles go on meanwhile
                     if ready is None:
-                        time.sleep(READY_POLL_S)
+                        with self.clock.part("compile_wait"):
+                            time.sleep(READY_POLL_S)
                         continue
                     config, trial = queue[ready]
                     ticket = self.evaluator.start(config, self.shape)
@@ -398,15 +428,21 @@ class Study:
                     del queue[ready]  # after its start: a start that raises leaves it queued
                 if not running:
                     self._tell_in_order(order)
-                    if self._wait_for_others(done, taken, retried, progress, target, deadline):
+                    with self.clock.part("others"):
+                        more = self._wait_for_others(
+                            done, taken, retried, progress, target, deadline
+                        )
+                    if more:
                         full = False  # a claim expired or was released: its slot may be free
                         continue
                     break
                 config, trial, ticket = running.popleft()
-                result = self.evaluator.finish(ticket)
+                with self.clock.part("measure"):
+                    result = self.evaluator.finish(ticket)
                 order.measured(config.name, result)
-                self._record(result, done, progress, on_progress)
-                self._tell_in_order(order)
+                with self.clock.part("record"):
+                    self._record(result, done, progress, on_progress)
+                    self._tell_in_order(order)
         except Exception:  # (an interrupt ends the process: nothing to keep fit)
             # The evaluator answers tickets in the order they were started: one left unfinished
             # would fail every later study on this evaluator ("finish tickets in the order they
@@ -492,14 +528,11 @@ class Study:
         """Re-measure the fastest candidates, the study's first answer and the default cuBLAS
         call beside cuBLAS and store them as final measurements; the fastest of them is the
         study's best."""
-        first = next((c.name for c in self.starts if c.name in done), None)
-        chosen = choose_finalists(done, first, self._finalists, also=(DEFAULT_CALL,))
+        chosen = self._chosen(done)
         if not chosen:
             return
         configs = [self.candidates[name] for name in chosen]
-        held = self.evaluator.measured_configs(self.shape)
-        others = self._other_modes(done, chosen[: self._finalists], held)
-        twins = self._streamk_twins(done, chosen[: self._finalists], held)
+        others, twins = self._extras(done, chosen)
         screened = {
             **done,
             **{other.name: done[name] for name, other in others.items()},
@@ -523,6 +556,34 @@ class Study:
             progress.finalists.append(final)
         if progress.finalists:
             progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
+
+    def _chosen(self, done: dict[str, Result]) -> list[str]:
+        """The finalists of :meth:`_finish`, as ``done`` stands."""
+        first = next((c.name for c in self.starts if c.name in done), None)
+        return choose_finalists(done, first, self._finalists, also=(DEFAULT_CALL,))
+
+    def _extras(
+        self, done: dict[str, Result], chosen: list[str]
+    ) -> tuple[dict[str, Config], dict[str, Config]]:
+        """What the finalists ``chosen`` bring to re-measure beside them, screened or not: the
+        other operand mode of some (:meth:`_other_modes`) and stream-K twins
+        (:meth:`_streamk_twins`)."""
+        held = self.evaluator.measured_configs(self.shape)
+        fastest = chosen[: self._finalists]
+        return self._other_modes(done, fastest, held), self._streamk_twins(done, fastest, held)
+
+    def _prepare_extras(self, done: dict[str, Result]) -> None:
+        """Start compiling what the finalists would bring as ``done`` stands (their twins and
+        other modes are new kernels), so that :meth:`_finish` finds them compiled. Called once
+        the screening proposes nothing more: its last compiles are draining and the CPU has
+        room; a finalist that changes later brings its own, compiled in :meth:`_finish`."""
+        if not self._finalists:
+            return
+        others, twins = self._extras(done, self._chosen(done))
+        for config in [*others.values(), *twins.values()]:
+            if config.name not in self._extras_prepared:
+                self._extras_prepared.add(config.name)
+                self.evaluator.prepare(config)
 
     def _other_modes(
         self, done: dict[str, Result], fastest: list[str], held: set[str] | None

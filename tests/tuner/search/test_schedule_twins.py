@@ -121,6 +121,24 @@ def test_a_study_remeasures_the_twins_of_its_fastest_and_may_keep_one() -> None:
     assert best.provenance["twin_of"] in {r.config_name for r in fastest}
 
 
+def test_the_twins_of_the_fastest_start_compiling_before_the_search_ends() -> None:
+    rule = RuleEvaluator(H100)
+    recorder = MemoryRecorder()
+    study = Study(Shape(1000, 1000, 1000), ("dmma_pipelined",), _TwinsFaster(rule), recorder,
+                  sampler="random", seed=5)  # fmt: skip
+    study.search(trials=12)
+    assert not rule.compared  # the finalists are not measured yet
+    screened = recorder.evaluated(study.name)
+    fastest = sorted(
+        (r for r in screened.values() if r.status == "ok" and r.ms is not None),
+        key=lambda r: (r.ms, r.config_name),
+    )[:3]
+    twins = [streamk_twin(study.candidates[r.config_name], r, H100) for r in fastest]
+    names = [t.name for t in twins if t is not None]
+    assert names and all(name in rule.prepared for name in names)
+    assert len(set(rule.prepared)) == len(rule.prepared)  # each prepared once
+
+
 def test_a_stored_streamk_answer_starts_a_study_of_the_grid_family_from_its_grid_twin() -> None:
     start = parse_config(f"dmma_streamk_{TILE}_smb2")
 

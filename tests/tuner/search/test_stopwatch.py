@@ -1,0 +1,73 @@
+"""Where a study's seconds went (``Progress.seconds``, ``tuner.search.stopwatch``): each step
+and each part of the search is timed, the parts within the search, and the CLI prints them."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from tests.tuner.fakes import Forwarding
+from tuner.cli.tune import seconds_line
+from tuner.core.config import Config
+from tuner.core.result import Result
+from tuner.core.shape import Shape
+from tuner.search.recorder import MemoryRecorder
+from tuner.search.replay import ReplayEvaluator
+from tuner.search.stopwatch import Stopwatch
+from tuner.search.study import Study
+
+POLLS = 3  # times each candidate answers "not compiled yet"
+MEASURE_S = 0.004
+
+
+class SlowToCompile(Forwarding):
+    """Each candidate compiles only after it was asked about ``POLLS`` times, and each
+    measurement keeps the device ``MEASURE_S``."""
+
+    def __init__(self, inner: ReplayEvaluator) -> None:
+        super().__init__(inner)
+        self.asked: Counter[str] = Counter()
+
+    def ready(self, config: Config) -> bool:
+        self.asked[config.name] += 1
+        return self.asked[config.name] > POLLS
+
+    def evaluate(self, config: Config, shape: Shape) -> Result:
+        time.sleep(MEASURE_S)
+        return self.inner.evaluate(config, shape)
+
+
+def test_a_study_says_where_its_seconds_went() -> None:
+    study = Study(Shape(4096, 4096, 4096), ("warptile",), SlowToCompile(ReplayEvaluator()),
+                  MemoryRecorder(), sampler="random", seed=1)  # fmt: skip
+    searched = study.search(6)
+    assert set(searched.seconds) >= {"prepare", "search", "propose", "compile_wait", "record"}
+    assert "finalists" not in searched.seconds
+    outcome = study.finish(searched)
+    seconds = outcome.seconds
+    assert all(value >= 0 for value in seconds.values())
+    assert seconds["compile_wait"] > 0  # the device waited for every candidate's compile
+    assert seconds["finalists"] > 0
+    parts = ("propose", "compile_wait", "measure", "record", "others")
+    assert sum(seconds.get(part, 0.0) for part in parts) <= seconds["search"] + 1e-3
+    # The measurement happens in ``start`` for an evaluator that answers at once: it counts as
+    # the search's, not as any part's.
+    assert seconds["search"] >= 6 * MEASURE_S
+
+
+def test_the_stopwatch_adds_every_entry_of_a_part() -> None:
+    clock = Stopwatch()
+    for _ in range(3):
+        with clock.part("wait"):
+            time.sleep(0.002)
+    clock.add("other", 0.5)
+    assert clock.seconds["wait"] >= 0.006
+    assert clock.rounded()["other"] == 0.5
+    assert list(clock.rounded()) == ["wait", "other"]
+
+
+def test_the_seconds_line_puts_the_search_parts_in_brackets() -> None:
+    line = seconds_line(
+        {"prepare": 0.61, "search": 9.42, "propose": 1.0, "compile_wait": 4.14, "finalists": 3.0}
+    )
+    assert line == "seconds: prepare 0.6, search 9.4 (propose 1.0, compile_wait 4.1), finalists 3.0"
