@@ -4,15 +4,17 @@ compile, and of the fallback that loads the kernel to read its resources when NV
 ptxas's report, which makes a CUDA context in that process).
 
     python benchmarks/compile_times.py --out FILE [--shape 4096x4096x4096] [--count 60]
-        [--workers 15] [--pools 1 --pools 2] [--seed 1]
+        [--dtype float32] [--layout NN] [--workers 15] [--pools 1 --pools 2] [--seed 1]
+        [--family NAME ...]
 
 A random sample of ``--count`` candidates of the shape's default kernel families (the vendor's
-compile nothing) is compiled from an empty kernel cache by ``--pools`` pools of ``--workers``
-spawned processes at once, each pool its own candidates, as that many queue workers on one
-host compile theirs (repeatable: ``--pools 1 --pools 2`` runs one pool, then two). Per compile:
-family, NVRTC's wall and CPU seconds, whether the fallback ran and its seconds; per run: the
-wall time and the compiles a second. Needs a GPU machine (NVRTC through CuPy); the device is
-only touched by the fallback.
+compile nothing; ``--family`` names others) is compiled from an empty kernel cache by
+``--pools`` pools of ``--workers`` spawned processes at once, each pool its own candidates, as
+that many queue workers on one host compile theirs (repeatable: ``--pools 1 --pools 2`` runs
+one pool, then two). Per compile: family, NVRTC's wall and CPU seconds, whether the fallback
+ran and its seconds; per run: the wall time and the compiles a second. Needs a GPU machine
+(NVRTC through CuPy); the device is only touched by the fallback. ``--dtype`` and ``--layout``
+set the shape's input type and layout.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -141,17 +144,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--shape", type=parse_shape, default=Shape(4096, 4096, 4096))
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--layout", default="NN")
     parser.add_argument("--count", type=int, default=60)
     parser.add_argument("--workers", type=int, default=15)
     parser.add_argument("--pools", type=int, action="append", help="repeatable (default 1)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--family", action="append", help="repeatable; default: the shape's default families"
+    )
     parser.add_argument("--code", default=None, help="the gemmtune commit measured")
     options = parser.parse_args()
+    options.shape = replace(options.shape, dtype=options.dtype, layout=options.layout)
     import cupy
 
     arch = f"sm_{cupy.cuda.Device(0).compute_capability}"
     device = table_device(arch)
-    kernels = [f for f in families_for(options.shape) if not FAMILIES[f].vendor]
+    kernels = options.family or [f for f in families_for(options.shape) if not FAMILIES[f].vendor]
     space = [c.config for f in kernels for c in Space(f, options.shape, device).built_candidates()]
     chooser = random.Random(options.seed)
     document: dict[str, Any] = {
@@ -174,7 +183,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gemmtune-compile-") as tmp:
         os.environ["GEMMTUNE_CACHE_DIR"] = tmp  # nothing is read from a cache: _build only
         for pools in options.pools or [1]:
-            samples = [chooser.sample(space, options.count) for _ in range(pools)]
+            samples = [chooser.sample(space, min(options.count, len(space))) for _ in range(pools)]
             results, wall = run_pools(arch, samples, options.workers)
             rows = [row for rs in results for row in rs]
             document["runs"][f"pools_{pools}"] = {"summary": summary(rows, wall), "rows": rows}
