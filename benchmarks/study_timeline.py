@@ -11,6 +11,7 @@ put to the worker that claimed its config.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections import defaultdict
 from datetime import datetime
@@ -30,15 +31,13 @@ def _span(times: list[float]) -> dict[str, float]:
 def _gaps(times: list[float]) -> float | None:
     """The median seconds between consecutive times (None for fewer than two)."""
     ordered = sorted(times)
-    gaps = [b - a for a, b in zip(ordered, ordered[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(ordered)]
     return round(statistics.median(gaps), 3) if gaps else None
 
 
 def study_timelines(session: Session) -> dict[str, dict[str, Any]]:
     """Per study name (of a queue entry done): its timeline, seconds from the entry's enqueue."""
-    entries = session.scalars(
-        select(QueueEntry).where(QueueEntry.study.is_not(None))
-    ).all()
+    entries = session.scalars(select(QueueEntry).where(QueueEntry.study.is_not(None))).all()
     timelines: dict[str, dict[str, Any]] = {}
     for entry in entries:
         assert entry.study is not None

@@ -41,7 +41,7 @@ def _check_timelines(run: dict[str, Any]) -> None:
         workers = timeline["workers"]
         counts = {worker: w["candidates"] for worker, w in workers.items()}
         assert counts == run["studies"][name]["by_worker"]
-        assert 0 <= timeline["started_s"]
+        assert timeline["started_s"] >= 0
         for w in workers.values():
             assert timeline["started_s"] <= w["claims"]["first_s"] <= w["claims"]["last_s"]
             assert w["claims"]["first_s"] <= w["results"]["first_s"] <= w["results"]["last_s"]

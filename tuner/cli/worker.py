@@ -104,7 +104,6 @@ def _run_here(settings: WorkerSettings, device_index: int) -> None:
     else:
         from tuner.gpu.selection import cuda_device_count
         from tuner.kernels.compile_pool import host_share
-
         from tuner.run.lookahead import Lookahead
         from tuner.run.warm_spaces import warm_rules, warm_spaces
 

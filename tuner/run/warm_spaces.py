@@ -34,9 +34,7 @@ COMMON_SHAPES: tuple[Shape, ...] = (
 def warm_rules() -> int:
     """Walk the rule step of the default families of every common shape; the configs kept."""
     return sum(
-        enumerate_rules(family, shape)
-        for shape in COMMON_SHAPES
-        for family in families_for(shape)
+        enumerate_rules(family, shape) for shape in COMMON_SHAPES for family in families_for(shape)
     )
 
 
