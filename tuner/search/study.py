@@ -574,9 +574,10 @@ class Study:
 
     def _prepare_extras(self, done: dict[str, Result]) -> None:
         """Start compiling what the finalists would bring as ``done`` stands (their twins and
-        other modes are new kernels), so that :meth:`_finish` finds them compiled. Called once
-        the screening proposes nothing more: its last compiles are draining and the CPU has
-        room; a finalist that changes later brings its own, compiled in :meth:`_finish`."""
+        other modes are new kernels), so that :meth:`_finish` finds them compiled. Called after
+        each result once the screening proposes nothing more (its last compiles are draining
+        and the CPU has room), each extra started once; a finalist that changes later brings
+        its own, compiled in :meth:`_finish`."""
         if not self._finalists:
             return
         others, twins = self._extras(done, self._chosen(done))
