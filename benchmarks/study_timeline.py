@@ -6,7 +6,8 @@ entry's end. Used by ``fleet_scaling.py`` to show where a study shared by severa
 
 Every time comes from a row the run writes anyway: claims (``claimed_at``, with the worker's
 name), measurements (``created_at``, with their phase), queue entries. A screening result is
-put to the worker that claimed its config.
+put to the worker that claimed its config. The timeline also says how often the workers'
+compiler processes had crashed (``compile_crashes`` in the measurements' provenance).
 """
 
 from __future__ import annotations
@@ -59,11 +60,13 @@ def study_timelines(session: Session) -> dict[str, dict[str, Any]]:
                 storage.Measurement.config_name,
                 storage.Measurement.phase,
                 storage.Measurement.created_at,
+                storage.Measurement.provenance,
             ).where(storage.Measurement.study == entry.study)
         ).all()
         screened: dict[str, list[float]] = defaultdict(list)
         finals: list[float] = []
-        for name, phase, at in rows:
+        crashes = max((int((p or {}).get("compile_crashes", 0)) for *_, p in rows), default=0)
+        for name, phase, at, _ in rows:
             if phase == "final":
                 finals.append(since(at))
             else:
@@ -82,6 +85,9 @@ def study_timelines(session: Session) -> dict[str, dict[str, Any]]:
             "workers": workers,
             **({"finals": {**_span(finals), "rows": len(finals)}} if finals else {}),
             "finished_s": None if entry.finished_at is None else round(since(entry.finished_at), 3),
+            # How often a worker's compiler processes had crashed by its last result here (each
+            # crash stalls that worker's compiles while the configs in flight compile again).
+            "compile_crashes": crashes,
         }
     return timelines
 

@@ -49,6 +49,7 @@ def _check_timelines(run: dict[str, Any]) -> None:
         last_result = max(w["results"]["last_s"] for w in workers.values())
         assert last_result <= timeline["finals"]["first_s"] <= timeline["finals"]["last_s"]
         assert timeline["finals"]["last_s"] <= timeline["finished_s"]
+        assert timeline["compile_crashes"] == 0  # replay workers compile nothing
 
 
 def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> None:

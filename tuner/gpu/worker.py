@@ -248,6 +248,8 @@ class GpuEvaluator:
         compiled = self.compile(config)
         # Where a candidate's time goes: waiting for its compile, then for its measurement.
         prov["compile_wait_s"] = round(time.perf_counter() - waited, 4)
+        if self.pool.crashes:  # the compiler processes died this often (each a stall): shown
+            prov["compile_crashes"] = self.pool.crashes
         if isinstance(compiled, CompileError):
             ticket.result = Result.failed(config, "compile_failed", str(compiled), provenance=prov)
             return ticket

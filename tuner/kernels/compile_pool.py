@@ -154,19 +154,27 @@ class CompilePool:
     def _recover(self, broken: Future[Outcome]) -> None:
         """After a crash: a fresh pool for new work, and every config that was in flight
         compiled again alone, so that a second crash names the config that causes it (once,
-        however many studies met the crash: ``broken`` is the future one of them waited on)."""
+        however many studies met the crash: ``broken`` is the future one of them waited on).
+        The suspects compile side by side, as many at once as the pool has workers, each in a
+        process of its own: one after another, a crash with every worker busy cost a process
+        start and a compile per config in flight, with the cores idle."""
         with self._lock:
             if not any(future is broken for _, future in self._pending.values()):
                 return  # another study recovered already: the config has a new future
             self.crashes += 1
             self._shutdown(self._pool)
             self._pool = None
-            for name, (config, future) in list(self._pending.items()):
-                if future.done() and future.exception() is None:
-                    continue  # it finished before the crash
-                settled: Future[Outcome] = Future()
-                settled.set_result(self._compile_alone(config))
-                self._pending[name] = (config, settled)
+            suspects = [
+                (name, config)
+                for name, (config, future) in self._pending.items()
+                if not (future.done() and future.exception() is None)  # not done before it
+            ]
+            with ThreadPoolExecutor(max_workers=max(1, self.workers)) as side_by_side:
+                outcomes = side_by_side.map(lambda s: self._compile_alone(s[1]), suspects)
+                for (name, config), outcome in zip(suspects, outcomes, strict=True):
+                    settled: Future[Outcome] = Future()
+                    settled.set_result(outcome)
+                    self._pending[name] = (config, settled)
 
     def _compile_alone(self, config: Config) -> Outcome:
         """Compile a crash suspect in a process of its own (waiting for it here)."""

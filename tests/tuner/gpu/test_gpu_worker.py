@@ -50,6 +50,14 @@ def test_a_candidate_is_compiled_by_the_pool_then_measured_by_the_worker(
     assert evaluator.restarts == 0
 
 
+def test_a_result_says_how_often_the_compiler_processes_crashed(evaluator: GpuEvaluator) -> None:
+    before = evaluator.evaluate(CONFIG, ANSWER)
+    assert "compile_crashes" not in before.provenance  # none yet: nothing shown
+    evaluator.pool.crashes = 2  # as two recoveries leave it (tests/tuner/kernels)
+    after = evaluator.evaluate(OTHER, ANSWER)
+    assert after.status == "ok" and after.provenance["compile_crashes"] == 2
+
+
 def test_compile_failures_and_spills_never_reach_the_worker(evaluator: GpuEvaluator) -> None:
     FakeCompiler.failing = {CONFIG.name}
     FakeCompiler.spilling = {OTHER.name}

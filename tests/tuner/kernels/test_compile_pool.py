@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -51,6 +52,46 @@ def test_every_config_gets_a_result_and_only_the_crasher_fails() -> None:
         # The pool still works after the crash.
         again = parse_config("warptile_bm64_bn128_bk8_wm32_wn64_wni1_tm4_tn4_t128")
         assert isinstance(pool.result(again), CompiledKernel)
+    finally:
+        pool.close()
+
+
+class SlowCrashingCompiler(CrashingCompiler):
+    """As :class:`CrashingCompiler`, each compile taking ``SLOW_S`` and leaving a file that says
+    when it ran (the compiles run in other processes)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        began = time.time()
+        if source.config.name != CRASHER.name:
+            time.sleep(SLOW_S)
+        compiled = super().compile(source)
+        (self.folder / source.config.name).write_text(f"{began} {time.time()}")
+        return compiled
+
+
+SLOW_S = 0.5
+
+
+def test_after_a_crash_the_suspects_compile_side_by_side(tmp_path: Path) -> None:
+    pool = CompilePool(SlowCrashingCompiler(tmp_path), workers=len(CONFIGS), in_processes=True)
+    try:
+        for config in CONFIGS:
+            pool.submit(config)
+        outcomes = {config.name: pool.result(config) for config in CONFIGS}
+        assert pool.crashes >= 1
+        assert isinstance(outcomes.pop(CRASHER.name), CompileError)
+        assert all(isinstance(o, CompiledKernel) for o in outcomes.values())
+        # The last file of each safe config is from its compile alone, after the crash: those
+        # compiles ran at once, not one after another.
+        spans = [
+            tuple(map(float, (tmp_path / name).read_text().split())) for name in outcomes
+        ]
+        latest_start = max(start for start, _ in spans)
+        earliest_end = min(end for _, end in spans)
+        assert latest_start < earliest_end  # every span overlaps every other
     finally:
         pool.close()
 
