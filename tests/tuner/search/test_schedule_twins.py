@@ -93,26 +93,32 @@ class _TwinsFaster(Forwarding):
         ]
 
 
-def test_a_study_remeasures_the_twins_of_its_fastest_and_may_keep_one() -> None:
+def _twin_study() -> tuple[RuleEvaluator, MemoryRecorder, Study]:
+    """A study of one family with twins, on the rule fake whose twins run faster."""
     rule = RuleEvaluator(H100)
     recorder = MemoryRecorder()
-    study = Study(
-        Shape(1000, 1000, 1000),
-        ("dmma_pipelined",),
-        _TwinsFaster(rule),
-        recorder,
-        sampler="random",
-        seed=5,
-    )
-    progress = study.run(trials=12)
-    final = rule.compared[-1]
+    study = Study(Shape(1000, 1000, 1000), ("dmma_pipelined",), _TwinsFaster(rule), recorder,
+                  sampler="random", seed=5)  # fmt: skip
+    return rule, recorder, study
+
+
+def _fastest_and_twins(recorder: MemoryRecorder, study: Study) -> tuple[list[Result], list[str]]:
+    """The three fastest screened candidates, and the names of their stream-K twins."""
     screened = recorder.evaluated(study.name)
     fastest = sorted(
         (r for r in screened.values() if r.status == "ok" and r.ms is not None),
         key=lambda r: (r.ms, r.config_name),
     )[:3]
-    expected = [streamk_twin(study.candidates[r.config_name], r, H100) for r in fastest]
-    twins = [t.name for t in expected if t is not None]
+    twins = [streamk_twin(study.candidates[r.config_name], r, H100) for r in fastest]
+    return fastest, [t.name for t in twins if t is not None]
+
+
+def test_a_study_remeasures_the_twins_of_its_fastest_and_may_keep_one() -> None:
+    rule, recorder, study = _twin_study()
+    progress = study.run(trials=12)
+    final = rule.compared[-1]
+    screened = recorder.evaluated(study.name)
+    fastest, twins = _fastest_and_twins(recorder, study)
     assert twins and all(name in final for name in twins)
     assert not any(name.startswith("dmma_streamk") for name in screened)  # not screened
     best = progress.best
@@ -122,20 +128,11 @@ def test_a_study_remeasures_the_twins_of_its_fastest_and_may_keep_one() -> None:
 
 
 def test_the_twins_of_the_fastest_start_compiling_before_the_search_ends() -> None:
-    rule = RuleEvaluator(H100)
-    recorder = MemoryRecorder()
-    study = Study(Shape(1000, 1000, 1000), ("dmma_pipelined",), _TwinsFaster(rule), recorder,
-                  sampler="random", seed=5)  # fmt: skip
+    rule, recorder, study = _twin_study()
     study.search(trials=12)
     assert not rule.compared  # the finalists are not measured yet
-    screened = recorder.evaluated(study.name)
-    fastest = sorted(
-        (r for r in screened.values() if r.status == "ok" and r.ms is not None),
-        key=lambda r: (r.ms, r.config_name),
-    )[:3]
-    twins = [streamk_twin(study.candidates[r.config_name], r, H100) for r in fastest]
-    names = [t.name for t in twins if t is not None]
-    assert names and all(name in rule.prepared for name in names)
+    _, twins = _fastest_and_twins(recorder, study)
+    assert twins and all(name in rule.prepared for name in twins)
     assert len(set(rule.prepared)) == len(rule.prepared)  # each prepared once
 
 
