@@ -41,7 +41,8 @@ def _check_timelines(run: dict[str, Any]) -> None:
         workers = timeline["workers"]
         counts = {worker: w["candidates"] for worker, w in workers.items()}
         assert counts == run["studies"][name]["by_worker"]
-        assert timeline["started_s"] >= 0
+        # (``started_s`` may be a few milliseconds under 0: a worker stamps its take with the
+        # moment it began to poll, and the entry may have been enqueued during that poll.)
         for w in workers.values():
             assert timeline["started_s"] <= w["claims"]["first_s"] <= w["claims"]["last_s"]
             assert w["claims"]["first_s"] <= w["results"]["first_s"] <= w["results"]["last_s"]
