@@ -150,7 +150,7 @@ def _run(request: TuneRequest, pace: bool) -> None:
         out.print(Pace.of(outcomes, time.perf_counter() - bar.started).summary(), soft_wrap=True)
 
 
-SEARCH_PARTS = ("propose", "compile_wait", "measure", "record", "others")
+SEARCH_PARTS = ("propose", "compile_wait", "measure", "record", "others", "mirror")
 
 
 def seconds_line(seconds: dict[str, float]) -> str:

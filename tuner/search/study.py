@@ -118,8 +118,9 @@ class Progress:
     # Where this worker's seconds went (``tuner.search.stopwatch``): ``prepare``, ``search``
     # (the whole screening) and, within it, ``propose`` (sampler and claims), ``compile_wait``
     # (nothing on the device, the next candidate still compiling), ``measure`` (waiting for
-    # the device), ``record`` and ``others`` (waiting for other workers' candidates); then
-    # ``finalists``.
+    # the device), ``record``, ``others`` (waiting for other workers' candidates) and
+    # ``mirror`` (waiting, at the end, for the trials' copy in Optuna's storage to be
+    # written); then ``finalists``.
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -330,7 +331,8 @@ class Study:
                 self._trials.close(raise_error=False)
             raise
         if self._trials is not None:
-            self._trials.close()
+            with self.clock.part("mirror"):
+                self._trials.close()
         return progress
 
     def finish(self, progress: Progress) -> Progress:

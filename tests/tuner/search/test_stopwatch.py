@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from pathlib import Path
 
+import storage
 from tests.tuner.fakes import Forwarding
 from tuner.cli.tune import seconds_line
 from tuner.core.config import Config
@@ -13,6 +15,7 @@ from tuner.core.result import Result
 from tuner.core.shape import Shape
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.replay import ReplayEvaluator
+from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.stopwatch import Stopwatch
 from tuner.search.study import Study
 
@@ -48,7 +51,7 @@ def test_a_study_says_where_its_seconds_went() -> None:
     assert all(value >= 0 for value in seconds.values())
     assert seconds["compile_wait"] > 0  # the device waited for every candidate's compile
     assert seconds["finalists"] > 0
-    parts = ("propose", "compile_wait", "measure", "record", "others")
+    parts = ("propose", "compile_wait", "measure", "record", "others", "mirror")
     assert sum(seconds.get(part, 0.0) for part in parts) <= seconds["search"] + 1e-3
     # The measurement happens in ``start`` for an evaluator that answers at once: it counts as
     # the search's, not as any part's.
@@ -67,7 +70,27 @@ def test_the_stopwatch_adds_every_entry_of_a_part() -> None:
 
 
 def test_the_seconds_line_puts_the_search_parts_in_brackets() -> None:
-    line = seconds_line(
-        {"prepare": 0.61, "search": 9.42, "propose": 1.0, "compile_wait": 4.14, "finalists": 3.0}
+    # As a study's clock leaves them: a part is added when it is first left, the search after
+    # its parts (the mirror's wait last among them).
+    seconds = {"prepare": 0.61, "propose": 1.0, "compile_wait": 4.14, "mirror": 0.2,
+               "search": 9.42, "finalists": 3.0}  # fmt: skip
+    assert seconds_line(seconds) == (
+        "seconds: prepare 0.6, search 9.4 (propose 1.0, compile_wait 4.1, mirror 0.2), "
+        "finalists 3.0"
     )
-    assert line == "seconds: prepare 0.6, search 9.4 (propose 1.0, compile_wait 4.1), finalists 3.0"
+
+
+def test_a_study_with_a_persistent_optuna_study_times_the_wait_for_its_copy(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    engine = storage.open_engine(url, optuna_tables=True)
+    try:
+        recorder = SqlRecorder(storage.make_session_factory(engine))
+        study = Study(Shape(4096, 4096, 4096), ("warptile",), ReplayEvaluator(), recorder,
+                      sampler="random", seed=1, optuna_storage=url)  # fmt: skip
+        seconds = study.search(4).seconds
+        study.close()
+    finally:
+        engine.dispose()
+    assert "mirror" in seconds and seconds["mirror"] <= seconds["search"]
