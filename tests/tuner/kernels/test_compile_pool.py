@@ -86,9 +86,7 @@ def test_after_a_crash_the_suspects_compile_side_by_side(tmp_path: Path) -> None
         assert all(isinstance(o, CompiledKernel) for o in outcomes.values())
         # The last file of each safe config is from its compile alone, after the crash: those
         # compiles ran at once, not one after another.
-        spans = [
-            tuple(map(float, (tmp_path / name).read_text().split())) for name in outcomes
-        ]
+        spans = [tuple(map(float, (tmp_path / name).read_text().split())) for name in outcomes]
         latest_start = max(start for start, _ in spans)
         earliest_end = min(end for _, end in spans)
         assert latest_start < earliest_end  # every span overlaps every other
