@@ -243,10 +243,7 @@ def check_every_valid(family: str | Family, shape: Shape, device: DeviceLimits) 
     family = get_family(family) if isinstance(family, str) else family
     pinned = tuple(sorted(family.pinned(shape).items()))
     checks = _resource_checks(family, pinned, device)
-    for point in _valid_points(family, pinned):
-        if point.position not in checks:
-            checks[point.position] = static_check(point.config, device)
-    return sum(check.fits for check in checks.values())
+    return sum(_checked(checks, point, device).fits for point in _valid_points(family, pinned))
 
 
 @cache
@@ -256,6 +253,17 @@ def _resource_checks(
     """``static_check`` of ``family``'s valid configs on ``device`` by position, filled as
     Spaces ask (a config's check does not depend on the shape)."""
     return {}
+
+
+def _checked(
+    checks: dict[int, ResourceCheck], point: _ValidPoint, device: DeviceLimits
+) -> ResourceCheck:
+    """``point``'s check on ``device``, from ``checks`` (``_resource_checks``) or made now and
+    kept there."""
+    check = checks.get(point.position)
+    if check is None:
+        check = checks[point.position] = static_check(point.config, device)
+    return check
 
 
 class Space:
@@ -291,9 +299,7 @@ class Space:
             reason = self._waste(point, limits)
             if reason is None:
                 counts.useful += 1
-                check = checks.get(point.position)
-                if check is None:
-                    check = checks[point.position] = static_check(point.config, self.device)
+                check = _checked(checks, point, self.device)
                 if check.fits:
                     kept.append(check)
                     continue

@@ -49,6 +49,7 @@ from tuner.run.request import TuneRequest
 from tuner.run.runner import ProgressReport, check_families_compute, families_for, loosest_of
 from tuner.run.tune import tune
 from tuner.search.evaluator import Evaluator
+from tuner.search.finalists import DEFAULT_CALL
 from tuner.search.sql_recorder import SqlRecorder
 from tuner.search.study import study_name
 
@@ -64,7 +65,6 @@ TIMING = (
 # What a row's ``ratio`` compares with (``method.baseline`` of the file; files without it
 # compared with the default cuBLAS call).
 BASELINE = "best vendor launch"
-DEFAULT_CALL = "cublas"  # the default cuBLAS call, as the baseline's launches name it
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ def vendor_configs(shape: Shape, ranks: int = BASELINE_RANKS) -> list[Config]:
     zero-padded operands ("pad, then cuBLAS", copies timed). The default call on the operands as
     given is the comparison's own (``cublas_ms``); ``ranks`` 0 times no other launch."""
     configs = [CUBLASLT.config({"RANK": rank}) for rank in range(ranks)]
-    if configs and padding_refusal(shape, c_rows=True) is None:
+    if configs and padding_refusal(shape, c_rows=CUBLASLT.pads_c_rows) is None:
         pad = pad_multiple(shape.dtype)
         configs += [config.padded(pad) for config in configs]
         configs.append(CUBLAS.config({}).padded(pad))

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from tuner.core.shape import Shape
 from tuner.kernels.resources import DeviceLimits
-from tuner.kernels.space import check_every_valid, enumerate_rules
+from tuner.kernels.space import check_every_valid
+from tuner.run.request import TuneRequest
 from tuner.run.runner import families_for
+from tuner.run.tune import enumerate_request
 
 # One shape of each common kind of problem: what is walked depends only on its kind.
 COMMON_SHAPES: tuple[Shape, ...] = (
@@ -33,9 +35,7 @@ COMMON_SHAPES: tuple[Shape, ...] = (
 
 def warm_rules() -> int:
     """Walk the rule step of the default families of every common shape; the configs kept."""
-    return sum(
-        enumerate_rules(family, shape) for shape in COMMON_SHAPES for family in families_for(shape)
-    )
+    return enumerate_request(TuneRequest(COMMON_SHAPES))
 
 
 def warm_spaces(device: DeviceLimits) -> int:

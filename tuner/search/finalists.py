@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from tuner.core.config import Config
 from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
+from tuner.kernels.families import CUBLAS
 
 if TYPE_CHECKING:
     from tuner.search.evaluator import Evaluator
@@ -41,7 +42,7 @@ FINAL_BUDGET_MS: float | None = 30.0
 # screenings taken apart. On the H200 a study without this rule stored a tma_ws config whose own
 # final rounds put it at 0.998x the call (4096^3 FP16 NN,
 # benchmarks/results/h200-half-bench-suite-fp16-nn-2026-11-28.json).
-DEFAULT_CALL = "cublas"
+DEFAULT_CALL = CUBLAS.config({}).name
 
 
 def settled(comparison: Comparison, tolerance: float = FINAL_SETTLED) -> bool:
