@@ -240,7 +240,9 @@ def fleet_run(
                 worker.process.wait()
             engine.dispose()
         result = stored(url)
-        result["timelines"] = read_timelines(url)
+        # One study's candidates, each with its claim, compile and result (a batch's would be
+        # hundreds of rows: its timelines keep the spans).
+        result["timelines"] = read_timelines(url, rows=len(shapes) == 1)
         evaluated = sum(s["evaluated"] for s in result["studies"].values())
         result.update(
             gpus=gpus,

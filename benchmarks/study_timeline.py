@@ -7,7 +7,10 @@ entry's end. Used by ``fleet_scaling.py`` to show where a study shared by severa
 Every time comes from a row the run writes anyway: claims (``claimed_at``, with the worker's
 name), measurements (``created_at``, with their phase), queue entries. A screening result is
 put to the worker that claimed its config. The timeline also says how often the workers'
-compiler processes had crashed (``compile_crashes`` in the measurements' provenance).
+compiler processes had crashed (``compile_crashes`` in the measurements' provenance). With
+``rows``, it lists every screened candidate: its worker, claim and result seconds, and what its
+provenance says of its compile (``compile_s``, from submission to the end of the compile) and of
+the waits for it (``compile_wait_s``) and for its measurement (``measure_s``).
 """
 
 from __future__ import annotations
@@ -36,8 +39,12 @@ def _gaps(times: list[float]) -> float | None:
     return round(statistics.median(gaps), 3) if gaps else None
 
 
-def study_timelines(session: Session) -> dict[str, dict[str, Any]]:
-    """Per study name (of a queue entry done): its timeline, seconds from the entry's enqueue."""
+ROW_KEYS = ("compile_s", "compile_wait_s", "measure_s")
+
+
+def study_timelines(session: Session, rows: bool = False) -> dict[str, dict[str, Any]]:
+    """Per study name (of a queue entry done): its timeline, seconds from the entry's enqueue;
+    with ``rows``, each screened candidate's too (see the module), in the order of its claim."""
     entries = session.scalars(select(QueueEntry).where(QueueEntry.study.is_not(None))).all()
     timelines: dict[str, dict[str, Any]] = {}
     for entry in entries:
@@ -52,10 +59,11 @@ def study_timelines(session: Session) -> dict[str, dict[str, Any]]:
             .where(storage.Claim.study == entry.study)
         ).all()  # fmt: skip
         worker_of = {name: worker.rsplit(":", 1)[-1] for name, worker, _ in claims}
+        claimed_at = {name: since(at) for name, _, at in claims}
         claimed: dict[str, list[float]] = defaultdict(list)
         for _, worker, at in claims:
             claimed[worker.rsplit(":", 1)[-1]].append(since(at))
-        rows = session.execute(
+        measured = session.execute(
             select(
                 storage.Measurement.config_name,
                 storage.Measurement.phase,
@@ -65,12 +73,25 @@ def study_timelines(session: Session) -> dict[str, dict[str, Any]]:
         ).all()
         screened: dict[str, list[float]] = defaultdict(list)
         finals: list[float] = []
-        crashes = max((int((p or {}).get("compile_crashes", 0)) for *_, p in rows), default=0)
-        for name, phase, at, _ in rows:
+        crashes = max((int((p or {}).get("compile_crashes", 0)) for *_, p in measured), default=0)
+        candidates: list[dict[str, Any]] = []
+        for name, phase, at, provenance in measured:
             if phase == "final":
                 finals.append(since(at))
-            else:
-                screened[worker_of.get(name, "?")].append(since(at))
+                continue
+            screened[worker_of.get(name, "?")].append(since(at))
+            if rows:
+                claim = claimed_at.get(name)
+                candidates.append(
+                    {
+                        "config": name,
+                        "worker": worker_of.get(name, "?"),
+                        "claim_s": None if claim is None else round(claim, 3),
+                        "result_s": round(since(at), 3),
+                        **{k: (provenance or {}).get(k) for k in ROW_KEYS},
+                    }
+                )
+        candidates.sort(key=lambda row: (row["claim_s"] is None, row["claim_s"] or 0.0))
         workers = {
             worker: {
                 "candidates": len(claimed[worker]),
@@ -88,15 +109,16 @@ def study_timelines(session: Session) -> dict[str, dict[str, Any]]:
             # How often a worker's compiler processes had crashed by its last result here (each
             # crash stalls that worker's compiles while the configs in flight compile again).
             "compile_crashes": crashes,
+            **({"candidates": candidates} if rows else {}),
         }
     return timelines
 
 
-def read_timelines(url: str) -> dict[str, dict[str, Any]]:
+def read_timelines(url: str, rows: bool = False) -> dict[str, dict[str, Any]]:
     """:func:`study_timelines` of the database at ``url``."""
     engine = storage.make_engine(url)
     try:
         with storage.make_session_factory(engine)() as session:
-            return study_timelines(session)
+            return study_timelines(session, rows)
     finally:
         engine.dispose()

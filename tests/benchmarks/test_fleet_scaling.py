@@ -51,6 +51,15 @@ def _check_timelines(run: dict[str, Any]) -> None:
         assert last_result <= timeline["finals"]["first_s"] <= timeline["finals"]["last_s"]
         assert timeline["finals"]["last_s"] <= timeline["finished_s"]
         assert timeline["compile_crashes"] == 0  # replay workers compile nothing
+        rows = timeline.get("candidates")
+        if len(run["studies"]) == 1:  # one study: each candidate's row, claimed before measured
+            assert rows is not None and len(rows) == sum(counts.values())
+            assert {r["worker"] for r in rows} == set(counts)
+            assert all(r["claim_s"] <= r["result_s"] <= timeline["finished_s"] for r in rows)
+            assert [r["claim_s"] for r in rows] == sorted(r["claim_s"] for r in rows)
+            assert all(r["compile_s"] is None for r in rows)  # replay workers compile nothing
+        else:
+            assert rows is None
 
 
 def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> None:

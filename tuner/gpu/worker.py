@@ -248,6 +248,9 @@ class GpuEvaluator:
         compiled = self.compile(config)
         # Where a candidate's time goes: waiting for its compile, then for its measurement.
         prov["compile_wait_s"] = round(time.perf_counter() - waited, 4)
+        took = self.pool.took(config)
+        if took is not None:  # its compile's own seconds, from submission (queueing included)
+            prov["compile_s"] = round(took, 4)
         if self.pool.crashes:  # the compiler processes died this often (each a stall): shown
             prov["compile_crashes"] = self.pool.crashes
         if isinstance(compiled, CompileError):

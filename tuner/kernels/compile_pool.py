@@ -16,9 +16,11 @@ thread-safe, and a config two of them submit is compiled once.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -85,7 +87,11 @@ class CompilePool:
         self.in_processes = compiler.in_process if in_processes is None else in_processes
         self._pool: Executor | None = None
         self._pending: dict[str, tuple[Config, Future[Outcome]]] = {}
-        self._lock = threading.RLock()  # guards _pool, _pending and crashes
+        # Seconds from a config's submission to its compile's end (waiting for a free process
+        # included), kept until read (:meth:`took`): where a study's candidates wait.
+        self._submitted: dict[str, float] = {}
+        self._took: dict[str, float] = {}
+        self._lock = threading.RLock()  # guards _pool, _pending, crashes and the times
         self.crashes = 0
         self._blas_limit: threadpool_limits | None = None
 
@@ -106,6 +112,13 @@ class CompilePool:
             if config.name not in self._pending:
                 future = self._executor().submit(compile_config, self.compiler, config)
                 self._pending[config.name] = (config, future)
+                self._submitted[config.name] = start = time.perf_counter()
+                future.add_done_callback(functools.partial(self._done, config.name, start))
+
+    def _done(self, name: str, start: float, _: Future[Outcome]) -> None:
+        with self._lock:
+            if self._submitted.get(name) == start:  # not resubmitted since
+                self._took[name] = time.perf_counter() - start
 
     def warm(self) -> None:
         """Start every worker now (each imports its compiler once), so the first candidates
@@ -145,6 +158,13 @@ class CompilePool:
         with self._lock:
             self._pending.pop(config.name, None)
         return outcome
+
+    def took(self, config: Config) -> float | None:
+        """Seconds from ``config``'s submission to the end of its compile (None: not compiled
+        by this pool since it was last submitted); read once, after :meth:`result`."""
+        with self._lock:
+            self._submitted.pop(config.name, None)
+            return self._took.pop(config.name, None)
 
     def _future(self, config: Config) -> Future[Outcome]:
         with self._lock:
@@ -196,6 +216,8 @@ class CompilePool:
             self._shutdown(self._pool)
             self._pool = None
             self._pending.clear()
+            self._submitted.clear()
+            self._took.clear()
             if self._blas_limit is not None:  # the cores are free again
                 self._blas_limit.restore_original_limits()
                 self._blas_limit = None

@@ -180,3 +180,33 @@ def test_studies_in_threads_share_one_pool() -> None:
         assert pool.pending() == 0
     finally:
         pool.close()
+
+
+class SlowCompiler(CrashingCompiler):
+    """Takes ``DELAY_S`` a compile, in threads."""
+
+    DELAY_S = 0.05
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        time.sleep(self.DELAY_S)
+        return super().compile(source)
+
+
+def test_a_compile_says_how_long_it_took_from_its_submission_once() -> None:
+    pool = CompilePool(SlowCompiler(), workers=1, in_processes=False)
+    try:
+        first, second = CONFIGS[0], CONFIGS[1]
+        pool.submit(first)
+        pool.submit(second)  # waits for the one worker: its time includes the first's compile
+        assert isinstance(pool.result(second), CompiledKernel)
+        assert isinstance(pool.result(first), CompiledKernel)
+        took_first, took_second = pool.took(first), pool.took(second)
+        assert took_first is not None and took_second is not None
+        assert took_first >= SlowCompiler.DELAY_S
+        assert took_second >= took_first + SlowCompiler.DELAY_S * 0.9
+        assert pool.took(first) is None  # read once
+        assert isinstance(pool.result(CONFIGS[3]), CompiledKernel)  # compiled on demand
+        assert pool.took(CONFIGS[3]) is not None
+        assert pool.took(CONFIGS[4]) is None  # never submitted
+    finally:
+        pool.close()
