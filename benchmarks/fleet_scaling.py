@@ -13,8 +13,8 @@ worker --wait`` process per GPU, the command a user runs on each GPU of a tuning
 fresh SQLite database (or, with ``--postgres``, a fresh database made on that server for the
 run and dropped after it; ``--postgres pgserver`` starts a PostgreSQL server of its own with the
 ``pgserver`` package, for a machine that has none: on the lent GPUs, carry its wheel and those of
-``fasteners``, ``platformdirs`` and ``psutil``) and an empty kernel cache shared by that run's
-workers (as on one host).
+``fasteners``, ``platformdirs`` and ``psutil``) and empty kernel caches shared by that run's
+workers (as on one host): the service's, and NVRTC's own.
 Once every worker says it is ready (its device started and its rates stored: the probe runs
 there, on the empty cache), the workload is enqueued, and the clock runs from the enqueue to the
 moment the last of its shapes is done. A standing fleet is what the queue is for (``gemmtune
@@ -179,6 +179,9 @@ def fleet_run(
     :func:`fresh_database`."""
     with fresh_database(label, folder, postgres) as url:
         os.environ["GEMMTUNE_CACHE_DIR"] = str(folder / f"{label}-kernels")
+        # NVRTC's own cache too (12.9 and newer keep compiles in the driver's ComputeCache): a
+        # run after another would otherwise find the configs they share compiled in milliseconds.
+        os.environ["CUDA_CACHE_PATH"] = str(folder / f"{label}-nvrtc")
         request = TuneRequest(tuple(shapes), trials=trials, evaluator=evaluator, database_url=url)
         problems = problems_of(request)  # refused here, before any worker starts
         engine = storage.open_engine(url, optuna_tables=True)

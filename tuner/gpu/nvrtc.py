@@ -14,6 +14,7 @@ from typing import Any
 from tuner.core.errors import InputError
 from tuner.kernels.compile import (
     LANGUAGE_STANDARD,
+    QUIET_WARNINGS,
     CachingCompiler,
     CompiledKernel,
     CompileError,
@@ -25,7 +26,7 @@ from tuner.kernels.compile import (
 )
 from tuner.kernels.render import KernelSource
 
-NVRTC_OPTIONS = (LANGUAGE_STANDARD, "--ptxas-options=-v")
+NVRTC_OPTIONS = (LANGUAGE_STANDARD, "--ptxas-options=-v", QUIET_WARNINGS)
 
 
 class NvrtcCompiler(CachingCompiler):
