@@ -14,7 +14,6 @@ from typing import Any
 from tuner.core.errors import InputError
 from tuner.kernels.compile import (
     LANGUAGE_STANDARD,
-    QUIET_WARNINGS,
     CachingCompiler,
     CompiledKernel,
     CompileError,
@@ -26,7 +25,7 @@ from tuner.kernels.compile import (
 )
 from tuner.kernels.render import KernelSource
 
-NVRTC_OPTIONS = (LANGUAGE_STANDARD, "--ptxas-options=-v", QUIET_WARNINGS)
+NVRTC_OPTIONS = (LANGUAGE_STANDARD, "--ptxas-options=-v")
 
 
 class NvrtcCompiler(CachingCompiler):

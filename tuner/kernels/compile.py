@@ -29,14 +29,8 @@ from tuner.kernels.resources import DeviceLimits, Occupancy, occupancy
 
 # The C++ dialect of the templates, for either compiler (and in a launch recipe).
 LANGUAGE_STANDARD = "-std=c++17"
-# Warning 177 ("declared but never referenced") is the templates' shared helpers that a family
-# does not call. Left on, it fills the log, and NVRTC's log then lacked ptxas's resource report
-# for some kernels (the H200, 2026-11-28: every `dmma` config tried), whose resources were then
-# read by loading the cubin: a CUDA context in each compile process, made by 30 processes at once
-# in the first seconds of a two-GPU study (5-7 s for a 1 s compile).
-QUIET_WARNINGS = "-diag-suppress=177"
 # -O3 is the default; IEEE semantics stay (no fast math: results must match cuBLAS in FP32).
-NVCC_OPTIONS = ("-O3", LANGUAGE_STANDARD, "-Xptxas=-v", QUIET_WARNINGS)
+NVCC_OPTIONS = ("-O3", LANGUAGE_STANDARD, "-Xptxas=-v", "-diag-suppress=177")
 
 
 def compile_target(arch: str, arch_specific: bool) -> str:

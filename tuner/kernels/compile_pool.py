@@ -46,6 +46,19 @@ def _load_compiler(compiler: Compiler) -> str:
     return compiler.version  # NVRTC's version: loads the library in the worker
 
 
+def compile_process_setup() -> None:
+    """Run first in each compiler process, before NVRTC loads: NVRTC's own cache off.
+
+    NVRTC 12.9 and newer keeps compiles in the driver's cache (``~/.nv/ComputeCache``) and
+    answers a source it compiled before in milliseconds, with no ptxas report in its log. The
+    resources of such a kernel were then read by loading it (``tuner.gpu.nvrtc.NvrtcCompiler``),
+    which makes a CUDA context in the compile process: on two H200 (2026-11-28), 30 processes
+    doing so at once made each one's first compile take 7 s. The project's kernel cache
+    (``tuner.kernels.compile``) keeps every cubin with its report, so that cache is not lost.
+    """
+    os.environ["CUDA_CACHE_DISABLE"] = "1"
+
+
 def one_blas_thread() -> threadpool_limits:
     """Limit this process's BLAS to one thread (the returned object keeps the limit).
 
@@ -103,7 +116,11 @@ class CompilePool:
 
     def _new_executor(self, workers: int) -> Executor:
         if self.in_processes:
-            return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+            return ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=mp.get_context("spawn"),
+                initializer=compile_process_setup,
+            )
         return ThreadPoolExecutor(max_workers=workers)
 
     def submit(self, config: Config) -> None:

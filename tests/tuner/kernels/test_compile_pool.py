@@ -9,6 +9,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from tuner.kernels.compile import CompiledKernel, CompileError, ResourceUsage
@@ -208,5 +209,25 @@ def test_a_compile_says_how_long_it_took_from_its_submission_once() -> None:
         assert isinstance(pool.result(CONFIGS[3]), CompiledKernel)  # compiled on demand
         assert pool.took(CONFIGS[3]) is not None
         assert pool.took(CONFIGS[4]) is None  # never submitted
+    finally:
+        pool.close()
+
+
+class EnvironmentCompiler(CrashingCompiler):
+    """Says, in its compiler field, the process's CUDA_CACHE_DISABLE."""
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        usage = ResourceUsage(64, 0, 0, 0, 0)
+        seen = os.environ.get("CUDA_CACHE_DISABLE", "unset")
+        return CompiledKernel(source, self.arch, seen, Path("/nonexistent"), usage, False)
+
+
+def test_the_compiler_processes_turn_nvrtcs_own_cache_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_CACHE_DISABLE", raising=False)
+    pool = CompilePool(EnvironmentCompiler(), workers=2, in_processes=True)
+    try:
+        outcome = pool.result(CONFIGS[0])
+        assert isinstance(outcome, CompiledKernel) and outcome.compiler == "1"
+        assert "CUDA_CACHE_DISABLE" not in os.environ  # this process's own is left alone
     finally:
         pool.close()
