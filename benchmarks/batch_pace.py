@@ -6,8 +6,9 @@ SQLite database and an empty kernel cache, then the stored best of every shape r
     python benchmarks/batch_pace.py --shapes benchmarks/heldout.csv [--limit 8] [--trials 40]
         [--caches DIR] --label after --out pace.json
 
-``--caches DIR`` keeps the kernel cache (and the kept probe) and CuPy's cache in DIR, as a host
-keeps them between commands: a first run on other shapes fills them, and a second run times a
+``--caches DIR`` keeps the kernel cache (and the kept probe), CuPy's cache and NVRTC's own (the
+driver's compute cache, which CuPy's kernels use; the compile pool's processes turn it off) in
+DIR, as a host keeps them between commands: a first run on other shapes fills them, and a second run times a
 host that has tuned before (its kernels compiled for other shapes, its device probed).
 
 Each study is stamped (admitted, last candidate, done) in seconds since the start, so the file
@@ -192,9 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     warm = {
         "kernels": any((caches / "cache").glob("*")),
         "cupy": any((caches / "cupy").glob("*")),
+        "nvrtc": any((caches / "nvrtc").glob("*")),
     }
     os.environ["GEMMTUNE_CACHE_DIR"] = str(caches / "cache")
     os.environ["CUPY_CACHE_DIR"] = str(caches / "cupy")
+    os.environ["CUDA_CACHE_PATH"] = str(caches / "nvrtc")  # not the machine's, filled by others
     env = dict(os.environ)
     batch = run_batch(shapes, args.trials, url, BEGUN, args.evaluator)
     bests = stored_bests(url, env)
