@@ -8,8 +8,9 @@ SQLite database and an empty kernel cache, then the stored best of every shape r
 
 ``--caches DIR`` keeps the kernel cache (and the kept probe), CuPy's cache and NVRTC's own (the
 driver's compute cache, which CuPy's kernels use; the compile pool's processes turn it off) in
-DIR, as a host keeps them between commands: a first run on other shapes fills them, and a second run times a
-host that has tuned before (its kernels compiled for other shapes, its device probed).
+DIR, as a host keeps them between commands: a first run on other shapes fills them, and a second
+run times a host that has tuned before (its kernels compiled for other shapes, its device
+probed).
 
 Each study is stamped (admitted, last candidate, done) in seconds since the start, so the file
 shows where each shape's time went: preparing, searching, re-measuring its finalists. It runs

@@ -127,9 +127,10 @@ class CompilePool:
         """Start compiling ``config`` (nothing if it is already pending)."""
         with self._lock:
             if config.name not in self._pending:
+                start = time.perf_counter()  # before the submit: a thread may start at once
                 future = self._executor().submit(compile_config, self.compiler, config)
                 self._pending[config.name] = (config, future)
-                self._submitted[config.name] = start = time.perf_counter()
+                self._submitted[config.name] = start
                 future.add_done_callback(functools.partial(self._done, config.name, start))
 
     def _done(self, name: str, start: float, _: Future[Outcome]) -> None:
