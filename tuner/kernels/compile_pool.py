@@ -32,6 +32,7 @@ from tuner.kernels.compile import CompiledKernel, CompileError, Compiler
 from tuner.kernels.render import render
 
 Outcome = CompiledKernel | CompileError
+KEPT_TIMES = 4096  # compile times kept for :meth:`CompilePool.took`
 
 
 def compile_config(compiler: Compiler, config: Config) -> Outcome:
@@ -52,8 +53,9 @@ def compile_process_setup() -> None:
     NVRTC 12.9 and newer keeps compiles in the driver's cache (``~/.nv/ComputeCache``) and
     answers a source it compiled before in milliseconds, with no ptxas report in its log. The
     resources of such a kernel were then read by loading it (``tuner.gpu.nvrtc.NvrtcCompiler``),
-    which makes a CUDA context in the compile process: on two H200 (2026-11-28), 30 processes
-    doing so at once made each one's first compile take 7 s. The project's kernel cache
+    which makes a CUDA context in the compile process: on two H200 (2026-11-28), with up to 30
+    compile processes doing so at a study's start, its first compiles took up to 7 s
+    (``benchmarks/results/h200x2-study-rows-2026-11-28b.json``). The project's kernel cache
     (``tuner.kernels.compile``) keeps every cubin with its report, so that cache is not lost.
     """
     os.environ["CUDA_CACHE_DISABLE"] = "1"
@@ -101,7 +103,8 @@ class CompilePool:
         self._pool: Executor | None = None
         self._pending: dict[str, tuple[Config, Future[Outcome]]] = {}
         # Seconds from a config's submission to its compile's end (waiting for a free process
-        # included), kept until read (:meth:`took`): where a study's candidates wait.
+        # included), kept until read (:meth:`took`), the latest KEPT_TIMES of them (a config
+        # compiled and never measured is not read): where a study's candidates wait.
         self._submitted: dict[str, float] = {}
         self._took: dict[str, float] = {}
         self._lock = threading.RLock()  # guards _pool, _pending, crashes and the times
@@ -136,7 +139,10 @@ class CompilePool:
     def _done(self, name: str, start: float, _: Future[Outcome]) -> None:
         with self._lock:
             if self._submitted.get(name) == start:  # not resubmitted since
+                del self._submitted[name]
                 self._took[name] = time.perf_counter() - start
+                while len(self._took) > KEPT_TIMES:
+                    del self._took[next(iter(self._took))]  # the oldest
 
     def warm(self) -> None:
         """Start every worker now (each imports its compiler once), so the first candidates
@@ -181,7 +187,6 @@ class CompilePool:
         """Seconds from ``config``'s submission to the end of its compile (None: not compiled
         by this pool since it was last submitted); read once, after :meth:`result`."""
         with self._lock:
-            self._submitted.pop(config.name, None)
             return self._took.pop(config.name, None)
 
     def _future(self, config: Config) -> Future[Outcome]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from tuner.kernels import compile_pool
 from tuner.kernels.compile import CompiledKernel, CompileError, ResourceUsage
 from tuner.kernels.compile_pool import CompilePool, Outcome
 from tuner.kernels.families import parse_config
@@ -237,5 +238,19 @@ def test_the_compiler_processes_turn_nvrtcs_own_cache_off(monkeypatch: pytest.Mo
         outcome = pool.result(CONFIGS[0])
         assert isinstance(outcome, CompiledKernel) and outcome.compiler == "1"
         assert "CUDA_CACHE_DISABLE" not in os.environ  # this process's own is left alone
+    finally:
+        pool.close()
+
+
+def test_only_the_latest_compile_times_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compile_pool, "KEPT_TIMES", 2)
+    pool = CompilePool(SlowCompiler(), workers=1, in_processes=False)
+    try:
+        first, second, third = [c for c in CONFIGS if c != CRASHER][:3]
+        for config in (first, second, third):  # compiled one after another, never read
+            pool.submit(config)
+            pool.result(config)
+        assert pool.took(first) is None  # the oldest, dropped
+        assert pool.took(second) is not None and pool.took(third) is not None
     finally:
         pool.close()
