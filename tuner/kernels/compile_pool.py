@@ -105,7 +105,6 @@ class CompilePool:
         # Seconds from a config's submission to its compile's end (waiting for a free process
         # included), kept until read (:meth:`took`), the latest KEPT_TIMES of them (a config
         # compiled and never measured is not read): where a study's candidates wait.
-        self._submitted: dict[str, float] = {}
         self._took: dict[str, float] = {}
         self._lock = threading.RLock()  # guards _pool, _pending, crashes and the times
         self.crashes = 0
@@ -133,16 +132,15 @@ class CompilePool:
                 start = time.perf_counter()  # before the submit: a thread may start at once
                 future = self._executor().submit(compile_config, self.compiler, config)
                 self._pending[config.name] = (config, future)
-                self._submitted[config.name] = start
                 future.add_done_callback(functools.partial(self._done, config.name, start))
 
     def _done(self, name: str, start: float, _: Future[Outcome]) -> None:
+        # A config is submitted again only once its answer was taken, so its earlier future
+        # is done by then: the time set here is always its latest submission's.
         with self._lock:
-            if self._submitted.get(name) == start:  # not resubmitted since
-                del self._submitted[name]
-                self._took[name] = time.perf_counter() - start
-                while len(self._took) > KEPT_TIMES:
-                    del self._took[next(iter(self._took))]  # the oldest
+            self._took[name] = time.perf_counter() - start
+            while len(self._took) > KEPT_TIMES:
+                del self._took[next(iter(self._took))]  # the oldest
 
     def warm(self) -> None:
         """Start every worker now (each imports its compiler once), so the first candidates
@@ -239,7 +237,6 @@ class CompilePool:
             self._shutdown(self._pool)
             self._pool = None
             self._pending.clear()
-            self._submitted.clear()
             self._took.clear()
             if self._blas_limit is not None:  # the cores are free again
                 self._blas_limit.restore_original_limits()
