@@ -38,6 +38,7 @@ from typing import Any
 from tuner.core.config import Config
 from tuner.core.shape import Shape, parse_shape
 from tuner.kernels.compile import CompileError, parse_ptxas_report
+from tuner.kernels.compile_pool import compile_process_setup
 from tuner.kernels.families import FAMILIES
 from tuner.kernels.render import render
 from tuner.kernels.resources import table_device
@@ -114,7 +115,10 @@ def run_pools(
 ) -> tuple[list[list[dict[str, Any]]], float]:
     """Compile each sample in its own pool of ``workers`` processes, all pools at once."""
     pools = [
-        ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) for _ in samples
+        # Set up as the compile pool sets up its own (NVRTC's own cache off): compiles a machine
+        # ran before are compiled again, not answered from that cache.
+        ProcessPoolExecutor(workers, get_context("spawn"), compile_process_setup)
+        for _ in samples
     ]
     try:
         for pool in pools:  # started and NVRTC loaded before the clock runs
