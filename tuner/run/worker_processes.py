@@ -24,6 +24,7 @@ import storage
 from storage import tune_queue
 from storage.tune_queue import BatchProgress, Problem
 from tuner.core.errors import InputError
+from tuner.run.claim_order import ragged_first
 from tuner.run.queue_worker import WorkerSettings
 from tuner.run.request import TuneRequest
 from tuner.run.runner import check_families_compute, families_for
@@ -124,7 +125,8 @@ def _relay_lines(worker: WorkerProcess, stream: object, is_err: bool, relay: Rel
 
 
 def problems_of(request: TuneRequest) -> list[Problem]:
-    """The request's shapes as queue problems, refused here (before anything is queued) where no
+    """The request's shapes as queue problems in the order to queue them (shapes with ragged
+    rows first, ``tuner.run.claim_order``), refused here (before anything is queued) where no
     family it searches computes them, or a replay has no measurements of them."""
     if request.evaluator == "replay":
         from tuner.search.replay import ReplayEvaluator
@@ -134,10 +136,12 @@ def problems_of(request: TuneRequest) -> list[Problem]:
             replay.check_covers(shape, request.families)
     for shape in request.shapes:
         check_families_compute(shape, request.families or families_for(shape, request.accuracy))
-    return [
-        Problem(shape, request.accuracy, "", request.families, request.trials)
-        for shape in request.shapes
-    ]
+    return ragged_first(
+        [
+            Problem(shape, request.accuracy, "", request.families, request.trials)
+            for shape in request.shapes
+        ]
+    )
 
 
 @dataclass(frozen=True)
