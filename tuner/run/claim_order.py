@@ -10,9 +10,10 @@ A shape with ragged rows (a stored row of A, B or C that is not a whole number o
 vectors) re-measures its fastest finalists in the other operand mode too
 (``tuner.search.screening_mode.other_mode``), so it has about twice as many finalists. On four
 H200 (2026-11-28, ``benchmarks/results/h200x4-fleet-pg-2026-11-28.json``), the batch of
-16 held-out FP32 shapes had its 6 ragged shapes last, in the order of the file. Their finalists
-took 2.1–3.1 s (9–11 rows) on one GPU, and the aligned shapes' took 0.9–1.7 s (4–6 rows). The
-last ragged one ended the batch 2.2 s after the next-to-last worker had finished.
+16 held-out FP32 shapes had its 6 ragged shapes last, in the order of the file. Their
+finalists took 2.1 to 3.1 s (9 to 11 rows) on one GPU, and the aligned shapes' 0.9 to 1.7 s
+(4 to 6 rows). The last ragged one ended the batch 2.2 s after the next-to-last worker had
+finished.
 
 The order is stable: among ragged shapes, and among the rest, the caller's order stays. Nothing
 else is reordered, so a queue fed one shape at a time (tune on miss) stays first come, first

@@ -30,6 +30,12 @@ from tuner.run.request import TuneRequest
 from tuner.run.runner import check_families_compute, families_for
 
 WATCH_S = 0.5  # how often the batch's progress is read
+# More workers than this on one SQLite file wait for each other's writes: on four H200 the
+# workers' database seconds doubled, and the batch took 39.3 s there against 34.5 s on
+# PostgreSQL in the same lease (benchmarks/results/h200x4-fleet-2026-11-28d.json,
+# h200x4-fleet-pg-2026-11-28.json). Two workers on SQLite scaled 1.94x
+# (h200x2-fleet-batch-2026-11-28c.json).
+SQLITE_WORKERS = 2
 
 
 def settings_of(request: TuneRequest, batch: str | None = None) -> WorkerSettings:
@@ -122,6 +128,20 @@ def _relay_lines(worker: WorkerProcess, stream: object, is_err: bool, relay: Rel
             worker.last_error = line
         if relay is not None:
             relay(worker.label, line, is_err)
+
+
+def database_note(database_url: str | None, workers: int) -> str | None:
+    """A line for the user where ``workers`` processes would share one SQLite file (``None``:
+    the default database, $GEMMTUNE_DATABASE_URL or SQLite) and more than
+    :data:`SQLITE_WORKERS` of them would wait for each other's writes; None otherwise."""
+    url = storage.database_url(database_url)
+    if workers <= SQLITE_WORKERS or not url.startswith("sqlite"):
+        return None
+    return (
+        f"note: {workers} workers will write to one SQLite file and wait for each other's "
+        f"writes; for more than {SQLITE_WORKERS}, give them PostgreSQL "
+        "(--db postgresql+psycopg://USER@HOST/DB; docs/tuning.md, 'Queue and workers')"
+    )
 
 
 def problems_of(request: TuneRequest) -> list[Problem]:

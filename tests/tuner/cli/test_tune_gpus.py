@@ -64,6 +64,10 @@ def test_one_study_on_three_replay_workers(
     assert len(rows) == 12 == len({r.config_name for r in rows})
     assert counts(url) == (12, 12)  # every claim measured and stored
     assert "12 evaluated" in flat(out)
+    # Three workers on one SQLite file are told of PostgreSQL before they start; never on it.
+    assert ("note: 3 workers will write to one SQLite file" in flat(err)) is url.startswith(
+        "sqlite"
+    )
 
 
 def test_a_batch_spread_over_two_replay_workers(
