@@ -51,6 +51,7 @@ from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import get_family
 from tuner.kernels.space import Space
 from tuner.model.rates import DeviceRates
+from tuner.search.compile_order import quickest_compiles_first
 from tuner.search.evaluator import Evaluator, Ticket
 from tuner.search.finalists import (
     DEFAULT_CALL,
@@ -378,6 +379,7 @@ class Study:
         try:
             while True:
                 with self.clock.part("propose"):
+                    batch = len(queue)  # this round's proposals are queue[batch:]
                     while (
                         not full
                         and not order.lagging  # propose knowing every result measured so far
@@ -385,7 +387,8 @@ class Study:
                         and progress.evaluated + len(queue) + len(running) < target
                         and (deadline is None or time.monotonic() < deadline)
                     ):
-                        proposal, trial = self._propose(done, taken, stale, order.untold)
+                        busy = order.untold | {c.name for c, _ in queue[batch:]}
+                        proposal, trial = self._propose(done, taken, stale, busy)
                         progress.invalid_proposals = self.invalid_proposals
                         if proposal is None or trial is None:
                             break  # each candidate evaluated, queued or claimed by another worker
@@ -401,8 +404,11 @@ class Study:
                             stale += 1
                             continue
                         stale = 0
-                        self.evaluator.prepare(config)
+                        self.evaluator.prepare(config)  # compiles start as proposals come
                         queue.append((config, trial))
+                    # Told to the sampler quickest compiles first (``tuner.search.compile_order``).
+                    queue[batch:] = quickest_compiles_first(queue[batch:])
+                    for config, trial in queue[batch:]:
                         order.propose(config, trial)
                 if full or progress.evaluated + len(queue) + len(running) >= target:
                     self._prepare_extras(done)  # nothing more to propose: the tail drains
