@@ -19,6 +19,16 @@ def relay_line(label: str, line: str, is_err: bool) -> None:
     (err if is_err else out).print(f"{label}: {line}", soft_wrap=True, markup=False)
 
 
+def print_database_note(database_url: str | None, workers: int) -> None:
+    """Before ``workers`` worker processes start: the note on their database, if it has one
+    (``tuner.run.worker_processes.database_note``)."""
+    from tuner.run.worker_processes import database_note
+
+    note = database_note(database_url, workers)
+    if note is not None:
+        err.print(note, soft_wrap=True)
+
+
 def print_batch_progress(progress: BatchProgress, seconds: float) -> None:
     minutes = max(seconds, 1e-9) / 60
     failed = f", {progress.failed} failed" if progress.failed else ""

@@ -20,7 +20,6 @@ from tuner.cli._common import (
     SamplerOpt,
     SeedOpt,
     WarmStartOpt,
-    err,
     out,
 )
 from tuner.cli._progress import StudyBar
@@ -132,12 +131,15 @@ def _run(request: TuneRequest, pace: bool) -> None:
 
     devices = choose_gpus(request.gpus, request.evaluator)
     if len(devices) > 1:  # a worker process per GPU, taking the shapes from the queue
-        from tuner.cli._queue_report import print_batch_progress, relay_line, report_queue_run
-        from tuner.run.worker_processes import database_note, tune_on_processes
+        from tuner.cli._queue_report import (
+            print_batch_progress,
+            print_database_note,
+            relay_line,
+            report_queue_run,
+        )
+        from tuner.run.worker_processes import tune_on_processes
 
-        note = database_note(request.database_url, len(devices))
-        if note is not None:
-            err.print(note, soft_wrap=True)
+        print_database_note(request.database_url, len(devices))
         report_queue_run(tune_on_processes(request, devices, relay_line, print_batch_progress))
         return
     from tuner.run.pace import Pace

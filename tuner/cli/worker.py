@@ -17,7 +17,7 @@ from tuner.cli._common import (
     err,
     out,
 )
-from tuner.cli._queue_report import relay_line
+from tuner.cli._queue_report import print_database_note, relay_line
 from tuner.run.request import DEFAULT_TRIALS, WARM_START, check_evaluator
 from tuner.search.sampler_names import DEFAULT_SAMPLER, check_sampler
 
@@ -144,12 +144,10 @@ def _run_here(settings: WorkerSettings, device_index: int) -> None:
 
 def _run_processes(settings: WorkerSettings, gpus: str) -> None:
     from tuner.gpu.selection import choose_gpus
-    from tuner.run.worker_processes import database_note, start_worker_processes
+    from tuner.run.worker_processes import start_worker_processes
 
     devices = choose_gpus(gpus, settings.evaluator)
-    note = database_note(settings.database_url, len(devices))
-    if note is not None:
-        err.print(note, soft_wrap=True)
+    print_database_note(settings.database_url, len(devices))
     workers = start_worker_processes(settings, devices, relay_line)
     for worker in workers:
         worker.process.wait()
