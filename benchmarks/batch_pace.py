@@ -84,13 +84,16 @@ def run_batch(
     )
     reports: list[Stamps] = []
     done: dict[str, float] = {}
+    parts: dict[str, dict[str, float]] = {}  # where each study's seconds went; compiles ahead
 
     def new_report() -> Stamps:
         reports.append(Stamps(begun))
         return reports[-1]
 
     def on_done(progress: Any) -> None:
-        done[progress.study.split("|")[1]] = time.perf_counter() - begun
+        label = progress.study.split("|")[1]
+        done[label] = time.perf_counter() - begun
+        parts[label] = {**progress.seconds, **{f"ahead_{k}": v for k, v in progress.ahead.items()}}
         print_outcome(progress)
 
     outcomes = tune(request, new_report=new_report, on_done=on_done)
@@ -102,6 +105,7 @@ def run_batch(
             "last_candidate_s": r.evaluated[-1] if r.evaluated else None,
             "done_s": done.get(r.label),
             "evaluated": len(r.evaluated),
+            "seconds": parts.get(r.label),
         }
         for r in reports
         if r.admitted is not None

@@ -33,6 +33,10 @@ from tuner.kernels.render import render
 
 Outcome = CompiledKernel | CompileError
 KEPT_TIMES = 4096  # compile times kept for :meth:`CompilePool.took`
+# Compiled kernels whose answer nobody took (a guess that was not proposed, a finalist's extra
+# that did not become one) kept at most: past this many the oldest are dropped. One asked for
+# later is compiled again on demand, from the disk cache.
+KEPT_UNTAKEN = 256
 
 
 def compile_config(compiler: Compiler, config: Config) -> Outcome:
@@ -133,6 +137,16 @@ class CompilePool:
                 future = self._executor().submit(compile_config, self.compiler, config)
                 self._pending[config.name] = (config, future)
                 future.add_done_callback(functools.partial(self._done, config.name, start))
+                self._drop_untaken()
+
+    def _drop_untaken(self) -> None:
+        """Past ``KEPT_UNTAKEN`` configs held, drop the oldest finished ones (a standing worker
+        would otherwise keep every kernel it compiled and never measured)."""
+        excess = len(self._pending) - KEPT_UNTAKEN
+        if excess > 0:
+            done = [name for name, (_, f) in self._pending.items() if f.done()][:excess]
+            for name in done:
+                del self._pending[name]
 
     def _done(self, name: str, start: float, _: Future[Outcome]) -> None:
         # A config is submitted again only once its answer was taken, so its earlier future

@@ -254,3 +254,24 @@ def test_only_the_latest_compile_times_are_kept(monkeypatch: pytest.MonkeyPatch)
         assert pool.took(second) is not None and pool.took(third) is not None
     finally:
         pool.close()
+
+
+def test_only_the_latest_untaken_kernels_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels compiled and never asked for (a guess not proposed) are dropped oldest first past
+    KEPT_UNTAKEN; one asked for after that is compiled again, and one still compiling is kept."""
+    monkeypatch.setattr(compile_pool, "KEPT_UNTAKEN", 2)
+    compiler = CountingCompiler()
+    pool = CompilePool(compiler, workers=1, in_processes=False)
+    try:
+        first, second, third = [c for c in CONFIGS if c != CRASHER][:3]
+        for config in (first, second):
+            pool.submit(config)
+            while not pool.ready(config):
+                time.sleep(0.001)
+        pool.submit(third)  # three held: the oldest finished one goes
+        assert pool.pending() == 2
+        assert isinstance(pool.result(second), CompiledKernel)
+        assert isinstance(pool.result(first), CompiledKernel)  # dropped: compiled again
+        assert compiler.counts[first.name] == 2 and compiler.counts[second.name] == 1
+    finally:
+        pool.close()
