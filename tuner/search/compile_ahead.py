@@ -55,7 +55,7 @@ class CompileAhead:
         self.started: dict[str, Config] = {}  # compiled ahead, by name
         self.proposed = 0  # of those, proposed later by this search
         self._guess: list[Config] = []
-        self._guessed_with: tuple[int, int] | None = None
+        self._guessed_with: tuple[int, int, int] | None = None
 
     def top_up(
         self,
@@ -63,23 +63,27 @@ class CompileAhead:
         waiting: Mapping[str, Result | None],
         queued: Sequence[Config],
         skip: Collection[str],
+        left: int,
     ) -> None:
         """Start compiling the likeliest next proposals on the processes that are idle.
         ``known``: how many results the study knows (its guess is made again only when that,
         or ``waiting``, changed); ``waiting``: results measured and not told; ``queued``: the
         study's proposals not started on the device yet; ``skip``: candidates it knows others
-        hold."""
-        if len(queued) > self.stragglers:
+        hold; ``left``: proposals the budget still allows, so no more are guessed (a 40-candidate
+        study's last round holds 8: a full round's guesses there compile kernels no proposal
+        can use)."""
+        if len(queued) > self.stragglers or left <= 0:
             return
-        if (known, len(waiting)) != self._guessed_with:
+        if (known, len(waiting), left) != self._guessed_with:
             measured = {
                 name: result.ms
                 for name, result in waiting.items()
                 if result is not None and result.status == "ok" and result.ms is not None
             }
             elsewhere = {*skip, *self.claimed_elsewhere()}
-            self._guess = self.sampler.likely_next(self.study, self.limit, measured, elsewhere)
-            self._guessed_with = (known, len(waiting))
+            count = min(self.limit, left)
+            self._guess = self.sampler.likely_next(self.study, count, measured, elsewhere)
+            self._guessed_with = (known, len(waiting), left)
         compiling = {c.name for c in queued if not self.evaluator.ready(c)}
         compiling |= {n for n, c in self.started.items() if not self.evaluator.ready(c)}
         room = self.limit - len(compiling)

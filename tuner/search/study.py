@@ -417,13 +417,11 @@ class Study:
                     queue[batch:] = quickest_compiles_first(queue[batch:])
                     for config, trial in queue[batch:]:
                         order.propose(config, trial)
-                    if (
-                        ahead is not None
-                        and order.lagging  # the sampler may not propose: guess, and compile
-                        and not full
-                        and progress.evaluated + len(queue) + len(running) < target
-                    ):
-                        ahead.top_up(len(done), order.waiting, [c for c, _ in queue], taken)
+                    if ahead is not None and order.lagging and not full:
+                        # The sampler may not propose: guess, and compile.
+                        left = target - progress.evaluated - len(queue) - len(running)
+                        queued = [c for c, _ in queue]
+                        ahead.top_up(len(done), order.waiting, queued, taken, left)
                 if full or progress.evaluated + len(queue) + len(running) >= target:
                     self._prepare_extras(done)  # nothing more to propose: the tail drains
                 # Keep the device busy: the next candidate is started before the last one's result

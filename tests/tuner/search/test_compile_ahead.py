@@ -10,6 +10,7 @@ from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.shape import Shape
 from tuner.kernels.resources import table_device
+from tuner.search.compile_ahead import CompileAhead
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.samplers import CandidateSampler
 from tuner.search.study import Study
@@ -109,3 +110,23 @@ def test_nothing_is_compiled_ahead_by_a_sampler_that_cannot_guess() -> None:
     assert progress.evaluated == 20
     assert progress.ahead == {}
     assert sorted(evaluator.rule.prepared) == sorted(recorder.claimed)
+
+
+def test_no_more_is_guessed_than_the_budget_leaves() -> None:
+    """With room for seven compiles but two proposals left in the budget, two are guessed and
+    compiled; with none left, none; with more queued than the stragglers, none yet."""
+    study = Study(SHAPE, FAMILIES, RuleEvaluator(table_device("sm_90")), MemoryRecorder(), seed=3)
+    study.run(trials=10)
+    sampler = study.sampler
+    assert isinstance(sampler, CandidateSampler)
+    evaluator = RuleEvaluator(table_device("sm_90"))
+    evaluator.parallelism = 8
+    ahead = CompileAhead(sampler, evaluator, study.optuna, set)
+    ahead.top_up(10, {}, [], (), left=0)
+    assert evaluator.prepared == []
+    queued = sampler.likely_next(study.optuna, 3, {})
+    ahead.top_up(10, {}, queued, (), left=2)  # three proposals still to measure: too early
+    assert evaluator.prepared == []
+    ahead.top_up(10, {}, queued[:1], (), left=2)
+    assert evaluator.prepared == [c.name for c in sampler.likely_next(study.optuna, 2, {})]
+    assert ahead.counts() == {"compiled": 2, "proposed": 0}
