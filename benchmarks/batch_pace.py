@@ -84,7 +84,7 @@ def run_batch(
     )
     reports: list[Stamps] = []
     done: dict[str, float] = {}
-    parts: dict[str, dict[str, float]] = {}  # where each study's seconds went; compiles ahead
+    parts: dict[str, dict[str, float]] = {}  # where each study's seconds went
 
     def new_report() -> Stamps:
         reports.append(Stamps(begun))
@@ -93,7 +93,7 @@ def run_batch(
     def on_done(progress: Any) -> None:
         label = progress.study.split("|")[1]
         done[label] = time.perf_counter() - begun
-        parts[label] = {**progress.seconds, **{f"ahead_{k}": v for k, v in progress.ahead.items()}}
+        parts[label] = dict(progress.seconds)
         print_outcome(progress)
 
     outcomes = tune(request, new_report=new_report, on_done=on_done)

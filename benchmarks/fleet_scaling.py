@@ -120,8 +120,6 @@ class HostCpu:
 
 
 SECONDS_PART = re.compile(r"(\w+) ([\d.]+)")  # of a worker's "seconds:" line (print_outcome)
-# A worker's "compiled ahead of the sampler" line (print_outcome), for the study just finished.
-AHEAD_LINE = re.compile(r"compiled ahead of the sampler: (\d+) kernels, (\d+) of them proposed")
 
 
 def threads_per_core() -> int | None:
@@ -202,10 +200,6 @@ def fleet_run(
                 if line.strip().startswith("seconds:"):  # a study this worker finished
                     parts = SECONDS_PART.findall(line)
                     seconds.setdefault(worker, []).append({k: float(v) for k, v in parts})
-                ahead = AHEAD_LINE.search(line)
-                if ahead and seconds.get(worker):  # printed after that study's seconds line
-                    seconds[worker][-1]["compiled_ahead"] = float(ahead.group(1))
-                    seconds[worker][-1]["ahead_proposed"] = float(ahead.group(2))
                 if is_err and line.strip():
                     errors.append(f"{worker}: {line}")
 

@@ -171,15 +171,6 @@ def seconds_line(seconds: dict[str, float]) -> str:
     return "seconds: " + ", ".join(steps)
 
 
-def ahead_line(ahead: dict[str, int]) -> str:
-    """How many kernels a study compiled ahead of its sampler, and how many of them it then
-    proposed (``Progress.ahead``)."""
-    return (
-        f"compiled ahead of the sampler: {ahead['compiled']} kernels, "
-        f"{ahead['proposed']} of them proposed"
-    )
-
-
 def print_outcome(p: Progress) -> None:
     statuses: dict[str, int] = {}
     for r in p.history:
@@ -192,8 +183,6 @@ def print_outcome(p: Progress) -> None:
         out.print(f"  {note}", soft_wrap=True)
     if p.seconds:
         out.print(f"  {seconds_line(p.seconds)}", soft_wrap=True)
-    if p.ahead.get("compiled"):
-        out.print(f"  {ahead_line(p.ahead)}", soft_wrap=True)
     if p.best and p.best.ms:
         ratio = f", {p.best.ratio:.2f}x cuBLAS" if p.best.ratio else ""
         how = (

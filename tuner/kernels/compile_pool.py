@@ -33,9 +33,9 @@ from tuner.kernels.render import render
 
 Outcome = CompiledKernel | CompileError
 KEPT_TIMES = 4096  # compile times kept for :meth:`CompilePool.took`
-# Compiled kernels whose answer nobody took (a guess that was not proposed, a finalist's extra
-# that did not become one) kept at most: past this many the oldest are dropped. One asked for
-# later is compiled again on demand, from the disk cache.
+# Compiled kernels whose answer nobody took (a first proposal guessed at a study's start that
+# was not proposed, a finalist's extra that did not become one) kept at most: past this many the
+# oldest are dropped. One asked for later is compiled again on demand, from the disk cache.
 KEPT_UNTAKEN = 256
 
 

@@ -12,10 +12,10 @@ Ordering each batch by expected compile time keeps what the rule protects. Every
 still made knowing every result measured so far. But results now arrive roughly in the order
 they are due, and the quick ones are told while the slow ones compile, so the sampler proposes
 the next candidates meanwhile. The compiles themselves start as the proposals come, so no
-compile waits for the batch to be sorted. On one H200, 12 held-out FP32 shapes at 40 candidates
-took 7.18 s a shape with this order against 8.36 without it (two runs each, alternated, in one
-lease), with the stored ratios as good
-(``benchmarks/results/h200-batch-pace-2026-11-28i-new1.json`` and its three siblings).
+compile waits for the batch to be sorted. How much time it saves is not established: the A/B
+that seemed to show 14 % on one H200 ran the old tree from an extracted archive and the new one
+from the working tree, an arrangement that flattered the new tree by as much in a later A/B
+(``benchmarks/notebook.md``, "Compiling ahead of the sampler").
 """
 
 from __future__ import annotations

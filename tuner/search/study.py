@@ -51,7 +51,6 @@ from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import get_family
 from tuner.kernels.space import Space
 from tuner.model.rates import DeviceRates
-from tuner.search.compile_ahead import CompileAhead
 from tuner.search.compile_order import quickest_compiles_first
 from tuner.search.evaluator import Evaluator, Ticket
 from tuner.search.finalists import (
@@ -124,9 +123,6 @@ class Progress:
     # ``mirror`` (waiting, at the end, for the trials' copy in Optuna's storage to be
     # written); then ``finalists``.
     seconds: dict[str, float] = field(default_factory=dict)
-    # Kernels this worker compiled ahead of its sampler while it might not propose, and how
-    # many of them it then proposed (``tuner.search.compile_ahead``).
-    ahead: dict[str, int] = field(default_factory=dict)
 
 
 def search_space(
@@ -380,7 +376,6 @@ class Study:
         retried: set[str] = set()  # of those, the ones whose claim this run tried to take over
         stale, full = 0, False
         depth = max(1, self.evaluator.parallelism)
-        ahead = self._compile_ahead()
         try:
             while True:
                 with self.clock.part("propose"):
@@ -409,19 +404,12 @@ class Study:
                             stale += 1
                             continue
                         stale = 0
-                        if ahead is not None:
-                            ahead.proposing(config.name)
                         self.evaluator.prepare(config)  # compiles start as proposals come
                         queue.append((config, trial))
                     # Told to the sampler quickest compiles first (``tuner.search.compile_order``).
                     queue[batch:] = quickest_compiles_first(queue[batch:])
                     for config, trial in queue[batch:]:
                         order.propose(config, trial)
-                    if ahead is not None and order.lagging and not full:
-                        # The sampler may not propose: guess, and compile.
-                        left = target - progress.evaluated - len(queue) - len(running)
-                        queued = [c for c, _ in queue]
-                        ahead.top_up(len(done), order.waiting, queued, taken, left)
                 if full or progress.evaluated + len(queue) + len(running) >= target:
                     self._prepare_extras(done)  # nothing more to propose: the tail drains
                 # Keep the device busy: the next candidate is started before the last one's result
@@ -463,8 +451,6 @@ class Study:
                 with self.clock.part("record"):
                     self._record(result, done, progress, on_progress)
                     self._tell_in_order(order)
-            if ahead is not None:
-                progress.ahead = ahead.counts()
         except Exception:  # (an interrupt ends the process: nothing to keep fit)
             # The evaluator answers tickets in the order they were started: one left unfinished
             # would fail every later study on this evaluator ("finish tickets in the order they
@@ -479,16 +465,6 @@ class Study:
                 with contextlib.suppress(Exception):
                     self.recorder.release(self.name, config.name)
             raise
-
-    def _compile_ahead(self) -> CompileAhead | None:
-        """This search's compiles ahead of its sampler (``tuner.search.compile_ahead``): where
-        the sampler can guess its next proposals and the evaluator compiles in the background."""
-        if not isinstance(self.sampler, CandidateSampler) or self.evaluator.parallelism < 2:
-            return None
-        name, recorder = self.name, self.recorder
-        return CompileAhead(
-            self.sampler, self.evaluator, self.optuna, lambda: recorder.held_elsewhere(name)
-        )
 
     def _wait_for_others(
         self,

@@ -46,12 +46,6 @@ class ProposalOrder:
         return bool(self._results)
 
     @property
-    def waiting(self) -> dict[str, Result | None]:
-        """The results measured and not told yet (after :meth:`tellable` is drained: those
-        waiting for an earlier proposal's), by config name."""
-        return dict(self._results)
-
-    @property
     def untold(self) -> set[str]:
         """Proposals whose trial is still open: queued, being measured, or waiting their turn."""
         return {name for name, _ in self._proposed}

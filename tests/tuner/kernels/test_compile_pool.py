@@ -257,8 +257,8 @@ def test_only_the_latest_compile_times_are_kept(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_only_the_latest_untaken_kernels_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kernels compiled and never asked for (a guess not proposed) are dropped oldest first past
-    KEPT_UNTAKEN; one asked for after that is compiled again, and one still compiling is kept."""
+    """Kernels compiled and never asked for (a first proposal guessed wrong) are dropped, oldest
+    first, past KEPT_UNTAKEN; one asked for after that is compiled again."""
     monkeypatch.setattr(compile_pool, "KEPT_UNTAKEN", 2)
     compiler = CountingCompiler()
     pool = CompilePool(compiler, workers=1, in_processes=False)

@@ -78,8 +78,6 @@ class SlowCompiles(Forwarding):
         return self.rule.asked
 
     def ready(self, config: Config) -> bool:
-        if config.name not in self.recorder.proposed:  # compiled ahead, not proposed: quick
-            return True
         self.asked[config.name] += 1
         return self.recorder.proposed.index(config.name) % 3 != 1 or self.asked[config.name] > 10
 

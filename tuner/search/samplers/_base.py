@@ -11,7 +11,7 @@ Optuna passes in.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,31 +89,6 @@ class CandidateSampler(optuna.samplers.BaseSampler):
         compiles them while it is prepared, so its first proposals are ready when its search
         begins. A guess for samplers that cannot tell (none by default); nothing is chosen."""
         return []
-
-    def pick_ahead(self, tried: set[int], measured: dict[int, float], count: int) -> list[Config]:
-        """The next ``count`` proposals after the candidates ``tried``, knowing ``measured``
-        (index -> ms), as this sampler would make them one after another, without moving its
-        state. None by default: a sampler that cannot tell."""
-        return []
-
-    def likely_next(
-        self,
-        study: optuna.Study,
-        count: int,
-        waiting: Mapping[str, float],
-        skip: Collection[str] = (),
-    ) -> list[Config]:
-        """What this sampler would propose next in ``study`` once told the results ``waiting``
-        (config name -> ms: measured, not told yet), none of ``skip`` (claimed elsewhere): at most
-        ``count``, none tried. A study compiles them while it may not propose
-        (``tuner.search.compile_ahead``)."""
-        tried, measured = self._state(study)
-        for name, ms in waiting.items():
-            row = self._index.get(name)
-            if row is not None:
-                measured[row] = ms
-        tried |= {self._index[name] for name in skip if name in self._index}
-        return self.pick_ahead(tried, measured, count)
 
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial

@@ -78,17 +78,12 @@ class RankedSampler(CandidateSampler):
         """The first ``count`` proposals exactly as :meth:`choose` makes them while nothing is
         measured (on a copy of the random state, so the real ones are the same), after ``taken``.
         Another worker's results or claims arriving first may change them."""
-        tried = {self._index[c.name] for c in taken if c.name in self._index}
-        return self.pick_ahead(tried, {}, count)
-
-    def pick_ahead(self, tried: set[int], measured: dict[int, float], count: int) -> list[Config]:
-        """The next ``count`` proposals as :meth:`choose` would make them one after another
-        knowing ``measured``, on a copy of the random state (the real ones are not moved)."""
         candidates = self.context.candidates
-        tried, rng, picks = set(tried), copy.deepcopy(self._rng), list[Config]()
-        score = self.scores(measured)
+        tried = {self._index[c.name] for c in taken if c.name in self._index}
+        rng, picks = copy.deepcopy(self._rng), list[Config]()
+        score = self.scores({})
         while len(picks) < count:
-            pick = self._choose(tried, measured, rng, score)
+            pick = self._choose(tried, {}, rng, score)
             if pick is None:
                 break
             tried.add(pick)
