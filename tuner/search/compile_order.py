@@ -13,8 +13,8 @@ still made knowing every result measured so far. But results now arrive roughly 
 they are due, and the quick ones are told while the slow ones compile, so the sampler proposes
 the next candidates meanwhile. The compiles themselves start as the proposals come, so no
 compile waits for the batch to be sorted. How much time it saves is not established: the A/B
-that seemed to show 14 % on one H200 ran the old tree from an extracted archive and the new one
-from the working tree, an arrangement that flattered the new tree by as much in a later A/B
+that seemed to show 14 % on one H200 probably ran the old tree from an extracted archive and the
+new one from the working tree, an arrangement that flattered the new tree by as much in a later A/B
 (``benchmarks/notebook.md``, "Compiling ahead of the sampler").
 """
 
