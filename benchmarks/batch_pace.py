@@ -15,7 +15,10 @@ probed).
 Each study is stamped (admitted, last candidate, done) in seconds since the start, so the file
 shows where each shape's time went: preparing, searching, re-measuring its finalists. It runs
 whatever ``tuner`` its interpreter imports: run it once on one code and once on another in the
-same lease to compare them. ``--evaluator replay`` checks the script on a CPU (shapes of the
+same lease to compare them, both from the same kind of place (each from an extracted ``git
+archive``): run from an archive, a tree started 4 s later and searched slower than the other run
+from the lent machine's working copy, in both of its runs (``benchmarks/notebook.md``, "Compiling
+ahead of the sampler"). ``--evaluator replay`` checks the script on a CPU (shapes of the
 replay table only).
 """
 
