@@ -17,6 +17,7 @@ thread-safe, and a config two of them submit is compiled once.
 from __future__ import annotations
 
 import functools
+import itertools
 import multiprocessing as mp
 import os
 import threading
@@ -143,9 +144,9 @@ class CompilePool:
         """Past ``KEPT_UNTAKEN`` configs held, drop the oldest finished ones (a standing worker
         would otherwise keep every kernel it compiled and never measured)."""
         excess = len(self._pending) - KEPT_UNTAKEN
-        if excess > 0:
-            done = [name for name, (_, f) in self._pending.items() if f.done()][:excess]
-            for name in done:
+        if excess > 0:  # usually one: the scan stops at the oldest finished
+            finished = (name for name, (_, f) in self._pending.items() if f.done())
+            for name in list(itertools.islice(finished, excess)):
                 del self._pending[name]
 
     def _done(self, name: str, start: float, _: Future[Outcome]) -> None:
