@@ -30,7 +30,7 @@ from typing import Any
 
 from tuner.core.accuracy import allowance
 from tuner.core.shape import UNIT_ROUNDOFF, Shape
-from tuner.gpu import half_arrays
+from tuner.gpu import error_norm, half_arrays
 from tuner.gpu.stream_gate import held_stream
 from tuner.kernels.families import get_family, is_vendor, rewrites_operands
 from tuner.kernels.launch_recipe import kernel_parameters
@@ -244,8 +244,15 @@ def shape_gemm(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c: Any) 
 def relative_error(out: Any, ref: Any, dtype: str = "float32") -> float:
     """||out - ref||_F / ||ref||_F of two arrays of ``dtype`` (stored as
     :func:`tuner.gpu.half_arrays.from_float32` stores it), summed in float64 (no float64 copies
-    of the matrices); NaN or inf anywhere gives inf."""
+    of the matrices); NaN or inf anywhere gives inf.
+
+    Contiguous arrays of the same size (every verification's) go to
+    :func:`tuner.gpu.error_norm.relative_error`, which reads each as stored (a ``uint16`` array
+    is BF16), so ``out`` and ``ref`` may be of different types there; anything else (views,
+    broadcasting) is summed with CuPy's array operations."""
     cp = _cupy()
+    if error_norm.summable(out, ref):  # as stored: no conversions, no CuPy-compiled kernels
+        return error_norm.relative_error(out, ref)
     if dtype != "float32":
         out, ref = half_arrays.to_float32(out, dtype), half_arrays.to_float32(ref, dtype)
     diff = out - ref
@@ -341,12 +348,20 @@ def _reference(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c0: Any)
     both hmma and wgmma were within 1e-4 on every other shape), and a reference must be what a
     correct kernel writes. cuBLAS writing the half C stays the timed baseline."""
     if shape.out == "float32":
-        ref = c0.copy()
+        ref = device_copy(c0)
         shape_gemm(shape, alpha, a, b, beta, ref)
         return ref
     wide = half_arrays.to_float32(c0, shape.out)
     shape_gemm(shape.with_out("float32"), alpha, a, b, beta, wide)
     return half_arrays.from_float32(wide, shape.out)
+
+
+def device_copy(array: Any) -> Any:
+    """A copy of a C-contiguous array by one device-to-device memcpy (``ndarray.copy`` compiles
+    an element-wise kernel with CuPy's headers on first use)."""
+    copy = _cupy().empty_like(array)
+    copy.data.copy_from_device_async(array.data, array.nbytes)
+    return copy
 
 
 # (alpha, beta) of the two checks: C read and scaled; C poisoned with NaN and never read.
@@ -373,7 +388,7 @@ def verify(
     worst, worst_fp32 = 0.0, 0.0
     out = shape.out
     for index, (alpha, beta) in enumerate(CHECKS):
-        c = ops.c0.copy() if beta != 0.0 else half_arrays.nan_filled(shape.m, shape.n, out)
+        c = device_copy(ops.c0) if beta != 0.0 else half_arrays.nan_filled(shape.m, shape.n, out)
         launch(kernel, source, shape, alpha, ops.a, ops.b, beta, c)
         cp.cuda.get_current_stream().synchronize()
         worst = max(worst, relative_error(c, ops.references[index], out))

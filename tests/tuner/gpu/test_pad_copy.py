@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tuner.gpu.error_norm import ELEMENTS
 from tuner.gpu.pad_copy import KERNELS, MAX_GRID_Y, THREADS, UNROLL, copy_geometry, copy_rows
 from tuner.kernels.compile import NVCC_OPTIONS, parse_ptxas_report
 from tuner.kernels.operand_padding import Copy2D
@@ -85,12 +86,16 @@ def test_copies_of_other_elements_or_partial_ones_are_refused(
 
 
 # The plain CUDA files (not families) and their kernels: the pad copy's, the split of float32
-# into BF16 parts for the emulated families (tuner/gpu/split_launch.py), and the stream gate the
-# timing waits behind (tuner/gpu/stream_gate.py).
+# into BF16 parts for the emulated families (tuner/gpu/split_launch.py), the stream gate the
+# timing waits behind (tuner/gpu/stream_gate.py) and the sums of the relative error
+# (tuner/gpu/error_norm.py), one entry point for each pair of stored types.
 PLAIN_KERNELS = {
     "pad_copy.cu": tuple(KERNELS.values()),
     "split_bf16x3.cu": ("split_bf16x3",),
     "stream_gate.cu": ("wait_for_host",),
+    "squared_sums.cu": tuple(
+        f"squared_sums_{x}_{y}" for x in set(ELEMENTS.values()) for y in set(ELEMENTS.values())
+    ),
 }
 
 
