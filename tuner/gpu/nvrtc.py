@@ -6,7 +6,9 @@ compiles without a toolkit install. Both share the on-disk cache of ``CachingCom
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,8 +22,10 @@ from tuner.kernels.compile import (
     Compiler,
     NvccCompiler,
     ResourceUsage,
+    cache_root,
     cubin_copy,
     parse_ptxas_report,
+    write_atomic,
 )
 from tuner.kernels.render import KernelSource
 
@@ -85,6 +89,39 @@ class NvrtcCompiler(CachingCompiler):
                 spill_store_bytes=0,
                 spill_load_bytes=0,
             )
+
+
+def plain_cubin(code: str, arch: str) -> Path:
+    """The cubin of a plain CUDA file (``tuner.gpu.plain_kernels``; no family, no ptxas report
+    kept), compiled by NVRTC for ``arch`` once and kept in the kernel cache's ``plain`` folder.
+
+    Straight to a cubin: CuPy's own ``RawModule(code=...)`` took about a second a kernel on
+    an empty cache on the lent H200, where NVRTC took 0.07 s for the probe's FMA chains and
+    0.15 s for its FP64 tensor-core chains (``benchmarks/start_parts.py``); a measuring
+    process's start compiled several such kernels one after another before its first
+    candidate."""
+    from cupy.cuda import nvrtc
+
+    major, minor = nvrtc.getVersion()
+    options = (f"-arch={arch}", LANGUAGE_STANDARD)
+    key = json.dumps([code, f"nvrtc {major}.{minor}", options])
+    path = cache_root() / "plain" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.cubin"
+    if path.is_file():
+        return path
+    prog = nvrtc.createProgram(code, "plain.cu", (), ())
+    try:
+        try:
+            nvrtc.compileProgram(prog, options)
+        except nvrtc.NVRTCError as exc:
+            log = nvrtc.getProgramLog(prog)
+            first = next((ln for ln in log.splitlines() if "error" in ln), str(exc))
+            raise CompileError(f"nvrtc failed: {first}", log) from exc
+        cubin = bytes(nvrtc.getCUBIN(prog))
+    finally:
+        nvrtc.destroyProgram(prog)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, cubin)
+    return path
 
 
 COMPILERS = ("auto", "nvcc", "nvrtc")

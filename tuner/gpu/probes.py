@@ -7,7 +7,10 @@
 * DRAM bandwidth: a device-to-device copy of ``COPY_BYTES`` (read and written once);
 * launch overhead: back-to-back launches of an empty kernel.
 
-Each takes well under a second. Runs in the GPU worker process (``tuner.gpu.requests``).
+Each takes well under a second. Runs in the GPU worker process (``tuner.gpu.requests``). The
+kernels compile straight to cubins (``tuner.gpu.plain_kernels``) and the seeds are drawn on the
+host: nothing here compiles with CuPy's headers, which on an empty CuPy cache cost the probe
+7.2 s on the lent H200 (``h200-start-parts-2026-11-29-7940d2f.json``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tuner.gpu.plain_kernels import code_kernel
 from tuner.model.rates import DeviceRates
 
 THREADS = 256
@@ -101,7 +105,7 @@ def ffma_tflops(sm_count: int) -> float:
     import cupy as cp
 
     blocks = sm_count * FFMA_BLOCKS_PER_SM
-    kernel = cp.RawKernel(FFMA_SOURCE, "ffma_chains")
+    kernel = code_kernel(FFMA_SOURCE, "ffma_chains")
     # x -> 0.999 x + 0.001 keeps every value finite and away from zero.
     values = _seed(0.5, 1.5, 1026, np.float32)
     values[1024], values[1025] = 0.999, 0.001
@@ -118,7 +122,7 @@ def fp64_tensor_tflops(sm_count: int) -> float:
     import cupy as cp
 
     blocks = sm_count * DMMA_BLOCKS_PER_SM
-    kernel = cp.RawKernel(DMMA_SOURCE, "dmma_chains")
+    kernel = code_kernel(DMMA_SOURCE, "dmma_chains")
     seed = cp.asarray(_seed(1e-3, 2e-3, 1024, np.float64))
     out = cp.empty(blocks * THREADS, dtype=cp.float64)
     ms = _median_ms(lambda: kernel((blocks,), (THREADS,), (seed, out)))
@@ -139,9 +143,8 @@ def dram_tb_s() -> float:
 
 def launch_us() -> float:
     """Time per launch of an empty kernel, launched back to back."""
-    import cupy as cp
 
-    kernel = cp.RawKernel(EMPTY_SOURCE, "empty")
+    kernel = code_kernel(EMPTY_SOURCE, "empty")
 
     def launches() -> None:
         for _ in range(EMPTY_LAUNCHES):

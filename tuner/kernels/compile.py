@@ -136,7 +136,7 @@ def cache_root() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "gemmtune" / "kernels"
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
@@ -193,9 +193,9 @@ class CachingCompiler:
             return CompiledKernel(source, arch, self.version, cubin, usage, cached=True)
         binary, log = self._build(source)
         folder.mkdir(parents=True, exist_ok=True)
-        _write_atomic(cubin, binary)
+        write_atomic(cubin, binary)
         usage = self._usage(log, source, cubin)
-        _write_atomic(report, json.dumps(asdict(usage)).encode())
+        write_atomic(report, json.dumps(asdict(usage)).encode())
         return CompiledKernel(source, arch, self.version, cubin, usage, cached=False)
 
 
@@ -291,5 +291,5 @@ def cubin_copy(cubin: Path, copy: int) -> Path:
         return cubin
     path = cubin.with_name(f"{cubin.stem}.copy{copy}{cubin.suffix}")
     if not path.is_file():
-        _write_atomic(path, cubin.read_bytes())
+        write_atomic(path, cubin.read_bytes())
     return path
