@@ -31,11 +31,16 @@ def dtype_name(array: Any) -> str:
 
 def from_float32(values: Any, dtype: str) -> Any:
     """``values`` (float32 CuPy array) rounded to ``dtype``: float32 and float16 as CuPy arrays
-    of that dtype, bfloat16 as its bit patterns in a uint16 array."""
+    of that dtype, bfloat16 as its bit patterns in a uint16 array. Rounds to nearest even; a
+    contiguous array in one pass of ``templates/half_convert.cu``."""
     import cupy as cp
 
     if dtype == "float32":
         return values
+    if _convertible(values, "float32"):
+        if dtype == "float16":
+            return _converted(values, "round_to_f16", cp.float16)
+        return _converted(values, "round_to_bf16", cp.uint16)
     if dtype == "float16":
         return values.astype(cp.float16)
     bits = values.view(cp.uint32)
@@ -63,12 +68,45 @@ NAN_BYTE = 0xFF  # see nan_filled
 
 def to_float32(stored: Any, dtype: str) -> Any:
     """The float32 values of an array made by :func:`from_float32` (exact: every FP16 and BF16
-    value is a float32)."""
+    value is a float32), as a new array; a contiguous one by one copy or one pass of
+    ``templates/half_convert.cu``."""
     import cupy as cp
 
+    if dtype == "float32" and _convertible(stored, "float32"):
+        copy = cp.empty_like(stored)
+        copy.data.copy_from_device_async(stored.data, stored.nbytes)
+        return copy
+    if dtype == "float16" and _convertible(stored, "float16"):
+        return _converted(stored, "widen_f16", cp.float32)
+    if dtype == "bfloat16" and _convertible(stored, "uint16", "bfloat16"):
+        return _converted(stored, "widen_bf16", cp.float32)
     if dtype != "bfloat16":
         return stored.astype(cp.float32)
     return (stored.view(cp.uint16).astype(cp.uint32) << 16).view(cp.float32)
+
+
+# Conversions by the kernels of templates/half_convert.cu: CuPy's astype and its bit operations
+# compile with CuPy's headers on first use (2.0 s for a first BF16 shape's operands on the lent
+# H200 with an empty cache, h200-start-parts-2026-11-29-7739c55.json).
+CONVERT_THREADS = 256
+CONVERT_MAX_BLOCKS = 1024
+
+
+def _convertible(array: Any, *dtypes: str) -> bool:
+    return str(array.dtype) in dtypes and bool(array.flags.c_contiguous)
+
+
+def _converted(array: Any, kernel: str, dtype: Any) -> Any:
+    import cupy as cp
+
+    from tuner.gpu.plain_kernels import plain_kernel
+
+    out = cp.empty(array.shape, dtype=dtype)
+    if array.size:
+        blocks = max(1, min(CONVERT_MAX_BLOCKS, -(-array.size // CONVERT_THREADS)))
+        launch = plain_kernel("half_convert.cu", kernel)
+        launch((blocks,), (CONVERT_THREADS,), (array, out, cp.uint64(array.size)))
+    return out
 
 
 def gemm(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c: Any) -> None:

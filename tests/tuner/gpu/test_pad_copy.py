@@ -87,12 +87,14 @@ def test_copies_of_other_elements_or_partial_ones_are_refused(
 
 # The plain CUDA files (not families) and their kernels: the pad copy's, the split of float32
 # into BF16 parts for the emulated families (tuner/gpu/split_launch.py), the stream gate the
-# timing waits behind (tuner/gpu/stream_gate.py) and the sums of the relative error
-# (tuner/gpu/error_norm.py), one entry point for each pair of stored types.
+# timing waits behind (tuner/gpu/stream_gate.py), the conversions to and from the half types
+# (tuner/gpu/half_arrays.py) and the sums of the relative error (tuner/gpu/error_norm.py), one
+# entry point for each pair of stored types.
 PLAIN_KERNELS = {
     "pad_copy.cu": tuple(KERNELS.values()),
     "split_bf16x3.cu": ("split_bf16x3",),
     "stream_gate.cu": ("wait_for_host",),
+    "half_convert.cu": ("round_to_bf16", "round_to_f16", "widen_bf16", "widen_f16"),
     "squared_sums.cu": tuple(
         f"squared_sums_{x}_{y}" for x in set(ELEMENTS.values()) for y in set(ELEMENTS.values())
     ),
