@@ -3,11 +3,11 @@
 
 CuPy's array operations (a difference, a square, a float64 sum) would do the same, but each
 compiles with CuPy's headers on first use: on the lent H200 with an empty CuPy cache the first
-relative error took 4.4 s (``benchmarks/start_parts.py``), all of it before a first command's
-first candidate could be measured. The kernel reads the arrays as stored (float64, float32,
-FP16, and BF16 bit patterns in ``uint16``), widens each element exactly to double and sums in
-double, each block its share; the host adds the blocks' sums, so the result does not depend
-on the order blocks finish in.
+relative error took 4.4 s (``h200-start-parts-2026-11-29-7940d2f.json``), all of it before a
+first command's first candidate could be measured. The kernel reads the arrays as stored
+(float64, float32, FP16, and BF16 bit patterns in ``uint16``), widens each element exactly to
+double and sums in double, each block its share; the host adds the blocks' sums, so the result
+does not depend on the order blocks finish in.
 """
 
 from __future__ import annotations

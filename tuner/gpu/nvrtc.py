@@ -95,11 +95,10 @@ def plain_cubin(code: str, arch: str) -> Path:
     """The cubin of a plain CUDA file (``tuner.gpu.plain_kernels``; no family, no ptxas report
     kept), compiled by NVRTC for ``arch`` once and kept in the kernel cache's ``plain`` folder.
 
-    Straight to a cubin: CuPy's own ``RawModule(code=...)`` took about a second a kernel on
-    an empty cache on the lent H200, where NVRTC took 0.07 s for the probe's FMA chains and
-    0.15 s for its FP64 tensor-core chains (``benchmarks/start_parts.py``); a measuring
-    process's start compiled several such kernels one after another before its first
-    candidate."""
+    Straight to a cubin: CuPy's own ``RawModule(code=...)`` took about a second a kernel on an
+    empty cache on the lent H200, where NVRTC took 0.07 s for the probe's FMA chains and 0.15 s
+    for its FP64 tensor-core chains (``h200-start-parts-2026-11-29-0e0579c.json``); a measuring
+    process's start compiled several such kernels one after another before its first candidate."""
     from cupy.cuda import nvrtc
 
     major, minor = nvrtc.getVersion()

@@ -1,9 +1,10 @@
 """The plain CUDA files of ``templates/`` (not kernel families, never rendered): the padded
 launch's row copy (``pad_copy.cu``), the emulated families' split (``split_bf16x3.cu``), the
-timing's stream gate (``stream_gate.cu``) and the relative error's sums (``squared_sums.cu``),
-and the probes' kernels (their code inline, ``tuner.gpu.probes``): each compiled by NVRTC to a
-cubin kept in the kernel cache (``tuner.gpu.nvrtc.plain_cubin``), loaded once per process and
-device, its kernels looked up once."""
+timing's stream gate (``stream_gate.cu``), the relative error's sums (``squared_sums.cu``) and
+the half types' conversions (``half_convert.cu``), and the probes' kernels (their code inline,
+``tuner.gpu.probes``): each compiled by NVRTC to a cubin kept in the kernel cache
+(``tuner.gpu.nvrtc.plain_cubin``), loaded once per process and device, its kernels looked up
+once."""
 
 from __future__ import annotations
 
