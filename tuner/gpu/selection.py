@@ -12,8 +12,10 @@ table's device, so that several replay workers run the way several GPUs would.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
+from typing import Any
 
 from tuner.core.errors import InputError
 
@@ -23,19 +25,54 @@ REPLAY_GPUS = 8
 
 def cuda_device_count(purpose: str) -> int:
     """The CUDA devices visible to this process; an :class:`InputError` saying in one line why
-    there is none (``purpose`` names what needed one)."""
+    there is none (``purpose`` names what needed one).
+
+    Asked of the driver library (``cuInit``, ``cuDeviceGetCount``; it applies
+    ``CUDA_VISIBLE_DEVICES`` as the runtime does), not through CuPy: this runs in the command's
+    own process before its GPU workers start, and importing CuPy there took 3.4 s of a first
+    command on a lent H200 host, all before the first worker was started (a profile, in
+    ``benchmarks/notebook.md``), while the workers import it anyway."""
     need = f"{purpose} needs a CUDA GPU with CuPy"
     if importlib.util.find_spec("cupy") is None:
         raise InputError(f"{need}: CuPy is not installed (pip install 'gemmtune[gpu]')")
     try:
-        import cupy
-
-        count = int(cupy.cuda.runtime.getDeviceCount())
-    except Exception as exc:  # no driver, a broken install: CuPy's own error names it
-        raise InputError(f"{need}: {' '.join(str(exc).split())}{_visible_note()}") from None
+        count = _driver_device_count()
+    except OSError as exc:
+        raise InputError(f"{need}: no NVIDIA driver ({exc}){_visible_note()}") from None
+    except RuntimeError as exc:
+        raise InputError(f"{need}: {exc}{_visible_note()}") from None
     if count < 1:
         raise InputError(f"{need}: no CUDA device found{_visible_note()}")
     return count
+
+
+CUDA_SUCCESS, CUDA_ERROR_NO_DEVICE = 0, 100  # CUresult (cuda.h)
+
+
+def driver_library() -> Any:
+    """The CUDA driver library (raises OSError where there is none)."""
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def _driver_device_count() -> int:
+    lib = driver_library()
+    status = int(lib.cuInit(0))
+    if status == CUDA_ERROR_NO_DEVICE:
+        return 0
+    if status != CUDA_SUCCESS:
+        raise RuntimeError(f"the driver did not start: {_error_name(lib, status)}")
+    count = ctypes.c_int(0)
+    status = int(lib.cuDeviceGetCount(ctypes.byref(count)))
+    if status != CUDA_SUCCESS:
+        raise RuntimeError(f"the driver did not count its devices: {_error_name(lib, status)}")
+    return count.value
+
+
+def _error_name(lib: Any, status: int) -> str:
+    name = ctypes.c_char_p()
+    if int(lib.cuGetErrorName(status, ctypes.byref(name))) == CUDA_SUCCESS and name.value:
+        return f"{name.value.decode()} ({status})"
+    return f"CUresult {status}"
 
 
 def _visible_note() -> str:
