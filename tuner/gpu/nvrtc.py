@@ -49,20 +49,8 @@ class NvrtcCompiler(CachingCompiler):
         return f"nvrtc {major}.{minor}"
 
     def _build(self, source: KernelSource) -> tuple[bytes, str]:
-        from cupy.cuda import nvrtc
-
-        prog = nvrtc.createProgram(source.code, f"{source.entry}.cu", (), ())
-        try:
-            options = (f"-arch={self.target(source)}", *self.options)
-            try:
-                nvrtc.compileProgram(prog, options)
-            except nvrtc.NVRTCError as exc:
-                log = nvrtc.getProgramLog(prog)
-                first = next((ln for ln in log.splitlines() if "error" in ln), str(exc))
-                raise CompileError(f"nvrtc failed: {first}", log) from exc
-            return bytes(nvrtc.getCUBIN(prog)), nvrtc.getProgramLog(prog)
-        finally:
-            nvrtc.destroyProgram(prog)
+        options = (f"-arch={self.target(source)}", *self.options)
+        return nvrtc_cubin(source.code, f"{source.entry}.cu", options)
 
     def _usage(self, log: str, source: KernelSource, cubin: Path) -> ResourceUsage:
         """ptxas's report when NVRTC's log carries it, else the loaded function's attributes
@@ -107,7 +95,18 @@ def plain_cubin(code: str, arch: str) -> Path:
     path = cache_root() / "plain" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.cubin"
     if path.is_file():
         return path
-    prog = nvrtc.createProgram(code, "plain.cu", (), ())
+    cubin, _ = nvrtc_cubin(code, "plain.cu", options)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, cubin)
+    return path
+
+
+def nvrtc_cubin(code: str, name: str, options: tuple[str, ...]) -> tuple[bytes, str]:
+    """``code`` compiled by NVRTC to (cubin, NVRTC's log); a :class:`CompileError` carrying the
+    log and its first error line when it does not compile."""
+    from cupy.cuda import nvrtc
+
+    prog = nvrtc.createProgram(code, name, (), ())
     try:
         try:
             nvrtc.compileProgram(prog, options)
@@ -115,12 +114,9 @@ def plain_cubin(code: str, arch: str) -> Path:
             log = nvrtc.getProgramLog(prog)
             first = next((ln for ln in log.splitlines() if "error" in ln), str(exc))
             raise CompileError(f"nvrtc failed: {first}", log) from exc
-        cubin = bytes(nvrtc.getCUBIN(prog))
+        return bytes(nvrtc.getCUBIN(prog)), nvrtc.getProgramLog(prog)
     finally:
         nvrtc.destroyProgram(prog)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, cubin)
-    return path
 
 
 COMPILERS = ("auto", "nvcc", "nvrtc")
