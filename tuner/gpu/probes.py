@@ -143,7 +143,6 @@ def dram_tb_s() -> float:
 
 def launch_us() -> float:
     """Time per launch of an empty kernel, launched back to back."""
-
     kernel = code_kernel(EMPTY_SOURCE, "empty")
 
     def launches() -> None:
