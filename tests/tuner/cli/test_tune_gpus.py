@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import NewDatabase
 from tests.tuner.cli.running import cli, one_error_line
 from tests.tuner.cli.test_tune import BIG, MID, counts, flat, name_of, rows_of
-from tests.tuner.gpu.test_gpu_selection import fake_cupy
+from tests.tuner.gpu.test_gpu_selection import fake_gpu_host
 from tuner.core.shape import Shape
 from tuner.gpu.selection import REPLAY_GPUS
 from tuner.search.replay import ReplayEvaluator
@@ -41,7 +41,7 @@ def test_bad_gpus_name_the_visible_devices(
 ) -> None:
     """Two of the host's GPUs visible: devices 0 and 1, whatever their physical numbers."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
-    fake_cupy(monkeypatch, 2)
+    fake_gpu_host(monkeypatch, 2)
     db = tmp_path / "untouched.db"
     for value in ("3", "4,5", "0"):
         code, _, err = cli(

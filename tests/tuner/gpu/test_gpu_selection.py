@@ -42,11 +42,9 @@ class FakeDriver:
 
 
 def fake_gpu_host(monkeypatch: pytest.MonkeyPatch, count: int, init_status: int = 0) -> FakeDriver:
-    """CuPy installed (as the workers need it) and a driver that reports ``count`` devices;
-    ``cupy`` itself stands in for a module that must not be imported here."""
+    """CuPy installed (as the workers need it) and a driver that reports ``count`` devices."""
     driver = FakeDriver(count, init_status)
     monkeypatch.setattr("tuner.gpu.selection.driver_library", lambda: driver)
-    monkeypatch.setitem(sys.modules, "cupy", None)  # importing it would raise
     real = importlib.util.find_spec
 
     def find_spec(name: str, package: str | None = None) -> Any:
@@ -121,6 +119,7 @@ def test_the_count_comes_from_the_driver_without_importing_cupy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     driver = fake_gpu_host(monkeypatch, 3)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # importing it would raise
     assert cuda_device_count("tune") == 3
     assert driver.calls == ["cuInit", "cuDeviceGetCount"]
 

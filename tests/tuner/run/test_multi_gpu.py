@@ -21,7 +21,7 @@ import tuner.gpu.worker as gpu_worker
 from tests.conftest import NewDatabase
 from tests.tuner.fake_gpu import FakeCompiler
 from tests.tuner.fakes import Forwarding, rule_ms
-from tests.tuner.gpu.test_gpu_selection import fake_cupy
+from tests.tuner.gpu.test_gpu_selection import fake_gpu_host
 from tuner.core.config import Config
 from tuner.core.phases import Phase
 from tuner.core.result import Result
@@ -232,7 +232,7 @@ def test_gpu_workers_start_together_and_share_their_compile_pool(
 ) -> None:
     """Two GPUs (faked: CUDA reports two devices, each child says which one it owns): one
     compile pool for both, each evaluator preparing its half of it, one study between them."""
-    fake_cupy(monkeypatch, 2)
+    fake_gpu_host(monkeypatch, 2)
     monkeypatch.setattr(gpu_worker, "_worker_main", indexed_worker)
     monkeypatch.setattr(FakeCompiler, "compiled", [])
     pools = CompilePools(4, FakeCompiler)

@@ -16,7 +16,7 @@ import tuner.gpu.worker as gpu_worker
 import tuner.run.tune as run_tune
 from storage import open_database
 from tests.tuner.fake_gpu import FakeCompiler, fake_worker
-from tests.tuner.gpu.test_gpu_selection import fake_cupy
+from tests.tuner.gpu.test_gpu_selection import fake_gpu_host
 from tuner.core.phases import Phase
 from tuner.core.shape import Shape
 from tuner.kernels.compile_pool import CompilePools
@@ -86,7 +86,7 @@ def test_one_gpu_worker_process_serves_every_shape_of_a_command(
     """A batch of two shapes on one (fake) GPU: every stored measurement of both studies,
     screening and final, came from the one worker process started for the command, and the
     device's rates were probed and stored once."""
-    fake_cupy(monkeypatch, 1)
+    fake_gpu_host(monkeypatch, 1)
     monkeypatch.setattr(gpu_worker, "_worker_main", fake_worker)
     monkeypatch.setattr(FakeCompiler, "compiled", [])
     monkeypatch.setenv("GEMMTUNE_CACHE_DIR", str(tmp_path / "cache"))
