@@ -4,7 +4,7 @@ SQLite database and an empty kernel cache, then the stored best of every shape r
 (``gemmtune results``) for the held-out geomean of the stored ratios to cuBLAS.
 
     python benchmarks/batch_pace.py --shapes benchmarks/heldout.csv [--limit 8] [--trials 40]
-        [--caches DIR] --label after --out pace.json
+        [--caches DIR] [--family F ...] --label after --out pace.json
 
 ``--caches DIR`` keeps the kernel cache (and the kept probe), CuPy's cache and NVRTC's own (the
 driver's compute cache, which CuPy's kernels use; the compile pool's processes turn it off) in
@@ -71,11 +71,16 @@ class Stamps:
 
 
 def run_batch(
-    shapes: Path, trials: int, url: str, begun: float, evaluator: str = "gpu"
+    shapes: Path,
+    trials: int,
+    url: str,
+    begun: float,
+    evaluator: str = "gpu",
+    families: list[str] | None = None,
 ) -> dict[str, Any]:
-    """What ``gemmtune tune-batch SHAPES --trials N --db URL`` runs (its request, through
-    ``tuner.run.tune``), timed from ``begun``, with each study's stamps: admitted, last
-    candidate, done (after its finalists)."""
+    """What ``gemmtune tune-batch SHAPES --trials N --db URL [--family F ...]`` runs (its
+    request, through ``tuner.run.tune``), timed from ``begun``, with each study's stamps:
+    admitted, last candidate, done (after its finalists)."""
     from tuner.cli.tune import _request, print_outcome
     from tuner.data.shape_lists import read_shapes
     from tuner.run.tune import tune
@@ -83,7 +88,7 @@ def run_batch(
     read = tuple(read_shapes(shapes, "float32", "NN", None))
     # family, accuracy, sampler, seed, trials, timeout, warm start, evaluator, tables, db, gpus
     request = _request(
-        read, None, "exact", "ranked", None, trials, None, 3, evaluator, None, url, None
+        read, families, "exact", "ranked", None, trials, None, 3, evaluator, None, url, None
     )
     reports: list[Stamps] = []
     done: dict[str, float] = {}
@@ -186,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--evaluator", default="gpu", help="gpu, or replay to try the script")
     parser.add_argument(
+        "--family",
+        action="append",
+        help="search only these families (repeat; default: the defaults for each shape), to "
+        "weigh what a family's compiles cost a batch against what its configs win",
+    )
+    parser.add_argument(
         "--caches",
         type=Path,
         help="keep the kernel cache (with the kept probe) and CuPy's cache in this folder, as a "
@@ -207,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["CUPY_CACHE_DIR"] = str(caches / "cupy")
     os.environ["CUDA_CACHE_PATH"] = str(caches / "nvrtc")  # not the machine's, filled by others
     env = dict(os.environ)
-    batch = run_batch(shapes, args.trials, url, BEGUN, args.evaluator)
+    batch = run_batch(shapes, args.trials, url, BEGUN, args.evaluator, args.family)
     bests = stored_bests(url, env)
     ratios = [row["ratio"] for row in bests if row.get("ratio")]
     geomean = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
@@ -227,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         "shapes_file": str(args.shapes),
         "shapes": count,
         "trials": args.trials,
+        "families": args.family or "default",
         "wall_s": round(batch["wall_s"], 2),
         "seconds_per_shape": round(batch["wall_s"] / count, 2),
         "geomean_ratio": geomean,
