@@ -49,15 +49,12 @@ def small_source(index: int) -> str:
 
 
 def nvrtc_compile(code: str, arch: str) -> float:
-    from cupy.cuda import nvrtc
+    """Seconds NVRTC takes to build ``code`` into a cubin (``tuner.gpu.nvrtc.nvrtc_cubin``, the
+    plain kernels' compile, without their cache)."""
+    from tuner.gpu.nvrtc import nvrtc_cubin
 
     start = time.perf_counter()
-    prog = nvrtc.createProgram(code, "k.cu", (), ())
-    try:
-        nvrtc.compileProgram(prog, (f"-arch={arch}", "--std=c++17"))
-        nvrtc.getCUBIN(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
+    nvrtc_cubin(code, "k.cu", (f"-arch={arch}", "--std=c++17"))
     return time.perf_counter() - start
 
 

@@ -20,6 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from tuner.data.sweep_table import read_sweep_table
+
 COMPILE_TIMES = Path(__file__).parent / "results" / "h200x2-compile-times-2026-11-28.json"
 
 
@@ -27,13 +29,11 @@ def family_bests(paths: list[str]) -> dict[str, dict[str, float]]:
     """shape -> family -> the best cuBLAS time over the family's time among verified rows."""
     best: dict[str, dict[str, float]] = defaultdict(dict)
     for path in paths:
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            if row.get("kind") != "result" or row.get("status") != "ok":
+        for row in read_sweep_table(Path(path)).rows:
+            if row.ok_ms is None or row.cublas_ms is None:
                 continue
-            ratio = row["cublas_ms"] / row["ms"]
-            shape, family = row["shape"], row["family"]
-            best[shape][family] = max(best[shape].get(family, 0.0), ratio)
+            shape, ratio = str(row.shape), row.cublas_ms / row.ok_ms
+            best[shape][row.family] = max(best[shape].get(row.family, 0.0), ratio)
     return dict(best)
 
 

@@ -24,7 +24,7 @@ def test_the_nan_filled_c_is_nan_everywhere(kind: str) -> None:
 def test_the_device_copy_is_a_copy() -> None:
     import cupy as cp
 
-    from tuner.gpu.measure import device_copy
+    from tuner.gpu.half_arrays import device_copy
 
     a = cp.arange(1000, dtype=cp.float32).reshape(10, 100)
     b = device_copy(a)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuner.gpu.plain_kernels import plain_kernel
+from tuner.gpu.plain_kernels import grid_stride_blocks, plain_kernel
 
 THREADS = 256  # SUM_THREADS in the kernel file
 MAX_BLOCKS = 512
@@ -46,7 +46,7 @@ def summable(out: Any, ref: Any) -> bool:
 
 def blocks_for(size: int) -> int:
     """Blocks of the launch: enough to fill the device on large arrays, never an idle one."""
-    return max(1, min(MAX_BLOCKS, -(-size // THREADS)))
+    return grid_stride_blocks(size, THREADS, MAX_BLOCKS)
 
 
 def squared_sums(out: Any, ref: Any) -> tuple[float, float]:

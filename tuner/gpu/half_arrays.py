@@ -73,9 +73,7 @@ def to_float32(stored: Any, dtype: str) -> Any:
     import cupy as cp
 
     if dtype == "float32" and _convertible(stored, "float32"):
-        copy = cp.empty_like(stored)
-        copy.data.copy_from_device_async(stored.data, stored.nbytes)
-        return copy
+        return device_copy(stored)
     if dtype == "float16" and _convertible(stored, "float16"):
         return _converted(stored, "widen_f16", cp.float32)
     if dtype == "bfloat16" and _convertible(stored, "uint16", "bfloat16"):
@@ -83,6 +81,16 @@ def to_float32(stored: Any, dtype: str) -> Any:
     if dtype != "bfloat16":
         return stored.astype(cp.float32)
     return (stored.view(cp.uint16).astype(cp.uint32) << 16).view(cp.float32)
+
+
+def device_copy(array: Any) -> Any:
+    """A copy of a C-contiguous array by one device-to-device memcpy (``ndarray.copy`` compiles
+    an element-wise kernel with CuPy's headers on first use)."""
+    import cupy as cp
+
+    copy = cp.empty_like(array)
+    copy.data.copy_from_device_async(array.data, array.nbytes)
+    return copy
 
 
 # Conversions by the kernels of templates/half_convert.cu: CuPy's astype and its bit operations
@@ -99,11 +107,11 @@ def _convertible(array: Any, *dtypes: str) -> bool:
 def _converted(array: Any, kernel: str, dtype: Any) -> Any:
     import cupy as cp
 
-    from tuner.gpu.plain_kernels import plain_kernel
+    from tuner.gpu.plain_kernels import grid_stride_blocks, plain_kernel
 
     out = cp.empty(array.shape, dtype=dtype)
     if array.size:
-        blocks = max(1, min(CONVERT_MAX_BLOCKS, -(-array.size // CONVERT_THREADS)))
+        blocks = grid_stride_blocks(array.size, CONVERT_THREADS, CONVERT_MAX_BLOCKS)
         launch = plain_kernel("half_convert.cu", kernel)
         launch((blocks,), (CONVERT_THREADS,), (array, out, cp.uint64(array.size)))
     return out

@@ -348,20 +348,12 @@ def _reference(shape: Shape, alpha: float, a: Any, b: Any, beta: float, c0: Any)
     both hmma and wgmma were within 1e-4 on every other shape), and a reference must be what a
     correct kernel writes. cuBLAS writing the half C stays the timed baseline."""
     if shape.out == "float32":
-        ref = device_copy(c0)
+        ref = half_arrays.device_copy(c0)
         shape_gemm(shape, alpha, a, b, beta, ref)
         return ref
     wide = half_arrays.to_float32(c0, shape.out)
     shape_gemm(shape.with_out("float32"), alpha, a, b, beta, wide)
     return half_arrays.from_float32(wide, shape.out)
-
-
-def device_copy(array: Any) -> Any:
-    """A copy of a C-contiguous array by one device-to-device memcpy (``ndarray.copy`` compiles
-    an element-wise kernel with CuPy's headers on first use)."""
-    copy = _cupy().empty_like(array)
-    copy.data.copy_from_device_async(array.data, array.nbytes)
-    return copy
 
 
 # (alpha, beta) of the two checks: C read and scaled; C poisoned with NaN and never read.
@@ -388,7 +380,10 @@ def verify(
     worst, worst_fp32 = 0.0, 0.0
     out = shape.out
     for index, (alpha, beta) in enumerate(CHECKS):
-        c = device_copy(ops.c0) if beta != 0.0 else half_arrays.nan_filled(shape.m, shape.n, out)
+        if beta != 0.0:
+            c = half_arrays.device_copy(ops.c0)
+        else:
+            c = half_arrays.nan_filled(shape.m, shape.n, out)
         launch(kernel, source, shape, alpha, ops.a, ops.b, beta, c)
         cp.cuda.get_current_stream().synchronize()
         worst = max(worst, relative_error(c, ops.references[index], out))

@@ -48,3 +48,9 @@ def code_kernel(code: str, name: str) -> Any:
     import cupy
 
     return _function(cupy.cuda.Device().id, code, name)
+
+
+def grid_stride_blocks(size: int, threads: int, most: int) -> int:
+    """Blocks of ``threads`` for a grid-stride loop over ``size`` elements: one element at least
+    for each block to start on, at most ``most`` blocks (they loop over the rest)."""
+    return max(1, min(most, -(-size // threads)))
