@@ -244,3 +244,55 @@ def test_the_stream_k_tail_matches_cublas(
         if failure:
             failures.append(failure)
     assert not failures, f"on {mnk}: " + "; ".join(failures)
+
+
+# K split into pieces (SPLIT > 1) meeting in float32 sums, the last piece writing C: BF16 with a
+# BF16 C in every layout (two consumers of m64n128, TMA stores); FP16 with an FP16 C through
+# direct stores (one consumer of m64n64, 8 pieces); float32 C from 3 pieces of m64n256 tiles;
+# and 32 pieces of one consumer's m64n128 tiles, more pieces than k tiles on the short shapes.
+SPLIT_KINDS = [
+    ("tma_ws_bm128_bn128_bk64_cw2_s6_gr8_ra0_ep1_cm1_cn1_sp4", "bfloat16", layout, "bfloat16")
+    for layout in SUPPORTED_LAYOUTS
+] + [
+    ("tma_ws_bm64_bn64_bk64_cw1_s6_gr8_ra0_ep0_cm1_cn1_sp8", "float16", "NT", "float16"),
+    ("tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1_sp3", "bfloat16", "NN", "float32"),
+    ("tma_ws_bm64_bn128_bk64_cw1_s6_gr1_ra1_ep1_cm1_cn1_sp32", "bfloat16", "NT", "bfloat16"),
+]
+# Few tiles with a deep K (every tile split); ragged edges and a deep K; one tile of one k tile
+# (most pieces empty); more pieces than blocks (a block walks several, the grid comes round);
+# more tiles than slots (no split: piece 0 does all of K); 16 rows.
+SPLIT_SHAPES = [
+    (256, 256, 8192),
+    (200, 72, 4104),
+    (64, 64, 64),
+    (1096, 520, 328),
+    (2056, 2120, 64),
+    (16, 4096, 1032),
+]
+
+
+@pytest.fixture(scope="module")
+def split_kernels() -> dict[str, tuple[Any, Any]]:
+    from tuner.gpu.device import live_device
+
+    if live_device().arch != "sm_90":
+        pytest.skip("tma_ws runs on sm_90 only")
+    return compile_and_load([kind_config(*kind) for kind in SPLIT_KINDS])
+
+
+@pytest.mark.parametrize("mnk", SPLIT_SHAPES, ids=lambda d: "x".join(map(str, d)))
+def test_the_k_split_matches_cublas_in_every_type_of_c(
+    mnk: tuple[int, int, int], split_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """verify's two launches, twice over: alpha/beta with C read (the last piece of a tile
+    applies beta once), then beta = 0 on NaN-poisoned C; the later launches find every slot
+    cleared and every counter reset by the earlier ones, or their sums would be off."""
+    failures = []
+    for base, dtype, layout, out in SPLIT_KINDS:
+        name = kind_config(base, dtype, layout, out)
+        shape = Shape(*mnk, dtype, layout, out)
+        for _ in range(2):
+            failure = _check(split_kernels, name, shape)
+            if failure:
+                failures.append(failure)
+    assert not failures, f"on {mnk}: " + "; ".join(failures)

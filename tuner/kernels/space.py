@@ -56,7 +56,7 @@ def _smallest_values(family: Family) -> dict[str, int]:
 
 @functools.cache
 def _split_values(family: Family) -> tuple[int, ...]:
-    return next(p.values for p in family.params if p.name == "SPLITK")
+    return next(p.values for p in family.params if p.name == family.split_param)
 
 
 # Split-K slices pay while they put idle SMs to work; past this many threads per SM of the
@@ -81,11 +81,16 @@ class SplitFacts:
     bn: int
     k_step: int
     per_sm: int  # blocks per SM past which a deeper split is wasteful
+    max_tiles: int  # output tiles past which the kernel does not split
+    # Past max_tiles, the whole-K configs (split 1) are wasteful too: so for the SPLITK families,
+    # where that many tiles are the smallest tiles of the largest matrices (dmma's SPLITK 1:
+    # 32 x 32 and 64 x 64 past 16384 tiles); not for tma_ws, whose SPLIT 1 is its whole space.
+    whole_k_past_max: bool
 
 
 def split_facts(family: Family, params: dict[str, int]) -> SplitFacts | None:
-    """The split-K facts of a config of ``family`` (None for families without SPLITK)."""
-    if "SPLITK" not in params:
+    """The split-K facts of a config of ``family`` (None for families without a split)."""
+    if family.split_param not in params:
         return None
     values = _split_values(family)
     return _split_facts(family, params, values[0], _deeper_splits(values))
@@ -99,7 +104,8 @@ def _deeper_splits(values: tuple[int, ...]) -> dict[int, int | None]:
 def _split_facts(
     family: Family, params: dict[str, int], first: int, deeper: dict[int, int | None]
 ) -> SplitFacts:
-    split = params["SPLITK"]
+    split = params[family.split_param]
+    per_sm = family.split_blocks_per_sm or split_blocks_per_sm(family.threads(params))
     return SplitFacts(
         split,
         first,
@@ -107,15 +113,17 @@ def _split_facts(
         params["BM"],
         params["BN"],
         family.k_step(params),
-        split_blocks_per_sm(family.threads(params)),
+        per_sm,
+        family.split_max_tiles or SPLITK_MAX_TILES,
+        family.split_max_tiles is None,
     )
 
 
 def split_kind(facts: SplitFacts, shape: Shape, device: DeviceLimits) -> str | None:
     """The kind of waste of a K split (the reasons of :func:`splitk_waste`), or None."""
     tiles = -(-shape.m // facts.bm) * -(-shape.n // facts.bn)
-    if tiles > SPLITK_MAX_TILES:
-        return SPLIT_TICKETS
+    if tiles > facts.max_tiles:
+        return SPLIT_TICKETS if facts.split > 1 or facts.whole_k_past_max else None
     k_tiles = -(-shape.k // facts.k_step)
     limit = facts.per_sm * device.sm_count
     deeper = facts.deeper
@@ -145,7 +153,7 @@ def splitk_waste(
     family: Family, config: Config, shape: Shape, device: DeviceLimits
 ) -> tuple[str, str] | None:
     """Why the K split of ``config`` is wasteful for ``shape`` on ``device``, as (kind, detail),
-    or None (also for families without SPLITK).
+    or None (also for families without a split: ``Family.split_param``).
 
     * More output tiles than the kernel has ticket counters: it would not split at all (slice 0
       does all of K and the other slices exit), so the config only wastes blocks.
@@ -165,14 +173,15 @@ def splitk_waste(
     split = facts.split
     tiles = -(-shape.m // facts.bm) * -(-shape.n // facts.bn)
     limit = facts.per_sm * device.sm_count
+    name = family.split_param
     details = {
-        SPLIT_TICKETS: f"{tiles} output tiles exceed the {SPLITK_MAX_TILES} split-K ticket "
+        SPLIT_TICKETS: f"{tiles} output tiles exceed the {facts.max_tiles} split-K ticket "
         "counters: the kernel would not split K",
-        SPLIT_IDLE_SMS: f"{tiles} output tiles x SPLITK={split} = {tiles * split} blocks leave "
-        f"SMs of the {device.sm_count} idle, and SPLITK={facts.deeper} is possible",
-        SPLIT_EMPTY_SLICES: f"SPLITK={split} exceeds the {-(-shape.k // facts.k_step)} BK tiles "
+        SPLIT_IDLE_SMS: f"{tiles} output tiles x {name}={split} = {tiles * split} blocks leave "
+        f"SMs of the {device.sm_count} idle, and {name}={facts.deeper} is possible",
+        SPLIT_EMPTY_SLICES: f"{name}={split} exceeds the {-(-shape.k // facts.k_step)} BK tiles "
         f"of K={shape.k}: split-K needs at least one BK tile per slice",
-        SPLIT_TOO_DEEP: f"{tiles} output tiles x SPLITK={split} = {tiles * split} blocks exceed "
+        SPLIT_TOO_DEEP: f"{tiles} output tiles x {name}={split} = {tiles * split} blocks exceed "
         f"{facts.per_sm} per SM ({limit} on {device.sm_count} SMs)",
     }
     return kind, details[kind]
@@ -216,7 +225,7 @@ def _valid_points(family: Family, pinned: Pinned) -> tuple[_ValidPoint, ...]:
     for every shape and device, so kept for the process like the rule verdicts."""
     names = {p.name for p in family.params}
     sides = [name for name in TILE_DIMENSIONS if name in names]
-    values = _split_values(family) if "SPLITK" in names else ()
+    values = _split_values(family) if family.split_param in names else ()
     deeper = _deeper_splits(values)
     points = []
     for position, config in rule_verdicts(family, pinned).valid:

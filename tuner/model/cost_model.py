@@ -54,7 +54,7 @@ from tuner.core.config import Config
 from tuner.core.shape import ELEMENT_BYTES, Shape
 from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import SPLITK_MAX_TILES, get_family, persistent_blocks
-from tuner.kernels.families.tma_ws import tiles_blocks
+from tuner.kernels.families.tma_ws import split_pieces, tiles_blocks
 from tuner.kernels.operand_padding import PaddingPlan, padded_product, plan_padding
 from tuner.kernels.resources import DeviceLimits, ResourceCheck, occupancy
 from tuner.model.rates import DeviceRates
@@ -319,13 +319,20 @@ def _tiles_estimate(
     slower for 13 of 16 configs and shapes, at 0.36-1.05x of whole tiles
     (benchmarks/results/h100-hopper-tail-2026-11-28.json; not yet explained: blocks at
     different k offsets of different tiles may share no operand tile in L2), so the model
-    ranks it below whole tiles."""
+    ranks it below whole tiles. SPLIT > 1 walks tiles x SPLIT pieces of ``1/SPLIT`` of the k
+    tiles in as many rounds as the grid needs, plus one hand-off and the SPLIT-1 earlier pieces'
+    16-byte reductions of their sums, as split-K over grid z is counted."""
     params = config.as_dict()
     blocks = tiles_blocks(params, shape, device.sm_count)
-    rounds = -(-tiles // min(blocks, max(tiles, 1)))
-    cycles = rounds * k_tiles * tile_cycles(1)
+    units = split_pieces(params, shape) if params.get("SPLIT", 1) > 1 else tiles
+    parts = units // max(tiles, 1)
+    rounds = -(-units // min(blocks, max(units, 1)))
+    cycles = rounds * -(-k_tiles // parts) * tile_cycles(1)
     if params.get("TAIL", 0) and tiles % blocks:
         cycles += 2 * unit.global_latency
+    if parts > 1:
+        adds = (parts - 1) * tiles * params["BM"] * params["BN"] / 4 / REDUCTIONS_PER_CLK
+        cycles += 2 * unit.global_latency + adds
     return Estimate.of(cycles, blocks, 1, (params["BM"], params["BN"]), shape, device, unit)
 
 

@@ -116,6 +116,14 @@ class Family:
     k_step: Callable[[Params], int] = lambda p: p["BK"]
     # Why a valid config is wasteful for a shape beyond the generic checks, or None.
     waste: Callable[[Params, Shape], str | None] = lambda p, shape: None
+    # The parameter that splits K into pieces meeting in C (``SPLITK``; ``tma_ws`` names its own
+    # ``SPLIT``), checked by ``tuner.kernels.space.splitk_waste``; the most output tiles whose
+    # pieces the template can meet (None: ``SPLITK_MAX_TILES``), past which it does not split;
+    # and the blocks per SM past which a deeper split is wasteful (None: by threads,
+    # ``tuner.kernels.space.split_blocks_per_sm``).
+    split_param: str = "SPLITK"
+    split_max_tiles: int | None = None
+    split_blocks_per_sm: int | None = None
     # The template keeps split-K ticket counters in module-scope device memory, so two launches
     # of one loaded module must not overlap (docs/kernels.md); a caller that launches on
     # several streams loads one module per stream (tuner.client).

@@ -25,6 +25,15 @@ to arrive stores alpha * sum + beta * C, the later ones add alpha * sum by float
 fewer tiles than SMs every tile is so shared, which splits K for shapes too small to fill the
 chip.
 
+SPLIT > 1 (no cluster, no TAIL) cuts K into SPLIT even pieces per output tile, for shapes with
+fewer tiles than SMs: the grid walks tiles x SPLIT pieces, piece p of every tile before piece
+p + 1 of any, so the blocks at work at once read the same k range as a band of whole tiles does.
+The pieces of a tile meet in float32 sums kept in the kernel's module: every piece but the last
+to arrive adds its sums there, and the last adds them to its own and writes C as a whole tile
+does, so a half C is rounded once from the FP32 sum. The TAIL above, whose blocks work at
+different k offsets, ran as slow as 0.36x of whole tiles on the H100 where every tile was
+shared.
+
 DTYPE and LAYOUT are pinned by the shape as for ``hmma``; OUT (C's element type: 0 float32,
 1 float16, 2 bfloat16) by the shape's output type where it has one, else 0.
 """
@@ -72,8 +81,13 @@ PIECE_BYTES = 64 * ROW_BYTES  # a piece of C stored by TMA: 64 rows of 128 bytes
 # The hand-off's counters (TAIL 1): one triple per tile of the last partial round, fewer than
 # the blocks of the grid (one per SM), so this bounds the SMs a device may have.
 TAIL_MAX_TILES = 1024
-# The hand-off's ticket (TAIL 1): a word of dynamic shared memory after the barriers.
+# The hand-off's ticket (TAIL 1, SPLIT > 1): a word of dynamic shared memory after the barriers.
 TICKET_BYTES = 4
+# SPLIT > 1: output tiles whose pieces can meet (a slot of BM x BN float32 sums and two counters
+# each, in the module: 20 MiB for 128 x 256 tiles). A shape with more tiles does not split (piece
+# 0 does all of K), and the space drops its split configs; a shape that needs a split has fewer
+# tiles than SMs.
+SPLIT_MAX_TILES = 160
 
 
 def tma_ws_threads(p: Params) -> int:
@@ -101,8 +115,8 @@ def c_stage_bytes(p: Params) -> int:
 
 def smem_bytes(p: Params) -> int:
     """Dynamic shared memory of the block: the ring, its barriers, the C pieces of EPI 1, the
-    alignment spare and, where TAIL is 1, the hand-off's ticket."""
-    ticket = TICKET_BYTES if p.get("TAIL", 0) else 0
+    alignment spare and, where TAIL is 1 or SPLIT > 1, the hand-off's ticket."""
+    ticket = TICKET_BYTES if p.get("TAIL", 0) or p.get("SPLIT", 1) > 1 else 0
     return p["STAGES"] * (stage_bytes(p) + BARRIER_BYTES) + c_stage_bytes(p) + ALIGN_SPARE + ticket
 
 
@@ -125,6 +139,7 @@ def tma_ws_derive(p: Params) -> dict[str, int]:
         "C_STAGE_BYTES": c_stage_bytes(p),
         "CONSUMER_REGS": CONSUMER_REGS[p["CONSUMERS"]],
         "MAX_TILES": TAIL_MAX_TILES,
+        "SPLIT_MAX_TILES": SPLIT_MAX_TILES,
     }
 
 
@@ -192,6 +207,11 @@ TMA_WS_PARAMS = (
     Param("CM", (1, 2), "blocks of a cluster along M (they share B's tiles by TMA multicast)"),
     Param("CN", (1, 2), "blocks of a cluster along N (they share A's tiles by TMA multicast)"),
     Param("TAIL", (0, 1), "1: the last partial round of tiles shared over every block (stream-K)"),
+    Param(
+        "SPLIT",
+        (1, 2, 3, 4, 6, 8, 16, 32),
+        "even pieces of K per output tile, meeting in float32 sums (1: whole K)",
+    ),
     *HMMA_PARAMS[-3:],  # DTYPE, LAYOUT, OUT: the kinds the shape pins, as hmma's
 )
 
@@ -245,6 +265,12 @@ TMA_WS_RULES = (
         "their tiles' k tiles together, which pieces of different lengths would not",
         lambda p: p["TAIL"] == 0 or cluster_size(p) == 1,
     ),
+    Rule("SPLIT must be at least 1", lambda p: p["SPLIT"] >= 1),
+    Rule(
+        "SPLIT > 1 needs a cluster of one block (CM = CN = 1) and TAIL 0: a tile's pieces are "
+        "whole tiles' k ranges, met in one slot per tile",
+        lambda p: p["SPLIT"] == 1 or (cluster_size(p) == 1 and p["TAIL"] == 0),
+    ),
 )
 
 
@@ -255,12 +281,22 @@ def cluster_size(p: Params) -> int:
 def tiles_blocks(p: Params, shape: Shape, sm_count: int) -> int:
     """Blocks of the persistent grid: one per SM in whole clusters, or one per output tile
     (whole clusters of them) when fewer; with TAIL 1 one per SM always (the tiles past the full
-    rounds, or all of them, are shared over every block)."""
+    rounds, or all of them, are shared over every block); with SPLIT > 1 one per piece of a
+    tile, SPLIT per tile where the tiles have slots (:func:`split_pieces`), at most one per SM."""
     if p.get("TAIL", 0):
         return sm_count
+    if p.get("SPLIT", 1) > 1:
+        return max(1, min(split_pieces(p, shape), sm_count))
     size = cluster_size(p)
     super_tiles = -(-shape.m // (p["BM"] * p["CM"])) * -(-shape.n // (p["BN"] * p["CN"]))
     return size * max(1, min(super_tiles, sm_count // size))
+
+
+def split_pieces(p: Params, shape: Shape) -> int:
+    """Pieces the grid walks with SPLIT: tiles x SPLIT, or the tiles alone where there are more
+    than the slots the kernel keeps (then it does not split)."""
+    tiles = -(-shape.m // p["BM"]) * -(-shape.n // p["BN"])
+    return tiles * p["SPLIT"] if tiles <= SPLIT_MAX_TILES else tiles
 
 
 TMA_WS = Family(
@@ -282,6 +318,9 @@ TMA_WS = Family(
     module_counters=True,
     leading_dims=True,
     tensor_maps=True,
+    split_param="SPLIT",
+    split_max_tiles=SPLIT_MAX_TILES,
+    split_blocks_per_sm=1,
     min_arch=90,
     max_arch=90,
     arch_specific=True,
