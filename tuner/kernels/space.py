@@ -82,10 +82,12 @@ class SplitFacts:
     k_step: int
     per_sm: int  # blocks per SM past which a deeper split is wasteful
     max_tiles: int  # output tiles past which the kernel does not split
-    # Past max_tiles, the whole-K configs (split 1) are wasteful too: so for the SPLITK families,
-    # where that many tiles are the smallest tiles of the largest matrices (dmma's SPLITK 1:
-    # 32 x 32 and 64 x 64 past 16384 tiles); not for tma_ws, whose SPLIT 1 is its whole space.
-    whole_k_past_max: bool
+    # Whether the split checks may drop a whole-K config (split 1): so for the SPLITK families
+    # (dmma's SPLITK 1 past 16384 tiles: the smallest tiles of the largest matrices; or where a
+    # split would fill idle SMs); not for tma_ws, whose SPLIT 1 is its whole space on most
+    # shapes, and whose split lost to whole tiles on short K (1024^3 on the H200,
+    # benchmarks/results/h200-tma-ws-split-2026-11-29.json).
+    whole_k_checked: bool
 
 
 def split_facts(family: Family, params: dict[str, int]) -> SplitFacts | None:
@@ -121,9 +123,11 @@ def _split_facts(
 
 def split_kind(facts: SplitFacts, shape: Shape, device: DeviceLimits) -> str | None:
     """The kind of waste of a K split (the reasons of :func:`splitk_waste`), or None."""
+    if facts.split == 1 and not facts.whole_k_checked:
+        return None
     tiles = -(-shape.m // facts.bm) * -(-shape.n // facts.bn)
     if tiles > facts.max_tiles:
-        return SPLIT_TICKETS if facts.split > 1 or facts.whole_k_past_max else None
+        return SPLIT_TICKETS
     k_tiles = -(-shape.k // facts.k_step)
     limit = facts.per_sm * device.sm_count
     deeper = facts.deeper
