@@ -64,6 +64,7 @@ from tuner.model.throughput import (
     SCHEDULERS,
     SKINNY_CHECKED_LOAD_ISSUE,
     SKINNY_LOAD_ISSUE,
+    SPLIT_MEET_CYCLES,
     Throughput,
     throughput,
 )
@@ -320,8 +321,9 @@ def _tiles_estimate(
     (benchmarks/results/h100-hopper-tail-2026-11-28.json; not yet explained: blocks at
     different k offsets of different tiles may share no operand tile in L2), so the model
     ranks it below whole tiles. SPLIT > 1 walks tiles x SPLIT pieces of ``1/SPLIT`` of the k
-    tiles in as many rounds as the grid needs, plus one hand-off and the SPLIT-1 earlier pieces'
-    16-byte reductions of their sums, as split-K over grid z is counted."""
+    tiles in as many rounds as the grid needs, plus the meeting: one hand-off, the SPLIT-2 middle
+    pieces' 16-byte reductions (the first piece stores), the last piece's read of the slot at one
+    SM's L2 rate, and ``SPLIT_MEET_CYCLES``, fitted on measured splits."""
     params = config.as_dict()
     blocks = tiles_blocks(params, shape, device.sm_count)
     units = split_pieces(params, shape) if params.get("SPLIT", 1) > 1 else tiles
@@ -331,8 +333,9 @@ def _tiles_estimate(
     if params.get("TAIL", 0) and tiles % blocks:
         cycles += 2 * unit.global_latency
     if parts > 1:
-        adds = (parts - 1) * tiles * params["BM"] * params["BN"] / 4 / REDUCTIONS_PER_CLK
-        cycles += 2 * unit.global_latency + adds
+        slot = params["BM"] * params["BN"] * 4  # the tile's float32 sums
+        adds = (parts - 2) * tiles * slot / 16 / REDUCTIONS_PER_CLK  # the middle pieces'
+        cycles += 2 * unit.global_latency + adds + SPLIT_MEET_CYCLES + slot / unit.l2_bytes_per_clk
     return Estimate.of(cycles, blocks, 1, (params["BM"], params["BN"]), shape, device, unit)
 
 

@@ -52,6 +52,14 @@ BURST_LATENCY_FACTOR = 3
 # this model, not a measured figure).
 REDUCTIONS_PER_CLK = 64
 
+# tma_ws with SPLIT > 1: what the meeting of a tile's pieces costs the launch beyond its
+# reductions, in SM clocks, plus one slot of the tile's float32 sums read at one SM's L2 rate (the
+# last piece's read). Fitted on the H200 ladder rows of the four aligned suite shapes with fewer
+# tiles than SMs (the smallest term whose picks there were best among 0-24000 clocks; the
+# held-out rows of the same files were only scored, not fitted:
+# benchmarks/results/h200-tma-ws-split-2026-11-29b.json, notebook).
+SPLIT_MEET_CYCLES = 10000
+
 # Conversions from float to double per SM and clock (the CUDA programming guide's table of
 # arithmetic throughput: 16 on sm_80 and sm_90).
 XU_PER_CLK = 16

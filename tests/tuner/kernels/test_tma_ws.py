@@ -72,6 +72,8 @@ def test_one_consumer_of_one_m64_row_is_a_valid_tile_of_every_width(bn: int) -> 
         ({"TAIL": 2}, "TAIL must be 0"),
         ({"TAIL": 1, "OUT": 2}, "TAIL 1 needs float32 C"),
         ({"TAIL": 1, "CN": 2}, "TAIL 1 needs a cluster of one block"),
+        ({"SPLIT": 4, "CM": 2}, "SPLIT > 1 needs a cluster of one block"),
+        ({"SPLIT": 2, "TAIL": 1}, "(CM = CN = 1) and TAIL 0"),
     ],
 )
 def test_rules_give_their_reasons(changes: dict[str, int], reason: str) -> None:
@@ -210,10 +212,12 @@ def test_it_compiles_for_sm_90a_without_spills() -> None:
         TMA_WS.config(config(BN=128, CONSUMERS=1, STAGES=5, LAYOUT=0, DTYPE=0, EPI=1)).name,
         TMA_WS.config(config(BM=256, BN=128, CN=2, EPI=1, LAYOUT=3, OUT=2)).name,
         TMA_WS.config(config(TAIL=1, EPI=1, LAYOUT=2)).name,
+        TMA_WS.config(config(BM=64, BN=128, CONSUMERS=1, STAGES=6, SPLIT=16, EPI=1, OUT=2)).name,
+        TMA_WS.config(config(BN=128, STAGES=6, SPLIT=2, LAYOUT=0, DTYPE=0, OUT=1)).name,
     ]
     sources = [render(parse_config(n)) for n in names]
     compiler = NvccCompiler("sm_90")
-    assert [compiler.target(s) for s in sources] == ["sm_90a"] * 4
+    assert [compiler.target(s) for s in sources] == ["sm_90a"] * len(names)
     for name, result in zip(names, compile_many(compiler, sources), strict=True):
         assert not isinstance(result, CompileError), getattr(result, "log", "")
         usage = result.usage
@@ -269,3 +273,81 @@ def test_cost_model_reads_a_shared_operand_half_from_l2() -> None:
     shared_b = work(TMA_WS, config(CM=2), 384, unit, 32, shape)
     assert alone.l2_bytes == (128 + 256) * 64 * 2
     assert shared_b.l2_bytes == (128 + 256 // 2) * 64 * 2
+
+
+SPLIT_BASE = {"BM": 64, "BN": 128, "CONSUMERS": 1, "STAGES": 6, "EPI": 1, "OUT": 2}
+
+
+def test_a_k_split_is_named_by_its_pieces_and_older_names_read_as_whole_k() -> None:
+    split = TMA_WS.config(config(**SPLIT_BASE, SPLIT=4))
+    assert TMA_WS.broken_rules(split) == []
+    assert split.name == "tma_ws_bm64_bn128_bk64_cw1_s6_gr8_ra0_ep1_cm1_cn1_sp4_dt1_ly1_out2"
+    assert parse_config(split.name) == split
+    # A name from before SPLIT existed is a whole-K config.
+    assert parse_config("tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1_dt1_ly1")["SPLIT"] == 1
+    assert (
+        TMA_WS.footprint(split.as_dict()).smem_bytes
+        == TMA_WS.footprint(config(**SPLIT_BASE, SPLIT=1)).smem_bytes + 4
+    )  # the ticket word
+
+
+def test_the_split_grid_has_a_block_per_piece_up_to_one_per_sm() -> None:
+    deep = Shape(256, 256, 65536, "bfloat16", "NT")  # 4 x 2 tiles of 64 x 128
+    assert tiles_blocks(config(**SPLIT_BASE, SPLIT=16), deep, 132) == 128
+    assert tiles_blocks(config(**SPLIT_BASE, SPLIT=32), deep, 132) == 132
+    # More tiles than slots (161 and up): the kernel does not split, one block per tile.
+    wide = Shape(64, 128 * 170, 4096, "bfloat16", "NT")
+    assert tiles_blocks(config(**SPLIT_BASE, SPLIT=4), wide, 132) == 132
+    assert render(TMA_WS.config(config(**SPLIT_BASE, SPLIT=16))).launch(deep, 132).grid == (
+        128,
+        1,
+        1,
+    )
+
+
+def test_the_split_renders_the_pieces_and_their_meeting() -> None:
+    split = render(TMA_WS.config(config(**SPLIT_BASE, SPLIT=4))).code
+    for piece in (
+        "const int parts = tiles <= 160 ? 4 : 1;",
+        "const int part = unit / tiles;",
+        "static __device__ float4 split_sums[327680];",  # 160 slots of 64 x 128 floats, 4 a float4
+        "atomicAdd(&split_arrivals[tile], 1u)",
+        "__stcg(slot",  # the first piece stores
+        "store_release_gpu(&split_opened[tile], 1u)",
+        "red.global.add.v4.f32",  # the middle ones add
+        "load_acquire_gpu(&split_finished[tile])",  # the last waits for them
+        "__ldcg(slot",
+        "tma_store(",  # and writes C as a whole tile does
+    ):
+        assert piece in split, piece
+    whole = render(TMA_WS.config(config(**SPLIT_BASE))).code
+    assert "split_" not in whole and "bar.sync 3" not in whole
+
+
+def test_the_space_splits_only_where_the_tiles_leave_sms_idle() -> None:
+    deep = Space("tma_ws", Shape(256, 256, 65536, "bfloat16", "NT"), H100)
+    configs = deep.candidates()
+    splits = [c for c in configs if c["SPLIT"] > 1]
+    assert splits and any(c["SPLIT"] == 1 for c in configs)  # whole K is always offered
+    for c in splits:
+        tiles = -(-256 // c["BM"]) * -(-256 // c["BN"])
+        assert tiles * c["SPLIT"] <= 132, c.name  # one round of pieces at most
+    counts = deep.evaluate()[1]
+    assert counts.pruned.get("split-K: more blocks per SM than needed", 0) > 0
+    big = Space("tma_ws", Shape(4096, 4096, 4096, "bfloat16", "NT"), H100).candidates()
+    assert big and all(c["SPLIT"] == 1 for c in big)  # more tiles than slots
+
+
+def test_cost_model_splits_a_deep_k_and_keeps_a_short_one_whole() -> None:
+    """256x256x65536 has 8 tiles of 64x128: 16 pieces of 64 k tiles beat 8 blocks of 1024. On
+    1024^3 (16 k tiles) the meeting costs more than halving the loop saves, as measured."""
+    deep = Shape(256, 256, 65536, "bfloat16", "NT")
+    whole = estimate(TMA_WS.config(config(**SPLIT_BASE)), deep, H100)
+    split = estimate(TMA_WS.config(config(**SPLIT_BASE, SPLIT=16)), deep, H100)
+    assert split.ms < whole.ms / 4 and split.blocks == 128
+    short = Shape(1024, 1024, 1024, "bfloat16", "NT")
+    tile = {"BN": 128, "STAGES": 6, "EPI": 1, "OUT": 2}
+    assert (
+        estimate(TMA_WS.config(config(**tile)), short, H100).ms
+        < estimate(TMA_WS.config(config(**tile, SPLIT=2)), short, H100).ms
+    )

@@ -265,7 +265,6 @@ TMA_WS_RULES = (
         "their tiles' k tiles together, which pieces of different lengths would not",
         lambda p: p["TAIL"] == 0 or cluster_size(p) == 1,
     ),
-    Rule("SPLIT must be at least 1", lambda p: p["SPLIT"] >= 1),
     Rule(
         "SPLIT > 1 needs a cluster of one block (CM = CN = 1) and TAIL 0: a tile's pieces are "
         "whole tiles' k ranges, met in one slot per tile",
