@@ -338,11 +338,15 @@ class Space:
 
     def _waste(self, point: _ValidPoint, limits: dict[str, int]) -> str | None:
         """Why a valid config is wasteful for this shape (the counts' reason), or None: the
-        reasons of :func:`shape_waste`, ``Family.waste`` and :func:`splitk_waste`, in order."""
+        reasons of :func:`shape_waste`, ``Family.waste``, ``Family.device_waste`` and
+        :func:`splitk_waste`, in order."""
         if any(value > limits[name] for name, value in point.tiles):
             return "tile larger than the matrix"
         if self.family.waste(point.params, self.run_shape):
             return f"{self.family.name}: wasteful for this shape"
+        device_waste = self.family.device_waste
+        if device_waste is not None and device_waste(point.params, self.run_shape, self.device):
+            return f"{self.family.name}: wasteful for this shape on this device"
         if point.split is None:
             return None
         return split_kind(point.split, self.run_shape, self.device)

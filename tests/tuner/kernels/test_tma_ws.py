@@ -351,3 +351,16 @@ def test_cost_model_splits_a_deep_k_and_keeps_a_short_one_whole() -> None:
         estimate(TMA_WS.config(config(**tile)), short, H100).ms
         < estimate(TMA_WS.config(config(**tile, SPLIT=2)), short, H100).ms
     )
+
+
+def test_one_round_of_tiles_keeps_one_tile_order() -> None:
+    """256x256x65536: every piece has its block, so GROUP and RASTER only reorder work that runs
+    at once and each config's GROUP 1, RASTER 0 twin alone is kept; 4096^3 (512 tiles of
+    128x256 for 132 SMs) keeps every order."""
+    deep = Space("tma_ws", Shape(256, 256, 65536, "bfloat16", "NT"), H100)
+    kept = deep.candidates()
+    assert kept and all(c["GROUP"] == 1 and c["RASTER"] == 0 for c in kept)
+    reason = "tma_ws: wasteful for this shape on this device"
+    assert deep.evaluate()[1].pruned[reason] > 0
+    big = Space("tma_ws", Shape(4096, 4096, 4096, "bfloat16", "NT"), H100).candidates()
+    assert {(c["GROUP"], c["RASTER"]) for c in big} == {(g, r) for g in (1, 8, 16) for r in (0, 1)}
