@@ -25,6 +25,7 @@ from tuner.core.shape import Shape
 from tuner.kernels.compile import LANGUAGE_STANDARD, compile_target
 from tuner.kernels.families import STREAMK_MAX_BLOCKS, Family, get_family
 from tuner.kernels.families.emulated import A_PARTS, B_PARTS
+from tuner.kernels.families.tma_ws import SPLIT_MAX_TILES
 from tuner.kernels.operand_padding import plan_padding
 from tuner.kernels.operand_split import SplitOperand, split_operands
 from tuner.kernels.render import KernelSource
@@ -265,6 +266,14 @@ def _grid_rule(source: KernelSource, family: Family, padded: bool) -> str:
             "whatever the shape: a persistent grid walks the tiles"
         )
     if family.cost.schedule == "tiles":
+        if params.get("TAIL", 0):
+            return "(the GPU's SM count; 1; 1) whatever the shape: a persistent grid, stream-K tail"
+        if params.get("SPLIT", 1) > 1:
+            return (
+                f"(the GPU's SM count, at most {params['SPLIT']} x the number of BM x BN output "
+                f"tiles, or the tiles alone past {SPLIT_MAX_TILES} of them; 1; 1): a persistent "
+                "grid of pieces of K"
+            )
         return (
             "(the GPU's SM count, at most the number of BM x BN output tiles; or for a cluster, "
             "the most clusters the driver says fit, times the cluster size; 1; 1): a persistent "

@@ -225,3 +225,17 @@ def test_the_gpu_launch_passes_the_recipes_arguments_in_its_order(family: str) -
         else:
             assert int(passed) == wanted.value, label  # type: ignore[call-overload]
     assert tuple(kernel.grid) == recipe.grid and tuple(kernel.block) == recipe.block
+
+
+def test_the_tma_ws_grid_rule_follows_its_schedule() -> None:
+    """Whole tiles, the stream-K tail and pieces of K size the persistent grid differently, and
+    the rule a client reads says which; the grid it gives for a known SM count agrees."""
+    base = "tma_ws_bm64_bn128_bk64_cw1_s6_gr1_ra0_ep1_cm1_cn1"
+    shape = Shape(256, 256, 65536, "bfloat16", "NT", "float32")  # the tail takes float32 C
+    rules = {
+        name: launch_recipe(render(parse_config(f"{base}_{name}dt1_ly1")), shape, "sm_90", 132)
+        for name in ("", "tl1_", "sp16_")
+    }
+    assert "whole tiles" in rules[""].grid_rule and rules[""].grid == (8, 1, 1)
+    assert "stream-K" in rules["tl1_"].grid_rule and rules["tl1_"].grid == (132, 1, 1)
+    assert "16 x the number" in rules["sp16_"].grid_rule and rules["sp16_"].grid == (128, 1, 1)

@@ -28,11 +28,11 @@ chip.
 SPLIT > 1 (no cluster, no TAIL) cuts K into SPLIT even pieces per output tile, for shapes with
 fewer tiles than SMs: the grid walks tiles x SPLIT pieces, piece p of every tile before piece
 p + 1 of any, so the blocks at work at once read the same k range as a band of whole tiles does.
-The pieces of a tile meet in float32 sums kept in the kernel's module: every piece but the last
-to arrive adds its sums there, and the last adds them to its own and writes C as a whole tile
-does, so a half C is rounded once from the FP32 sum. The TAIL above, whose blocks work at
-different k offsets, ran as slow as 0.36x of whole tiles on the H100 where every tile was
-shared.
+The pieces of a tile meet in float32 sums kept in the kernel's module: the first to arrive
+stores its sums there, the middle ones add theirs, and the last adds them to its own and writes
+C as a whole tile does, so a half C is rounded once from the FP32 sum. (The TAIL above, whose
+blocks work at different k offsets of different tiles, ran at 0.36-1.05x of whole tiles on the
+H100; why was not measured.)
 
 DTYPE and LAYOUT are pinned by the shape as for ``hmma``; OUT (C's element type: 0 float32,
 1 float16, 2 bfloat16) by the shape's output type where it has one, else 0.
@@ -88,10 +88,10 @@ PIECE_BYTES = 64 * ROW_BYTES  # a piece of C stored by TMA: 64 rows of 128 bytes
 TAIL_MAX_TILES = 1024
 # The hand-off's ticket (TAIL 1, SPLIT > 1): a word of dynamic shared memory after the barriers.
 TICKET_BYTES = 4
-# SPLIT > 1: output tiles whose pieces can meet (a slot of BM x BN float32 sums and two counters
-# each, in the module: 20 MiB for 128 x 256 tiles). A shape with more tiles does not split (piece
-# 0 does all of K), and the space drops its split configs; a shape that needs a split has fewer
-# tiles than SMs.
+# SPLIT > 1: output tiles whose pieces can meet (a slot of BM x BN float32 sums and three
+# counters each, in the module: 20 MiB of slots for 128 x 256 tiles). A shape with more tiles
+# does not split (piece 0 does all of K), and the space drops its split configs; a shape that
+# needs a split has fewer tiles than SMs.
 SPLIT_MAX_TILES = 160
 
 
