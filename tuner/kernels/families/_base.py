@@ -11,15 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from tuner.core.accuracy import EXACT
 from tuner.core.config import IMPLICIT_VALUES, Config
 from tuner.core.errors import InputError
 from tuner.core.shape import Shape
 
-if TYPE_CHECKING:  # resources reads the families: a type only, no import at run time
-    from tuner.kernels.resources import DeviceLimits
+
+class SmCount(Protocol):
+    """What a device-dependent waste check reads of a device (``tuner.kernels.resources.
+    DeviceLimits`` has it; the families do not import that module, which reads them)."""
+
+    @property
+    def sm_count(self) -> int: ...
+
 
 Params = Mapping[str, int]
 FLOAT_BYTES = 4
@@ -120,7 +126,7 @@ class Family:
     # Why a valid config is wasteful for a shape beyond the generic checks, or None.
     waste: Callable[[Params, Shape], str | None] = lambda p, shape: None
     # The same, where the device decides it (its SMs); None: no such check.
-    device_waste: Callable[[Params, Shape, DeviceLimits], str | None] | None = None
+    device_waste: Callable[[Params, Shape, SmCount], str | None] | None = None
     # The parameter that splits K into pieces meeting in C (``SPLITK``; ``tma_ws`` names its own
     # ``SPLIT``), checked by ``tuner.kernels.space.splitk_waste``; the most output tiles whose
     # pieces the template can meet (None: ``SPLITK_MAX_TILES``), past which it does not split;

@@ -40,8 +40,6 @@ DTYPE and LAYOUT are pinned by the shape as for ``hmma``; OUT (C's element type:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tuner.core.shape import HALF_DTYPES, SUPPORTED_LAYOUTS, Shape
 from tuner.kernels.families._base import (
     CostTraits,
@@ -50,6 +48,7 @@ from tuner.kernels.families._base import (
     Param,
     Params,
     Rule,
+    SmCount,
 )
 from tuner.kernels.families.hmma import (
     HALF_BYTES,
@@ -58,9 +57,6 @@ from tuner.kernels.families.hmma import (
     hmma_pinned,
     stored_tiles,
 )
-
-if TYPE_CHECKING:  # resources reads the families: a type only
-    from tuner.kernels.resources import DeviceLimits
 
 WARPGROUP = 128  # threads of one warpgroup
 M_TILE = 64  # rows of one wgmma
@@ -295,7 +291,7 @@ def tiles_blocks(p: Params, shape: Shape, sm_count: int) -> int:
     return size * max(1, min(_super_tiles(p, shape), sm_count // size))
 
 
-def one_round_order_waste(p: Params, shape: Shape, device: DeviceLimits) -> str | None:
+def one_round_order_waste(p: Params, shape: Shape, device: SmCount) -> str | None:
     """Where the grid has a block for every piece of work (one round), GROUP and RASTER only
     choose which block takes which tile of a set that all run at once: every such config is the
     same kernel's work as its GROUP 1, RASTER 0 twin, which alone is kept. (A 40-candidate BF16
