@@ -61,14 +61,19 @@ def kind_config(base: str, dtype: str, layout: str, out: str | None = None) -> s
     return "_".join([base, *(t for t in tokens if t != "out0")])
 
 
-@pytest.fixture(scope="module")
-def kernels() -> dict[str, tuple[Any, Any]]:
+def sm90_kernels(names: list[str]) -> dict[str, tuple[Any, Any]]:
+    """``names`` compiled and loaded, or the test skipped on any GPU but sm_90."""
     from tuner.gpu.device import live_device
 
     if live_device().arch != "sm_90":
         pytest.skip("tma_ws runs on sm_90 only")
+    return compile_and_load(names)
+
+
+@pytest.fixture(scope="module")
+def kernels() -> dict[str, tuple[Any, Any]]:
     names = [kind_config(base, *kind) for kind in KINDS for base in TILES]
-    return compile_and_load(names + [kind_config(TILES[1], *kind) + "_pad8" for kind in KINDS])
+    return sm90_kernels(names + [kind_config(TILES[1], *kind) + "_pad8" for kind in KINDS])
 
 
 def _check(kernels: dict[str, tuple[Any, Any]], name: str, shape: Shape) -> str | None:
@@ -138,11 +143,7 @@ def test_a_view_off_16_bytes_runs_through_copies_and_the_raw_launch_refuses_it(
 
 @pytest.fixture(scope="module")
 def float32_c_kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.gpu.device import live_device
-
-    if live_device().arch != "sm_90":
-        pytest.skip("tma_ws runs on sm_90 only")
-    return compile_and_load(
+    return sm90_kernels(
         [kind_config(TILES[0], "float16", layout, "float32") for layout in ("NN", "NT")]
     )
 
@@ -160,17 +161,13 @@ HALF_C_TOLERANCE = {1: 2e-3, 2: 1.2e-2}
 
 @pytest.fixture(scope="module")
 def half_c_kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.gpu.device import live_device
-
-    if live_device().arch != "sm_90":
-        pytest.skip("tma_ws runs on sm_90 only")
     names = [
         f"{base}_dt{out - 1}_ly{layout}_out{out}"  # float16 inputs (dt0) for OUT 1, bfloat16 for 2
         for base in HALF_C_TILES
         for layout in (0, 1)
         for out in HALF_C_BITS
     ]
-    return compile_and_load(names)
+    return sm90_kernels(names)
 
 
 @pytest.mark.parametrize("out", sorted(HALF_C_BITS))
@@ -223,11 +220,7 @@ TAIL_SHAPES = [(1536, 4096, 1032), (256, 256, 8192), (64, 64, 64), (200, 72, 410
 
 @pytest.fixture(scope="module")
 def tail_kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.gpu.device import live_device
-
-    if live_device().arch != "sm_90":
-        pytest.skip("tma_ws runs on sm_90 only")
-    return compile_and_load([kind_config(b, d, ly, "float32") for b, d, ly in TAIL_KINDS])
+    return sm90_kernels([kind_config(b, d, ly, "float32") for b, d, ly in TAIL_KINDS])
 
 
 @pytest.mark.parametrize("mnk", TAIL_SHAPES, ids=lambda d: "x".join(map(str, d)))
@@ -273,11 +266,7 @@ SPLIT_SHAPES = [
 
 @pytest.fixture(scope="module")
 def split_kernels() -> dict[str, tuple[Any, Any]]:
-    from tuner.gpu.device import live_device
-
-    if live_device().arch != "sm_90":
-        pytest.skip("tma_ws runs on sm_90 only")
-    return compile_and_load([kind_config(*kind) for kind in SPLIT_KINDS])
+    return sm90_kernels([kind_config(*kind) for kind in SPLIT_KINDS])
 
 
 @pytest.mark.parametrize("mnk", SPLIT_SHAPES, ids=lambda d: "x".join(map(str, d)))

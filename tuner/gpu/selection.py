@@ -49,8 +49,9 @@ def cuda_device_count(purpose: str) -> int:
 CUDA_SUCCESS, CUDA_ERROR_NO_DEVICE = 0, 100  # CUresult (cuda.h)
 
 
-def driver_library() -> Any:
-    """The CUDA driver library (raises OSError where there is none)."""
+def driver_library() -> ctypes.CDLL:
+    """The CUDA driver library (raises OSError where there is none); ``tuner.gpu.tensor_maps``
+    declares the calls it makes of it."""
     return ctypes.CDLL("libcuda.so.1")
 
 

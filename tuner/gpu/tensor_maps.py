@@ -27,6 +27,7 @@ from collections import OrderedDict
 from typing import Any
 
 from tuner.core.shape import Shape
+from tuner.gpu.selection import driver_library
 from tuner.kernels.families import get_family
 from tuner.kernels.families.tma_ws import (
     C_ELEMENT_BYTES,
@@ -78,7 +79,7 @@ class _LaunchConfig(ctypes.Structure):
 
 @functools.cache
 def _driver() -> ctypes.CDLL:
-    lib = ctypes.CDLL("libcuda.so.1")
+    lib = driver_library()
     encode = lib.cuTensorMapEncodeTiled
     encode.restype = ctypes.c_int
     u64p, u32p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
