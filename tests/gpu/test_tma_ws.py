@@ -253,7 +253,9 @@ SPLIT_KINDS = [
 ]
 # Few tiles with a deep K (every tile split); ragged edges and a deep K; one tile of one k tile
 # (most pieces empty); more pieces than blocks (a block walks several, the grid comes round);
-# more tiles than slots (no split: piece 0 does all of K); 16 rows.
+# more tiles than slots (no split: piece 0 does all of K); 16 rows (one warp's rows in C); 40
+# rows (a warp whose 16 rows straddle M) and a single row: the warps wholly past M keep out of
+# the slot, so a wrong row bound shows up as missing or stale sums there.
 SPLIT_SHAPES = [
     (256, 256, 8192),
     (200, 72, 4104),
@@ -261,6 +263,8 @@ SPLIT_SHAPES = [
     (1096, 520, 328),
     (2056, 2120, 64),
     (16, 4096, 1032),
+    (40, 520, 4104),
+    (1, 1032, 2048),
 ]
 
 
