@@ -24,13 +24,16 @@ KINDS = [(dtype, layout) for dtype in ("float16", "bfloat16") for layout in SUPP
 # Two consumers of one m64n256 tile each, 4 stages; one consumer of two m64n128 tiles, 5 stages,
 # bands of columns; two consumers of two m64n64 tiles (BM 256) in 3 stages, tiles one by one.
 # Clusters: 2x1 sharing B, 1x2 sharing A (each half loaded by one block and multicast).
-# EPI 1: C through shared memory by TMA stores where beta == 0.
+# EPI 1: C through shared memory by TMA stores where beta == 0. The deep rings of small tiles:
+# 12 stages of 64x64 in a 2x1 cluster, 8 of 64x128 (the ring's parity turns over at 12 and 8).
 TILES = (
     "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1",
     "tma_ws_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep1_cm1_cn1",
     "tma_ws_bm256_bn64_bk64_cw2_s3_gr1_ra0_ep1_cm1_cn1",
     "tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm2_cn1",
     "tma_ws_bm256_bn128_bk64_cw2_s4_gr4_ra1_ep0_cm1_cn2",
+    "tma_ws_bm64_bn64_bk64_cw1_s12_gr1_ra0_ep1_cm2_cn1",
+    "tma_ws_bm64_bn128_bk64_cw1_s8_gr8_ra0_ep0_cm1_cn1",
 )
 # Every stored row a multiple of 8 halves, the tile edges ragged: one k tile and a part, a
 # single partial tile, more tiles than SMs (the persistent loop comes round), K of 8.

@@ -60,6 +60,17 @@ REDUCTIONS_PER_CLK = 64
 # benchmarks/results/h200-tma-ws-split-2026-11-29b.json, notebook).
 SPLIT_MEET_CYCLES = 10000
 
+# tma_ws: clocks from a TMA copy's issue to its bytes in shared memory while every SM streams from
+# device memory (queues included), far above an idle load's ``global_latency``. A ring of STAGES
+# keeps STAGES - 1 copies ahead, so a k tile cannot come faster than this over STAGES - 1: deeper
+# rings stream faster where few rows make the launch a read of B. Chosen among 0-6000 on the H200
+# ladder rows of 2026-11-29 (configs at STAGES 4-12; picks per shape 0.952 -> 0.971 of the
+# measured best, pairs ordered right 1174 -> 1241 of 1465) and the earlier ladder files (picks
+# 0.989 -> 0.986, pairs 3743 -> 3839 of 4266; 4000 did better on the new rows, worse on these).
+# Scored afterwards, not chosen on: held-out decode rows, picks 0.948 -> 0.980
+# (benchmarks/results/cpu-ladder-model-stream-latency-*-2026-11-29.json, notebook).
+TMA_STREAM_LATENCY = 3000
+
 # Conversions from float to double per SM and clock (the CUDA programming guide's table of
 # arithmetic throughput: 16 on sm_80 and sm_90).
 XU_PER_CLK = 16

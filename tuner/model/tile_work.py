@@ -13,6 +13,7 @@ from tuner.model.throughput import (
     BURST_LATENCY_FACTOR,
     DMMA_DEPTH,
     SCHEDULERS,
+    TMA_STREAM_LATENCY,
     XU_PER_CLK,
     Throughput,
     issue_efficiency,
@@ -219,7 +220,8 @@ def _tma_work(
     cores read each consumer's rows of A and all of B's tile from shared memory, which the
     copies wrote; an operand the two blocks of a cluster share (B along M, A along N) is read
     from L2 half by each. The copies are asynchronous and tracked by mbarriers, so their latency
-    is the load latency spread over the STAGES - 1 tiles in flight, with no burst to wait out."""
+    is spread over the STAGES - 1 tiles in flight, with no burst to wait out; it is the latency
+    of a copy while the whole chip streams (``TMA_STREAM_LATENCY``), not an idle load's."""
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     consumers = params["CONSUMERS"]
     a_l2 = bm * bk * 2 // params.get("CN", 1)
@@ -231,7 +233,7 @@ def _tma_work(
         smem_bytes=((bm + consumers * bn) * bk + (bm + bn) * bk) * 2,
         l2_bytes=a_l2 + b_l2,
         loads_ahead=family.cost.loads_ahead(params),
-        latency=rates.global_latency,
+        latency=max(rates.global_latency, TMA_STREAM_LATENCY),
         macs=bm * bn * bk,
         math_rate=rates.wgmma_per_clk or rates.hmma_per_clk,
     )

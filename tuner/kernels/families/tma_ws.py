@@ -201,7 +201,7 @@ TMA_WS_PARAMS = (
     Param("BN", (64, 128, 192, 256), "columns of C per output tile (the wgmma's N)"),
     Param("BK", (K_TILE,), "depth of the k tile: one 128-byte swizzled row of halves"),
     Param("CONSUMERS", (1, 2), "consumer warpgroups (each computes BM/CONSUMERS rows)"),
-    Param("STAGES", (3, 4, 5, 6), "shared-memory stages of the TMA ring"),
+    Param("STAGES", (3, 4, 5, 6, 8, 12), "shared-memory stages of the TMA ring"),
     Param("GROUP", (1, 8, 16), "block rows (or columns) banded together in the tile order"),
     Param("RASTER", (0, 1), "tile order: 0 bands of block rows, 1 bands of block columns"),
     Param("EPI", (0, 1), "epilogue: 0 stores from the sums, 1 through shared memory by TMA"),
