@@ -9,9 +9,13 @@ study without probed rates ranks by) answers right when it estimates the faster 
 pair it estimates equal counts as wrong. Reported per group of shapes (by rounds of output
 tiles of the faster config over the device's SMs, the quantity that decides how full a
 persistent grid runs) and for held-out rows apart: pairs, agreement, and the median of measured
-time over estimate (1.00 = as fast as the model thinks). ``--tma-l2-scale S`` (repeatable)
-reruns the comparison with the L2 bytes of a ``tma_ws`` k tile divided by S, a hypothesis about
-how fast TMA's copies are fed from L2 (the model is otherwise unchanged); each run apart.
+time over estimate (1.00 = as fast as the model thinks); and per shape the model's pick (the
+config it estimates fastest among those measured) as a share of the measured best, with their
+geometric mean and lowest. ``--tma-l2-scale S`` (repeatable) reruns the comparison with the L2
+bytes of a ``tma_ws`` k tile divided by S, a hypothesis about how fast TMA's copies are fed from
+L2; ``--tma-stream-latency L`` (repeatable) with ``TMA_STREAM_LATENCY`` set to L clocks (0: an
+idle load's latency, the model before that term); the model is otherwise unchanged, each run
+apart.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ from tuner.model import tile_work
 from tuner.model.cost_model import estimate
 
 GROUPS = ((0.0, 1.0, "under one round"), (1.0, 2.0, "1-2 rounds"), (2.0, float("inf"), ">= 2"))
+
+
+@contextmanager
+def tma_stream_latency(clocks: int) -> Iterator[None]:
+    """The cost model with a ``tma_ws`` copy's streaming latency set to ``clocks``."""
+    with patch.object(tile_work, "TMA_STREAM_LATENCY", clocks):
+        yield
 
 
 @contextmanager
@@ -134,7 +145,32 @@ def agreement(rows: list[dict[str, Any]], margin: float) -> dict[str, Any]:
             if members
             else None,
         }
-    return {"groups": groups, "wrong": wrong}
+    return {"groups": groups, "picks": picks(rows), "wrong": wrong}
+
+
+def picks(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per shape, the measured time of the config the model estimates fastest over the best
+    measured (1.00: the model picks the best); geometric mean and lowest, held out apart."""
+    by_shape: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_shape[row["shape"]].append(row)
+    shares = {
+        shape: min(r["ms"] for r in measured) / min(measured, key=lambda r: r["estimate_ms"])["ms"]
+        for shape, measured in by_shape.items()
+    }
+    summary: dict[str, Any] = {"per_shape": {s: round(v, 3) for s, v in shares.items()}}
+    for name, held in (("suite", False), ("held out", True)):
+        values = [v for s, v in shares.items() if by_shape[s][0]["heldout"] == held]
+        summary[name] = (
+            {
+                "shapes": len(values),
+                "geomean": round(statistics.geometric_mean(values), 3),
+                "lowest": round(min(values), 3),
+            }
+            if values
+            else None
+        )
+    return summary
 
 
 def main() -> None:
@@ -143,18 +179,29 @@ def main() -> None:
     parser.add_argument("--arch", default="sm_90", help="the table device the model assumes")
     parser.add_argument("--margin", type=float, default=0.02)
     parser.add_argument("--tma-l2-scale", type=float, action="append", default=[])
+    parser.add_argument("--tma-stream-latency", type=int, action="append", default=[])
     parser.add_argument("--out", type=Path, required=True)
     options = parser.parse_args()
     rows = read_rows(options.run, options.arch)
     result = agreement(rows, options.margin)
     for name, group in result["groups"].items():
         print(name, json.dumps(group))
+    print("picks", json.dumps({k: v for k, v in result["picks"].items() if k != "per_shape"}))
     hypotheses = {}
     for scale in options.tma_l2_scale:
         with tma_l2_scaled(scale):
             groups = agreement(read_rows(options.run, options.arch), options.margin)["groups"]
         hypotheses[str(scale)] = groups
         print(f"tma_ws L2 bytes / {scale}:", json.dumps(groups))
+    latencies = {}
+    for clocks in options.tma_stream_latency:
+        with tma_stream_latency(clocks):
+            scored = agreement(read_rows(options.run, options.arch), options.margin)
+        latencies[str(clocks)] = {"groups": scored["groups"], "picks": scored["picks"]}
+        right = sum(g["ordered_right"] for g in scored["groups"].values())
+        pairs = sum(g["pairs"] for g in scored["groups"].values())
+        brief = {k: v for k, v in scored["picks"].items() if k != "per_shape"}
+        print(f"TMA_STREAM_LATENCY {clocks}: pairs {right}/{pairs}, picks", json.dumps(brief))
     document = {
         "what": "cost model order against measured ladder runs (no GPU)",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -163,6 +210,7 @@ def main() -> None:
         "margin": options.margin,
         **result,
         "tma_l2_scale": hypotheses,
+        "tma_stream_latency": latencies,
         "rows": rows,
     }
     options.out.write_text(json.dumps(document, indent=1) + "\n")
