@@ -292,3 +292,48 @@ def test_the_k_split_matches_cublas_in_every_type_of_c(
             if failure:
                 failures.append(failure)
     assert not failures, f"on {mnk}: " + "; ".join(failures)
+
+
+# Short tiles (BM 16 or 32: the first rows of one m64 wgmma, A stored along K): 16-row tiles in
+# a 16-stage ring in both such layouts and input types; 32-row tiles of 128 columns cut into 4
+# pieces of K with a BF16 C; 16-row tiles of 128 columns in 2 pieces with a float32 C.
+SHORT_KINDS = [
+    ("tma_ws_bm16_bn64_bk64_cw1_s16_gr1_ra0_ep0_cm1_cn1", dtype, layout, None)
+    for dtype in ("float16", "bfloat16")
+    for layout in ("NN", "NT")
+] + [
+    ("tma_ws_bm32_bn128_bk64_cw1_s8_gr8_ra1_ep0_cm1_cn1_sp4", "bfloat16", "NT", "bfloat16"),
+    ("tma_ws_bm16_bn128_bk64_cw1_s12_gr1_ra0_ep0_cm1_cn1_sp2", "float16", "NN", "float32"),
+]
+# One row; one warp's 16 rows; 17 and 40 rows (a second row tile, partly past M); rows of many
+# tiles with ragged N and K; more tiles than split slots (no split).
+SHORT_SHAPES = [
+    (1, 64, 64),
+    (16, 4096, 1032),
+    (17, 520, 328),
+    (40, 1096, 4104),
+    (100, 72, 136),
+    (2056, 264, 64),
+]
+
+
+@pytest.fixture(scope="module")
+def short_kernels() -> dict[str, tuple[Any, Any]]:
+    return sm90_kernels([kind_config(*kind) for kind in SHORT_KINDS])
+
+
+@pytest.mark.parametrize("mnk", SHORT_SHAPES, ids=lambda d: "x".join(map(str, d)))
+def test_short_tiles_match_cublas(
+    mnk: tuple[int, int, int], short_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """A short tile's m64 wgmma also multiplies rows that are not its own (B's bytes after A's
+    rows in the stage); only its first BM rows may reach C or the split's slot, so a tile that
+    wrote more would overwrite the next tile's rows (NaN-poisoned C shows stale ones)."""
+    failures = []
+    for base, dtype, layout, out in SHORT_KINDS:
+        shape = Shape(*mnk, dtype, layout, out)
+        for _ in range(2):
+            failure = _check(short_kernels, kind_config(base, dtype, layout, out), shape)
+            if failure:
+                failures.append(failure)
+    assert not failures, f"on {mnk}: " + "; ".join(failures)

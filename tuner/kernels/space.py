@@ -37,10 +37,10 @@ def shape_waste(family: Family, config: Config, shape: Shape) -> str | None:
     """Why ``config`` is wasteful for ``shape``, or None.
 
     A block tile larger than the matrix rounded up to a power of two only adds idle threads and
-    zero-filled shared memory; the family's smallest value is always kept so that every shape
-    has candidates.
+    zero-filled shared memory; the smallest value a valid config of the shape's pins takes is
+    always kept so that every shape has candidates.
     """
-    smallest = _smallest_values(family)
+    smallest = _smallest_tiles(family, tuple(sorted(family.pinned(shape).items())))
     params = config.as_dict()
     for param, dim, label in (("BM", shape.m, "M"), ("BN", shape.n, "N"), ("BK", shape.k, "K")):
         value = params.get(param)
@@ -52,6 +52,20 @@ def shape_waste(family: Family, config: Config, shape: Shape) -> str | None:
 @functools.cache
 def _smallest_values(family: Family) -> dict[str, int]:
     return {p.name: min(p.values) for p in family.params}
+
+
+@functools.cache
+def _smallest_tiles(family: Family, pinned: Pinned) -> dict[str, int]:
+    """Per block-tile side, the smallest value of the rule-valid configs with these pins (a
+    value only some layouts allow, such as tma_ws's 16-row tiles with A stored along K, is not
+    the smallest for the others), else the parameter's smallest value."""
+    smallest = dict(_smallest_values(family))
+    points = _valid_points(family, pinned)
+    for name in smallest:
+        sides = [value for point in points for side, value in point.tiles if side == name]
+        if sides:
+            smallest[name] = min(sides)
+    return smallest
 
 
 @functools.cache
@@ -325,9 +339,9 @@ class Space:
 
     def _tile_limits(self) -> dict[str, int]:
         """Per block-tile side, the largest value that is not wasteful for this shape
-        (:func:`shape_waste`: the matrix side rounded up to a power of two, or the family's
-        smallest value)."""
-        smallest = _smallest_values(self.family)
+        (:func:`shape_waste`: the matrix side rounded up to a power of two, or the smallest value
+        of a valid config with this shape's pins)."""
+        smallest = _smallest_tiles(self.family, self.pinned)
         run = self.run_shape
         sides = dict(zip(TILE_DIMENSIONS, (run.m, run.n, run.k), strict=True))
         return {

@@ -226,15 +226,16 @@ def _tma_work(
     consumers = params["CONSUMERS"]
     a_l2 = bm * bk * 2 // params.get("CN", 1)
     b_l2 = bn * bk * 2 // params.get("CM", 1)
+    wgmma_rows = max(bm, 64)  # a short tile (BM 16, 32) still multiplies one m64 tile
     return TileWork(
         warps=-(-threads // warp_size),
         issue=consumers * 4 * (bk // 16) + 4,  # the wgmma and the barriers, per warp
         issue_rate=SCHEDULERS,
-        smem_bytes=((bm + consumers * bn) * bk + (bm + bn) * bk) * 2,
+        smem_bytes=((wgmma_rows + consumers * bn) * bk + (bm + bn) * bk) * 2,
         l2_bytes=a_l2 + b_l2,
         loads_ahead=family.cost.loads_ahead(params),
         latency=max(rates.global_latency, TMA_STREAM_LATENCY),
-        macs=bm * bn * bk,
+        macs=wgmma_rows * bn * bk,
         math_rate=rates.wgmma_per_clk or rates.hmma_per_clk,
     )
 

@@ -63,7 +63,12 @@ def test_one_consumer_of_one_m64_row_is_a_valid_tile_of_every_width(bn: int) -> 
     [
         ({"BK": 32}, "BK must be 64"),
         ({"BM": 64, "CONSUMERS": 2}, "BM/CONSUMERS must be a multiple of 64"),
-        ({"BN": 320}, "multiples of 64 up to 256"),
+        ({"BN": 320}, "a multiple of 64 up to 256"),
+        ({"BM": 48, "CONSUMERS": 1}, "BM must be 16, 32 or a multiple of 64"),
+        ({"BM": 16, "CONSUMERS": 2}, "BM 16 or 32 with one consumer"),
+        ({"BM": 16, "CONSUMERS": 1, "EPI": 1}, "a short tile (BM 16 or 32) needs"),
+        ({"BM": 32, "CONSUMERS": 1, "CN": 2}, "a short tile (BM 16 or 32) needs"),
+        ({"BM": 16, "CONSUMERS": 1, "LAYOUT": 2}, "A stored along K"),
         ({"BM": 256, "CONSUMERS": 1}, "at most 128 FP32 sums"),
         ({"STAGES": 5}, "must fit in 232448 bytes"),
         ({"STAGES": 4, "EPI": 1, "BM": 256}, "at most 128 FP32 sums"),
@@ -214,6 +219,8 @@ def test_it_compiles_for_sm_90a_without_spills() -> None:
         TMA_WS.config(config(TAIL=1, EPI=1, LAYOUT=2)).name,
         TMA_WS.config(config(BM=64, BN=128, CONSUMERS=1, STAGES=6, SPLIT=16, EPI=1, OUT=2)).name,
         TMA_WS.config(config(BN=128, STAGES=6, SPLIT=2, LAYOUT=0, DTYPE=0, OUT=1)).name,
+        TMA_WS.config(config(BM=16, BN=64, CONSUMERS=1, STAGES=16, OUT=2)).name,
+        TMA_WS.config(config(BM=32, BN=128, CONSUMERS=1, STAGES=8, SPLIT=4, LAYOUT=0)).name,
     ]
     sources = [render(parse_config(n)) for n in names]
     compiler = NvccCompiler("sm_90")
@@ -364,3 +371,58 @@ def test_one_round_of_tiles_keeps_one_tile_order() -> None:
     assert deep.evaluate()[1].pruned[reason] > 0
     big = Space("tma_ws", Shape(4096, 4096, 4096, "bfloat16", "NT"), H100).candidates()
     assert {(c["GROUP"], c["RASTER"]) for c in big} == {(g, r) for g in (1, 8, 16) for r in (0, 1)}
+
+
+SHORT = {"BM": 16, "BN": 64, "CONSUMERS": 1, "STAGES": 16, "OUT": 2}
+
+
+def test_a_short_tile_holds_fewer_rows_of_a_per_stage_and_whole_m64_slots() -> None:
+    """BM 16: a stage is 16 + 64 rows of 128 bytes (so 16 stages fit), one m64 wgmma tile, and
+    a split's slot keeps the m64 tile's place per thread (64 x BN floats, not 16 x BN)."""
+    short = TMA_WS.config(config(**SHORT))
+    assert TMA_WS.broken_rules(short) == []
+    values = TMA_WS.template_values(short)
+    assert values["STAGE_BYTES"] == (16 + 64) * 128 and values["MT"] == 1
+    split = TMA_WS.template_values(TMA_WS.config(config(**SHORT, SPLIT=2)))
+    assert split["SLOT_ROWS"] == 64
+    assert box_rows(short.as_dict(), "NT") == (16, 64)
+
+
+def test_a_short_tile_stores_and_meets_only_its_own_rows() -> None:
+    code = render(TMA_WS.config(config(**SHORT, SPLIT=2))).code
+    assert "const int row_end = min(M, m0 + 16);" in code
+    assert "if (row < row_end)" in code and "if (row + 8 < row_end)" in code
+    assert "warp * 16 < 16 ? tm * 16 + warp * 16 : M" in code  # only warp 0 meets
+    assert "split_sums[163840]" in code  # 160 slots of 64 x 64 floats, 4 a float4
+    tall = render(TMA_WS.config(config(BM=64, BN=64, CONSUMERS=1, STAGES=12))).code
+    assert "const int row_end = M;" in tall
+
+
+def test_the_space_offers_short_tiles_only_where_one_holds_every_row() -> None:
+    """On the H200 a 16-row tile ran 16x4096x4096 at 1.05x cuBLAS where 64-row tiles reached
+    0.94x, and 48 rows in 16- or 32-row tiles at 0.56-0.86x where 64-row tiles reached 0.99x."""
+
+    def tiles(m: int) -> set[int]:
+        space = Space("tma_ws", Shape(m, 4096, 4096, "bfloat16", "NT"), H100).candidates()
+        return {c["BM"] for c in space}
+
+    assert tiles(16) == {16}
+    assert tiles(24) == {32}
+    assert 16 not in tiles(48) and 32 not in tiles(48) and 64 in tiles(48)
+    assert tma_ws_waste(config(**SHORT), Shape(17, 64, 64, "bfloat16", "NT"))
+    assert tma_ws_waste(config(**SHORT), Shape(16, 64, 64, "bfloat16", "NT")) is None
+    nn = Space("tma_ws", Shape(8, 4096, 4096, "bfloat16", "NN"), H100).candidates()
+    tn = Space("tma_ws", Shape(8, 4096, 4096, "bfloat16", "TN"), H100).candidates()
+    assert {c["BM"] for c in nn} == {16} and min(c["BM"] for c in tn) == 64
+
+
+def test_cost_model_counts_a_short_tile_as_one_m64_wgmma() -> None:
+    """The tensor cores multiply 64 rows whatever BM is; A's bytes from L2 are BM rows."""
+    rates = throughput(H100)
+    shape = Shape(16, 4096, 4096, "bfloat16", "NT")
+    short = TMA_WS.config(config(**SHORT)).as_dict()
+    tall = TMA_WS.config(config(**{**SHORT, "BM": 64, "STAGES": 12})).as_dict()
+    work = TILE_MODELS["half_tma"]
+    short_tile, tall_tile = (work(TMA_WS, p, 256, rates, 32, shape) for p in (short, tall))
+    assert short_tile.macs == tall_tile.macs == 64 * 64 * 64
+    assert short_tile.l2_bytes == (16 + 64) * 64 * 2 < tall_tile.l2_bytes

@@ -96,8 +96,22 @@ def tma_ws_threads(p: Params) -> int:
 
 
 def m64_tiles(p: Params) -> int:
-    """m64 tiles each consumer warpgroup computes."""
-    return p["BM"] // p["CONSUMERS"] // M_TILE
+    """m64 tiles each consumer warpgroup computes (one for a short tile: BM < 64)."""
+    return max(1, p["BM"] // p["CONSUMERS"] // M_TILE)
+
+
+def short_tile(p: Params) -> bool:
+    """A tile of fewer rows than one wgmma's 64 (BM 16 or 32): its rows are the first BM of one
+    m64 tile, whose other rows multiply whatever the stage holds after A's BM rows (B's tile)
+    and are never stored or met. A stage then holds BM rows of A instead of 64, so a ring of the
+    same shared memory keeps more of B in flight where few rows make the launch a read of B."""
+    return p["BM"] < M_TILE
+
+
+def slot_rows(p: Params) -> int:
+    """Rows of a SPLIT slot: the consumers' m64 tiles, whole (a short tile's rows past BM are
+    never met, but each thread's place in the slot is that of its m64 rows)."""
+    return max(p["BM"], M_TILE)
 
 
 def _accumulators(p: Params) -> int:
@@ -141,6 +155,7 @@ def tma_ws_derive(p: Params) -> dict[str, int]:
         "CONSUMER_REGS": CONSUMER_REGS[p["CONSUMERS"]],
         "MAX_TILES": TAIL_MAX_TILES,
         "SPLIT_MAX_TILES": SPLIT_MAX_TILES,
+        "SLOT_ROWS": slot_rows(p),
     }
 
 
@@ -175,7 +190,15 @@ def stored_row_lengths(shape: Shape) -> tuple[int, int]:
 
 def tma_ws_waste(p: Params, shape: Shape) -> str | None:
     """A shape whose stored rows are not whole 16-byte vectors: TMA cannot read it in place (its
-    row pitch must be a multiple of 16 bytes); the padded config (``_pad8``) runs it."""
+    row pitch must be a multiple of 16 bytes); the padded config (``_pad8``) runs it. A short
+    tile where M is over BM: each of its row tiles reads all of B again (on the H200, 48 rows
+    in 16- or 32-row tiles ran at 0.56-0.86x cuBLAS where 64-row tiles ran at 0.96-0.99x:
+    benchmarks/results/h200-tma-ws-short-probes-2026-11-29.json)."""
+    if p.get("BM", M_TILE) < M_TILE and shape.m > p["BM"]:  # also called with the pins alone
+        return (
+            f"BM={p['BM']} tiles read all of B once per {p['BM']} rows: for M={shape.m} a "
+            "taller tile reads it fewer times"
+        )
     a, b = stored_row_lengths(shape)
     if a % VECTOR_HALVES or b % VECTOR_HALVES:
         return (
@@ -197,11 +220,15 @@ def _warp_tile(p: Params) -> tuple[int, int]:
 
 
 TMA_WS_PARAMS = (
-    Param("BM", (64, 128, 256), "rows of C per output tile (64: one consumer of one m64 row)"),
+    Param(
+        "BM",
+        (16, 32, 64, 128, 256),
+        "rows of C per output tile (64: one consumer of one m64 row; 16, 32: its first rows)",
+    ),
     Param("BN", (64, 128, 192, 256), "columns of C per output tile (the wgmma's N)"),
     Param("BK", (K_TILE,), "depth of the k tile: one 128-byte swizzled row of halves"),
     Param("CONSUMERS", (1, 2), "consumer warpgroups (each computes BM/CONSUMERS rows)"),
-    Param("STAGES", (3, 4, 5, 6, 8, 12), "shared-memory stages of the TMA ring"),
+    Param("STAGES", (3, 4, 5, 6, 8, 12, 16), "shared-memory stages of the TMA ring"),
     Param("GROUP", (1, 8, 16), "block rows (or columns) banded together in the tile order"),
     Param("RASTER", (0, 1), "tile order: 0 bands of block rows, 1 bands of block columns"),
     Param("EPI", (0, 1), "epilogue: 0 stores from the sums, 1 through shared memory by TMA"),
@@ -222,13 +249,37 @@ TMA_WS_RULES = (
         lambda p: p["BK"] == K_TILE,
     ),
     Rule(
-        "BM/CONSUMERS must be a multiple of 64: a consumer computes whole m64 wgmma tiles",
-        lambda p: p["BM"] % (p["CONSUMERS"] * M_TILE) == 0,
+        "BM/CONSUMERS must be a multiple of 64 (a consumer computes whole m64 wgmma tiles), or "
+        "BM 16 or 32 with one consumer (a short tile: the first rows of one m64 tile)",
+        lambda p: (
+            p["BM"] % (p["CONSUMERS"] * M_TILE) == 0
+            if not short_tile(p)
+            else p["BM"] in (16, 32) and p["CONSUMERS"] == 1
+        ),
     ),
     Rule(
-        f"BM and BN must be multiples of 64 up to {BOX_MAX}: a tile is whole 128-byte columns "
-        "of 64 and one TMA box at most",
-        lambda p: all(p[x] % 64 == 0 and 64 <= p[x] <= BOX_MAX for x in ("BM", "BN")),
+        f"BM must be 16, 32 or a multiple of 64 up to {BOX_MAX} and BN a multiple of 64 up to "
+        f"{BOX_MAX}: a tile is whole 128-byte columns of 64 (BM rows of 64 k for a short tile) "
+        "and one TMA box at most",
+        lambda p: (
+            (p["BM"] in (16, 32) or (p["BM"] % 64 == 0 and 64 <= p["BM"] <= BOX_MAX))
+            and p["BN"] % 64 == 0
+            and 64 <= p["BN"] <= BOX_MAX
+        ),
+    ),
+    Rule(
+        "a short tile (BM 16 or 32) needs A stored along K (layout NN or NT: its box is BM rows "
+        "of 64 k), a cluster of one block, EPI 0 and TAIL 0 (their boxes and hand-offs are "
+        "whole m64 tiles)",
+        lambda p: (
+            not short_tile(p)
+            or (
+                not stored_tiles(p)[0][0]
+                and cluster_size(p) == 1
+                and p["EPI"] == 0
+                and p["TAIL"] == 0
+            )
+        ),
     ),
     Rule(
         f"a consumer thread may keep at most {MAX_ACCUMULATORS} FP32 sums "
