@@ -23,7 +23,7 @@ from tuner.core.accuracy import BF16X3
 from tuner.core.shape import SUPPORTED_LAYOUTS, Shape
 from tuner.kernels.families._base import Family
 from tuner.kernels.families.hmma import HMMA, HMMA_SPLITK
-from tuner.kernels.families.tma_ws import TMA_WS
+from tuner.kernels.families.tma_ws import TMA_WS, short_tile_waste
 from tuner.kernels.families.wgmma import WGMMA, WGMMA_SPLITK
 
 # The parts of each input, in the order the split writes them along K (A's, then B's): the
@@ -71,7 +71,7 @@ HMMA_BF16X3 = bf16x3(HMMA)
 HMMA_SPLITK_BF16X3 = bf16x3(HMMA_SPLITK)
 WGMMA_BF16X3 = bf16x3(WGMMA)
 WGMMA_SPLITK_BF16X3 = bf16x3(WGMMA_SPLITK)
-# tma_ws's one waste is rows off 16 bytes, which TMA cannot read in place; the split's buffers
-# have rows whole 16-byte vectors apart (``tuner.kernels.operand_split``) whatever M, N and K,
-# and CuPy's bases are 256-byte aligned, so the check does not apply to the split shape.
-TMA_WS_BF16X3 = bf16x3(replace(TMA_WS, waste=lambda p, shape: None))
+# Of tma_ws's wastes only the short tiles' applies: rows off 16 bytes, which TMA cannot read in
+# place, do not occur, since the split's buffers have rows whole 16-byte vectors apart
+# (``tuner.kernels.operand_split``) whatever M, N and K, and CuPy's bases are 256-byte aligned.
+TMA_WS_BF16X3 = bf16x3(replace(TMA_WS, waste=short_tile_waste))

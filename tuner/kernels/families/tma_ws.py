@@ -188,17 +188,25 @@ def stored_row_lengths(shape: Shape) -> tuple[int, int]:
     return a, b
 
 
-def tma_ws_waste(p: Params, shape: Shape) -> str | None:
-    """A shape whose stored rows are not whole 16-byte vectors: TMA cannot read it in place (its
-    row pitch must be a multiple of 16 bytes); the padded config (``_pad8``) runs it. A short
-    tile where M is over BM: each of its row tiles reads all of B again (on the H200, 48 rows
-    in 16- or 32-row tiles ran at 0.56-0.86x cuBLAS where 64-row tiles ran at 0.96-0.99x:
-    benchmarks/results/h200-tma-ws-short-probes-2026-11-29.json)."""
+def short_tile_waste(p: Params, shape: Shape) -> str | None:
+    """A short tile where M is over BM: each of its row tiles reads all of B again (on the H200,
+    48 rows in 16- or 32-row tiles ran at 0.56-0.86x cuBLAS where 64-row tiles ran at
+    0.96-0.99x: benchmarks/results/h200-tma-ws-short-probes-2026-11-29.json)."""
     if p.get("BM", M_TILE) < M_TILE and shape.m > p["BM"]:  # also called with the pins alone
         return (
             f"BM={p['BM']} tiles read all of B once per {p['BM']} rows: for M={shape.m} a "
             "taller tile reads it fewer times"
         )
+    return None
+
+
+def tma_ws_waste(p: Params, shape: Shape) -> str | None:
+    """A short tile where M is over BM (:func:`short_tile_waste`), or a shape whose stored rows
+    are not whole 16-byte vectors: TMA cannot read it in place (its row pitch must be a multiple
+    of 16 bytes); the padded config (``_pad8``) runs it."""
+    short = short_tile_waste(p, shape)
+    if short is not None:
+        return short
     a, b = stored_row_lengths(shape)
     if a % VECTOR_HALVES or b % VECTOR_HALVES:
         return (
