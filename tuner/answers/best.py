@@ -8,7 +8,9 @@ Sources, tried in order within the data the device may use:
   type of C (``out_dtype``).
   Distance is Euclidean in log space, ``sqrt(sum((ln a_i - ln b_i)^2))`` over (m, n, k)
   (:func:`tuner.core.dims.shape_distance`): equal ratios are equal distances, so 128 -> 256 is
-  as far as 4096 -> 8192. Its numbers were measured on that other shape and are labelled so;
+  as far as 4096 -> 8192. Its numbers were measured on that other shape and are labelled so.
+  A config its family says would be many times slower at the asked shape is passed over
+  (``Family.answer_waste``: a 16-row ``tma_ws`` tile asked about more rows than it holds);
 * ``far``: the nearest tuned shape is farther than :data:`FAR_DISTANCE`: what it measured says
   little about this shape (a 3x5x7 GEMM is not a 1000^3 one), so the config is the default rule's
   and no numbers are given; ``distance`` and the note name the nearest tuned shape;
@@ -270,7 +272,7 @@ def _tuned(
     if exact:
         best = min(exact, key=lambda e: (e.ms, e.best_id))
         return _from_entry(best, shape, "exact", 0.0, match, device)
-    found = _closest(same_out, shape)
+    found = _closest([e for e in same_out if _may_answer(e, shape)], shape)
     if isinstance(found, tuple):
         return _from_entry(found[0], shape, "nearest", found[1], match, device)
     other_out = [
@@ -279,11 +281,19 @@ def _tuned(
         if (e.dtype, e.layout) == kind
         and e.out_dtype != shape.out
         and shape.out in get_family(e.family).out_dtypes
+        and _may_answer(e, shape)
     ]
     moved = _closest(other_out, shape)
     if isinstance(moved, tuple):
         return _from_entry(moved[0], shape, "nearest", moved[1], match, device)
     return found or moved
+
+
+def _may_answer(entry: Tuned, shape: Shape) -> bool:
+    """Whether a config tuned for another shape may answer for ``shape``: not where its family
+    says it would be many times slower there (``Family.answer_waste``: a 16-row ``tma_ws`` tile
+    asked about 100 rows would read B seven times)."""
+    return get_family(entry.family).answer_waste(entry.params, shape) is None
 
 
 def _closest(pool: Sequence[Tuned], shape: Shape) -> tuple[Tuned, float] | Far | None:

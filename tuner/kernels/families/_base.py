@@ -127,6 +127,9 @@ class Family:
     waste: Callable[[Params, Shape], str | None] = lambda p, shape: None
     # The same, where the device decides it (its SMs); None: no such check.
     device_waste: Callable[[Params, Shape, SmCount], str | None] | None = None
+    # Why a config tuned for another shape must not answer for this one, or None: it would be
+    # correct there but many times slower (``tuner.answers.best`` passes over it for ``nearest``).
+    answer_waste: Callable[[Params, Shape], str | None] = lambda p, shape: None
     # The parameter that splits K into pieces meeting in C (``SPLITK``; ``tma_ws`` names its own
     # ``SPLIT``), checked by ``tuner.kernels.space.splitk_waste``; the most output tiles whose
     # pieces the template can meet (None: ``SPLITK_MAX_TILES``), past which it does not split;

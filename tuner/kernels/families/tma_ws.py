@@ -391,6 +391,8 @@ TMA_WS = Family(
     derive=tma_ws_derive,
     waste=tma_ws_waste,
     device_waste=one_round_order_waste,
+    # A short tile answering a shape of more rows would read B once per BM rows of it.
+    answer_waste=short_tile_waste,
     cost=CostTraits(
         schedule="tiles", math="half_tma", loads_ahead=_loads_ahead, warp_tile=_warp_tile
     ),
