@@ -3,9 +3,9 @@ shape: a short ``tma_ws`` tile (16 rows) never answers for more rows than it hol
 
 from __future__ import annotations
 
+from tests.tuner.answers.entries import half_nt_entry
 from tuner.answers.answer import DeviceInfo
 from tuner.answers.best import Tuned, Tuning
-from tuner.kernels.families import parse_config
 
 H200 = DeviceInfo("NVIDIA H200", "sm_90", 132)
 SHORT = "tma_ws_bm16_bn64_bk64_cw1_s16_gr1_ra0_ep0_cm1_cn1_dt1_ly1_out2"
@@ -13,25 +13,7 @@ TALL = "tma_ws_bm64_bn64_bk64_cw1_s12_gr1_ra0_ep0_cm1_cn1_dt1_ly1_out2"
 
 
 def tuned(name: str, m: int, ms: float) -> Tuned:
-    config = parse_config(name)
-    return Tuned(
-        best_id=m,
-        device=H200,
-        m=m,
-        n=4096,
-        k=4096,
-        dtype="bfloat16",
-        layout="NT",
-        family=config.family,
-        config_name=config.name,
-        params=config.as_dict(),
-        ms=ms,
-        tflops=None,
-        cublas_tflops=None,
-        ratio=1.0,
-        provenance={},
-        out_dtype="bfloat16",
-    )
+    return half_nt_entry(name, (m, 4096, 4096), ms, "bfloat16", H200, best_id=m)
 
 
 def test_a_short_tile_answers_only_shapes_whose_rows_it_holds() -> None:

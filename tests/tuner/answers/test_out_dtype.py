@@ -3,37 +3,17 @@ type answers only as ``nearest``, re-pinned (never a split-K one); the default r
 
 from __future__ import annotations
 
-from tuner.answers.answer import Answer, DeviceInfo
+from tests.tuner.answers.entries import half_nt_entry
+from tuner.answers.answer import Answer
 from tuner.answers.best import Tuned, Tuning
-from tuner.kernels.families import parse_config
 
-H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "sm_90", 132)
 HMMA = "hmma_bm128_bn128_bk32_wpm2_wpn2_s4_sw8_dt1_ly1"
 SPLIT = "hmma_splitk_bm64_bn64_bk64_wpm2_wpn2_s3_sw4_sk4_dt1_ly1"
 CUBE = (4096, 4096, 4096)
 
 
 def tuned(name: str, ms: float, out_dtype: str, shape: tuple[int, int, int] = CUBE) -> Tuned:
-    config = parse_config(name)
-    m, n, k = shape
-    return Tuned(
-        best_id=int(ms * 1000),
-        device=H100,
-        m=m,
-        n=n,
-        k=k,
-        dtype="bfloat16",
-        layout="NT",
-        family=config.family,
-        config_name=config.name,
-        params=config.as_dict(),
-        ms=ms,
-        tflops=None,
-        cublas_tflops=None,
-        ratio=1.0,
-        provenance={},
-        out_dtype=out_dtype,
-    )
+    return half_nt_entry(name, shape, ms, out_dtype)
 
 
 def ask(tuning: Tuning, out_dtype: str | None, shape: tuple[int, int, int] = CUBE) -> Answer:
