@@ -276,18 +276,9 @@ TMA_WS_RULES = (
         ),
     ),
     Rule(
-        "a short tile (BM 16 or 32) needs A stored along K (layout NN or NT: its box is BM rows "
-        "of 64 k), a cluster of one block, EPI 0 and TAIL 0 (their boxes and hand-offs are "
-        "whole m64 tiles)",
-        lambda p: (
-            not short_tile(p)
-            or (
-                not stored_tiles(p)[0][0]
-                and cluster_size(p) == 1
-                and p["EPI"] == 0
-                and p["TAIL"] == 0
-            )
-        ),
+        "a short tile (BM 16 or 32) needs a cluster of one block, EPI 0 and TAIL 0 (their "
+        "boxes and hand-offs are whole m64 tiles)",
+        lambda p: not short_tile(p) or (cluster_size(p) == 1 and p["EPI"] == 0 and p["TAIL"] == 0),
     ),
     Rule(
         f"a consumer thread may keep at most {MAX_ACCUMULATORS} FP32 sums "
@@ -329,6 +320,13 @@ TMA_WS_RULES = (
         "SPLIT > 1 needs a cluster of one block (CM = CN = 1) and TAIL 0: a tile's pieces are "
         "whole tiles' k ranges, met in one slot per tile",
         lambda p: p["SPLIT"] == 1 or (cluster_size(p) == 1 and p["TAIL"] == 0),
+    ),
+    # Last: it reads the layout, pinned by the shape and assigned last by the rule walk, and a
+    # rule still undecided on a prefix keeps every later one from pruning it.
+    Rule(
+        "a short tile (BM 16 or 32) needs A stored along K (layout NN or NT: its box is BM rows "
+        "of 64 k)",
+        lambda p: not short_tile(p) or not stored_tiles(p)[0][0],
     ),
 )
 
