@@ -272,7 +272,7 @@ def _tuned(
     if exact:
         best = min(exact, key=lambda e: (e.ms, e.best_id))
         return _from_entry(best, shape, "exact", 0.0, match, device)
-    found = _closest([e for e in same_out if _may_answer(e, shape)], shape)
+    found = _closest_answering(same_out, shape)
     if isinstance(found, tuple):
         return _from_entry(found[0], shape, "nearest", found[1], match, device)
     other_out = [
@@ -281,9 +281,8 @@ def _tuned(
         if (e.dtype, e.layout) == kind
         and e.out_dtype != shape.out
         and shape.out in get_family(e.family).out_dtypes
-        and _may_answer(e, shape)
     ]
-    moved = _closest(other_out, shape)
+    moved = _closest_answering(other_out, shape)
     if isinstance(moved, tuple):
         return _from_entry(moved[0], shape, "nearest", moved[1], match, device)
     return found or moved
@@ -294,6 +293,16 @@ def _may_answer(entry: Tuned, shape: Shape) -> bool:
     says it would be many times slower there (``Family.answer_waste``: a 16-row ``tma_ws`` tile
     asked about 100 rows would read B seven times)."""
     return get_family(entry.family).answer_waste(entry.params, shape) is None
+
+
+def _closest_answering(pool: Sequence[Tuned], shape: Shape) -> tuple[Tuned, float] | Far | None:
+    """:func:`_closest` among the entries that may answer for ``shape``: the nearest entry is
+    asked first, and the pool filtered only when it may not (the rare case), so an answer does
+    not call every entry's family."""
+    found = _closest(pool, shape)
+    if found is None or _may_answer(found[0] if isinstance(found, tuple) else found.entry, shape):
+        return found
+    return _closest([e for e in pool if _may_answer(e, shape)], shape)
 
 
 def _closest(pool: Sequence[Tuned], shape: Shape) -> tuple[Tuned, float] | Far | None:

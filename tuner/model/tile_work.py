@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from tuner.core.shape import Shape
 from tuner.kernels.families import Family
+from tuner.kernels.families.tma_ws import wgmma_rows
 from tuner.model.throughput import (
     BURST_LATENCY_FACTOR,
     DMMA_DEPTH,
@@ -226,16 +227,16 @@ def _tma_work(
     consumers = params["CONSUMERS"]
     a_l2 = bm * bk * 2 // params.get("CN", 1)
     b_l2 = bn * bk * 2 // params.get("CM", 1)
-    wgmma_rows = max(bm, 64)  # a short tile (BM 16, 32) still multiplies one m64 tile
+    rows = wgmma_rows(params)  # a short tile (BM 16, 32) still multiplies one m64 tile
     return TileWork(
         warps=-(-threads // warp_size),
         issue=consumers * 4 * (bk // 16) + 4,  # the wgmma and the barriers, per warp
         issue_rate=SCHEDULERS,
-        smem_bytes=((wgmma_rows + consumers * bn) * bk + (bm + bn) * bk) * 2,
+        smem_bytes=((rows + consumers * bn) * bk + (bm + bn) * bk) * 2,
         l2_bytes=a_l2 + b_l2,
         loads_ahead=family.cost.loads_ahead(params),
         latency=max(rates.global_latency, TMA_STREAM_LATENCY),
-        macs=wgmma_rows * bn * bk,
+        macs=rows * bn * bk,
         math_rate=rates.wgmma_per_clk or rates.hmma_per_clk,
     )
 

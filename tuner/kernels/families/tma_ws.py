@@ -108,9 +108,10 @@ def short_tile(p: Params) -> bool:
     return p["BM"] < M_TILE
 
 
-def slot_rows(p: Params) -> int:
-    """Rows of a SPLIT slot: the consumers' m64 tiles, whole (a short tile's rows past BM are
-    never met, but each thread's place in the slot is that of its m64 rows)."""
+def wgmma_rows(p: Params) -> int:
+    """Rows the consumers' m64 wgmma tiles cover: BM, or 64 for a short tile, whose rows past BM
+    are multiplied too (and never stored). A SPLIT slot keeps them all: each thread's place in
+    it is that of its m64 rows."""
     return max(p["BM"], M_TILE)
 
 
@@ -155,7 +156,7 @@ def tma_ws_derive(p: Params) -> dict[str, int]:
         "CONSUMER_REGS": CONSUMER_REGS[p["CONSUMERS"]],
         "MAX_TILES": TAIL_MAX_TILES,
         "SPLIT_MAX_TILES": SPLIT_MAX_TILES,
-        "SLOT_ROWS": slot_rows(p),
+        "SLOT_ROWS": wgmma_rows(p),
     }
 
 
