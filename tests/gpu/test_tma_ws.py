@@ -337,3 +337,50 @@ def test_short_tiles_match_cublas(
             if failure:
                 failures.append(failure)
     assert not failures, f"on {mnk}: " + "; ".join(failures)
+
+
+# PINGPONG 1: the two consumers take whole tiles in turn. One m64n256 tile each in every input
+# type and layout; two m64n128 tiles each in bands of columns with TMA stores of a BF16 C; a 2x1
+# cluster of one-m64 tiles with TMA stores of an FP16 C; a 1x2 cluster with a float32 C; 64x64
+# tiles in 12 stages (the ring's parity turns over inside a tile of a few k tiles).
+PINGPONG_KINDS = [
+    ("tma_ws_bm64_bn256_bk64_cw2_pp1_s5_gr8_ra0_ep0_cm1_cn1", dtype, layout, None)
+    for dtype in ("float16", "bfloat16")
+    for layout in SUPPORTED_LAYOUTS
+] + [
+    ("tma_ws_bm128_bn128_bk64_cw2_pp1_s6_gr16_ra1_ep1_cm1_cn1", "bfloat16", "NT", "bfloat16"),
+    ("tma_ws_bm64_bn256_bk64_cw2_pp1_s4_gr8_ra0_ep1_cm2_cn1", "float16", "TN", "float16"),
+    ("tma_ws_bm128_bn128_bk64_cw2_pp1_s4_gr8_ra0_ep0_cm1_cn2", "bfloat16", "TT", "float32"),
+    ("tma_ws_bm64_bn64_bk64_cw2_pp1_s12_gr1_ra0_ep1_cm1_cn1", "float16", "NN", "float32"),
+]
+# One tile (the second consumer idle); a few tiles, ragged; one k tile a tile over more tiles
+# than two rounds of the grid (a turn every k tile); a deep K; an odd number of tiles a block.
+PINGPONG_SHAPES = [
+    (64, 64, 64),
+    (200, 72, 136),
+    (1096, 520, 328),
+    (2056, 2120, 64),
+    (136, 264, 4104),
+    (4104, 1000, 200),
+]
+
+
+@pytest.fixture(scope="module")
+def pingpong_kernels() -> dict[str, tuple[Any, Any]]:
+    return sm90_kernels([kind_config(*kind) for kind in PINGPONG_KINDS])
+
+
+@pytest.mark.parametrize("mnk", PINGPONG_SHAPES, ids=lambda d: "x".join(map(str, d)))
+def test_pingpong_consumers_match_cublas(
+    mnk: tuple[int, int, int], pingpong_kernels: dict[str, tuple[Any, Any]]
+) -> None:
+    """Each consumer waits for its own tiles' stages by parity and skips the other's k tiles in
+    its count of the ring: a consumer that waited out of turn would read a stage of the other's
+    tile (wrong sums), and a miscounted skip would hang or read stale stages."""
+    failures = []
+    for base, dtype, layout, out in PINGPONG_KINDS:
+        shape = Shape(*mnk, dtype, layout, out)
+        failure = _check(pingpong_kernels, kind_config(base, dtype, layout, out), shape)
+        if failure:
+            failures.append(failure)
+    assert not failures, f"on {mnk}: " + "; ".join(failures)

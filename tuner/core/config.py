@@ -48,13 +48,15 @@ PARAM_ABBR: dict[str, str] = {
     "CN": "cn",
     "TAIL": "tl",
     "SPLIT": "sp",
+    "PINGPONG": "pp",
 }
 # Parameters a name leaves out at one value, so that the names stored before the parameter
 # existed read back as that value: OUT (the type C is written in) is 0, float32, in every name
 # without an ``out`` token, which is what every config wrote before C had a type; TAIL (tma_ws's
 # stream-K tail) is 0, whole tiles, in every name without a ``tl`` token; SPLIT (tma_ws's pieces
-# of K per tile) is 1, whole K, in every name without an ``sp`` token.
-IMPLICIT_VALUES: dict[str, int] = {"OUT": 0, "TAIL": 0, "SPLIT": 1}
+# of K per tile) is 1, whole K, in every name without an ``sp`` token; PINGPONG (tma_ws's
+# consumers taking whole tiles in turn) is 0, each tile's rows shared, without a ``pp`` token.
+IMPLICIT_VALUES: dict[str, int] = {"OUT": 0, "TAIL": 0, "SPLIT": 1, "PINGPONG": 0}
 ABBR_PARAM: dict[str, str] = {abbr: name for name, abbr in PARAM_ABBR.items()}
 # The name token of the operand mode (``_pad4``, ``_pad8``): rows rounded up to a whole number of
 # 16-byte vectors, what the templates' widest copies need; its value is that multiple in

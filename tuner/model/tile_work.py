@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tuner.core.shape import Shape
 from tuner.kernels.families import Family
-from tuner.kernels.families.tma_ws import wgmma_rows
+from tuner.kernels.families.tma_ws import m64_tiles, pingpong, wgmma_rows
 from tuner.model.throughput import (
     BURST_LATENCY_FACTOR,
     DMMA_DEPTH,
@@ -224,7 +224,10 @@ def _tma_work(
     is spread over the STAGES - 1 tiles in flight, with no burst to wait out; it is the latency
     of a copy while the whole chip streams (``TMA_STREAM_LATENCY``), not an idle load's."""
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
-    consumers = params["CONSUMERS"]
+    # The consumers that multiply one k tile: all of them, each its rows, or (PINGPONG) the one
+    # whose turn it is, all the rows; each m64 wgmma reads all of B's tile.
+    consumers = 1 if pingpong(params) else params["CONSUMERS"]
+    b_reads = consumers * m64_tiles(params)
     a_l2 = bm * bk * 2 // params.get("CN", 1)
     b_l2 = bn * bk * 2 // params.get("CM", 1)
     rows = wgmma_rows(params)  # a short tile (BM 16, 32) still multiplies one m64 tile
@@ -232,7 +235,7 @@ def _tma_work(
         warps=-(-threads // warp_size),
         issue=consumers * 4 * (bk // 16) + 4,  # the wgmma and the barriers, per warp
         issue_rate=SCHEDULERS,
-        smem_bytes=((rows + consumers * bn) * bk + (bm + bn) * bk) * 2,
+        smem_bytes=((rows + b_reads * bn) * bk + (bm + bn) * bk) * 2,
         l2_bytes=a_l2 + b_l2,
         loads_ahead=family.cost.loads_ahead(params),
         latency=max(rates.global_latency, TMA_STREAM_LATENCY),

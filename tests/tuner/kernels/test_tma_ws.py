@@ -79,6 +79,10 @@ def test_one_consumer_of_one_m64_row_is_a_valid_tile_of_every_width(bn: int) -> 
         ({"TAIL": 1, "CN": 2}, "TAIL 1 needs a cluster of one block"),
         ({"SPLIT": 4, "CM": 2}, "SPLIT > 1 needs a cluster of one block"),
         ({"SPLIT": 2, "TAIL": 1}, "(CM = CN = 1) and TAIL 0"),
+        ({"BM": 64, "CONSUMERS": 1, "PINGPONG": 1}, "PINGPONG 1 needs two consumers"),
+        ({"BM": 128, "PINGPONG": 1}, "at most 128 FP32 sums"),
+        ({"BM": 64, "PINGPONG": 1, "TAIL": 1}, "PINGPONG 1 needs TAIL 0 and SPLIT 1"),
+        ({"BM": 64, "PINGPONG": 1, "SPLIT": 2}, "PINGPONG 1 needs TAIL 0 and SPLIT 1"),
     ],
 )
 def test_rules_give_their_reasons(changes: dict[str, int], reason: str) -> None:
@@ -221,6 +225,8 @@ def test_it_compiles_for_sm_90a_without_spills() -> None:
         TMA_WS.config(config(BN=128, STAGES=6, SPLIT=2, LAYOUT=0, DTYPE=0, OUT=1)).name,
         TMA_WS.config(config(BM=16, BN=64, CONSUMERS=1, STAGES=16, OUT=2)).name,
         TMA_WS.config(config(BM=32, BN=128, CONSUMERS=1, STAGES=8, SPLIT=4, LAYOUT=0)).name,
+        TMA_WS.config(config(BM=64, PINGPONG=1, EPI=1, CM=2, LAYOUT=2, OUT=2)).name,
+        TMA_WS.config(config(BN=128, PINGPONG=1, STAGES=6, EPI=1, LAYOUT=3, DTYPE=0)).name,
     ]
     sources = [render(parse_config(n)) for n in names]
     compiler = NvccCompiler("sm_90")
@@ -426,3 +432,75 @@ def test_cost_model_counts_a_short_tile_as_one_m64_wgmma() -> None:
     short_tile, tall_tile = (work(TMA_WS, p, 256, rates, 32, shape) for p in (short, tall))
     assert short_tile.macs == tall_tile.macs == 64 * 64 * 64
     assert short_tile.l2_bytes == (16 + 64) * 64 * 2 < tall_tile.l2_bytes
+
+
+PINGPONG = {"BM": 64, "BN": 256, "CONSUMERS": 2, "PINGPONG": 1, "STAGES": 4, "EPI": 1, "OUT": 2}
+
+
+def test_pingpong_consumers_hold_whole_tiles_and_names_say_so() -> None:
+    """PINGPONG 1: each of the two consumers holds all BM/64 m64 tiles of its own tile (two
+    m64n128 for 128x128: as many sums as one m64n256), and a name without ``pp`` reads back as
+    the consumers sharing each tile's rows."""
+    pp = TMA_WS.config(config(**PINGPONG))
+    assert TMA_WS.broken_rules(pp) == []
+    assert "_cw2_pp1_s4_" in pp.name and parse_config(pp.name) == pp
+    assert TMA_WS.template_values(pp)["MT"] == 1
+    square = TMA_WS.config(config(**{**PINGPONG, "BM": 128, "BN": 128}))
+    assert TMA_WS.template_values(square)["MT"] == 2
+    assert TMA_WS.footprint(square.as_dict()).accumulators == 128
+    assert TMA_WS.template_values(TMA_WS.config(config(BN=128)))["MT"] == 1  # sharing 128 rows
+    assert (
+        parse_config("tma_ws_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep0_cm1_cn1_dt1_ly1")["PINGPONG"] == 0
+    )
+
+
+def test_pingpong_renders_turns_and_a_release_by_one_consumer() -> None:
+    """A stage is released by the four warps of the consumer that read it (times the blocks of
+    a cluster), and each consumer waits its turn before a tile's first k tile."""
+    pp = render(TMA_WS.config(config(**PINGPONG, CM=2))).code
+    assert "mbar_init(empty_bars + 8 * s, 8);" in pp  # 4 warps x 2 blocks
+    assert "int it = consumer * k_tiles;" in pp
+    assert "tile += 2 * tile_step, it += k_tiles" in pp
+    assert "turn_wait(consumer);" in pp and "turn_pass(consumer);" in pp
+    assert "bar.arrive %0, 256" in pp and "bar.sync %0, 256" in pp
+    assert "static_cast<unsigned>(i);  // this m64 tile" in pp
+    shared = render(TMA_WS.config(config(CM=2))).code
+    assert "mbar_init(empty_bars + 8 * s, 16);" in shared  # 2 consumers x 4 warps x 2 blocks
+    assert "turn_wait" not in shared and "int it = 0;" in shared
+    assert "static_cast<unsigned>(consumer * 1 + i);  // this m64 tile" in shared
+
+
+def test_the_space_offers_pingpong_only_where_every_block_takes_two_tiles() -> None:
+    """A block with one tile has nothing for its second consumer: 1024^3 (at most 256 tiles of
+    64x64 for 132 SMs) keeps no PINGPONG config, 4096^3 (1024 tiles of 64x256) keeps them, each
+    with two tiles a block or more."""
+    small = Space("tma_ws", Shape(1024, 1024, 1024, "bfloat16", "NT"), H100)
+    assert small.candidates() and not any(c["PINGPONG"] for c in small.candidates())
+    big = Space("tma_ws", Shape(4096, 4096, 4096, "bfloat16", "NT"), H100).candidates()
+    assert any(c["PINGPONG"] for c in big)
+    for c in big:
+        if c["PINGPONG"]:
+            tiles = -(-4096 // (c["BM"] * c["CM"])) * -(-4096 // (c["BN"] * c["CN"]))
+            assert tiles * c["CM"] * c["CN"] >= 2 * tiles_blocks(
+                c.as_dict(), Shape(4096, 4096, 4096, "bfloat16", "NT"), 132
+            )
+
+
+def test_cost_model_reads_b_once_per_m64_wgmma_of_the_consumer_at_work() -> None:
+    """Sharing rows, two consumers of one m64 tile each read B's tile twice a k tile; taking
+    turns, the one at work reads it once per m64 tile it holds."""
+    rates = throughput(H100)
+    shape = Shape(4096, 4096, 4096, "bfloat16", "NT")
+    work = TILE_MODELS["half_tma"]
+
+    def smem(**changes: int) -> int:
+        p = TMA_WS.config(config(**changes)).as_dict()
+        return work(TMA_WS, p, 384, rates, 32, shape).smem_bytes
+
+    def stage(bm: int, bn: int) -> int:  # the copies' writes into the stage
+        return (bm + bn) * 64 * 2
+
+    assert smem() == (128 + 2 * 256) * 64 * 2 + stage(128, 256)
+    assert smem(**PINGPONG) == (64 + 256) * 64 * 2 + stage(64, 256)
+    square = {**PINGPONG, "BM": 128, "BN": 128}
+    assert smem(**square) == (128 + 2 * 128) * 64 * 2 + stage(128, 128)

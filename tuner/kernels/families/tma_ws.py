@@ -34,6 +34,11 @@ C as a whole tile does, so a half C is rounded once from the FP32 sum. (The TAIL
 blocks work at different k offsets of different tiles, ran at 0.36-1.05x of whole tiles on the
 H100; why was not measured.)
 
+PINGPONG 1 (two consumers, whole tiles: no TAIL, no SPLIT) has the consumers take the block's
+tiles in turn, each a whole BM x BN tile, so that one writes its C while the other multiplies
+the next: where the other configs' tensor cores wait for every tile's epilogue, these wait for
+none but the last. A consumer then holds all BM/64 m64 tiles' sums.
+
 DTYPE and LAYOUT are pinned by the shape as for ``hmma``; OUT (C's element type: 0 float32,
 1 float16, 2 bfloat16) by the shape's output type where it has one, else 0.
 """
@@ -95,9 +100,17 @@ def tma_ws_threads(p: Params) -> int:
     return WARPGROUP * (p["CONSUMERS"] + 1)
 
 
+def pingpong(p: Params) -> bool:
+    """Whether the consumers take whole tiles in turn (PINGPONG 1) instead of sharing each
+    tile's rows: one writes its C while the other multiplies."""
+    return p.get("PINGPONG", 0) == 1
+
+
 def m64_tiles(p: Params) -> int:
-    """m64 tiles each consumer warpgroup computes (one for a short tile: BM < 64)."""
-    return max(1, p["BM"] // p["CONSUMERS"] // M_TILE)
+    """m64 tiles each consumer warpgroup computes (one for a short tile: BM < 64): its share of
+    the tile's rows, or all of them where the consumers take whole tiles in turn."""
+    sharing = 1 if pingpong(p) else p["CONSUMERS"]
+    return max(1, p["BM"] // sharing // M_TILE)
 
 
 def short_tile(p: Params) -> bool:
@@ -237,6 +250,11 @@ TMA_WS_PARAMS = (
     Param("BN", (64, 128, 192, 256), "columns of C per output tile (the wgmma's N)"),
     Param("BK", (K_TILE,), "depth of the k tile: one 128-byte swizzled row of halves"),
     Param("CONSUMERS", (1, 2), "consumer warpgroups (each computes BM/CONSUMERS rows)"),
+    Param(
+        "PINGPONG",
+        (0, 1),
+        "1: the two consumers take whole tiles in turn, one writing C while the other multiplies",
+    ),
     Param("STAGES", (3, 4, 5, 6, 8, 12, 16), "shared-memory stages of the TMA ring"),
     Param("GROUP", (1, 8, 16), "block rows (or columns) banded together in the tile order"),
     Param("RASTER", (0, 1), "tile order: 0 bands of block rows, 1 bands of block columns"),
@@ -258,10 +276,15 @@ TMA_WS_RULES = (
         lambda p: p["BK"] == K_TILE,
     ),
     Rule(
-        "BM/CONSUMERS must be a multiple of 64 (a consumer computes whole m64 wgmma tiles), or "
-        "BM 16 or 32 with one consumer (a short tile: the first rows of one m64 tile)",
+        "PINGPONG 1 needs two consumers: they take the tiles in turn",
+        lambda p: p["PINGPONG"] == 0 or p["CONSUMERS"] == 2,
+    ),
+    Rule(
+        "BM/CONSUMERS must be a multiple of 64 (BM with PINGPONG 1: a consumer computes whole "
+        "m64 wgmma tiles), or BM 16 or 32 with one consumer (a short tile: the first rows of one "
+        "m64 tile)",
         lambda p: (
-            p["BM"] % (p["CONSUMERS"] * M_TILE) == 0
+            p["BM"] % ((1 if p["PINGPONG"] else p["CONSUMERS"]) * M_TILE) == 0
             if not short_tile(p)
             else p["BM"] in (16, 32) and p["CONSUMERS"] == 1
         ),
@@ -283,8 +306,9 @@ TMA_WS_RULES = (
     ),
     Rule(
         f"a consumer thread may keep at most {MAX_ACCUMULATORS} FP32 sums "
-        "(BM/CONSUMERS/64 * BN/2): more spill",
-        lambda p: _accumulators(p) <= MAX_ACCUMULATORS,
+        "(BM/CONSUMERS/64 * BN/2, BM/64 * BN/2 with PINGPONG 1): more spill",
+        # PINGPONG by subscript first: the rule walk must not decide it before PINGPONG is set.
+        lambda p: p["PINGPONG"] in (0, 1) and _accumulators(p) <= MAX_ACCUMULATORS,
     ),
     Rule(
         "STAGES must be at least 2: one stage multiplied while the next is loaded",
@@ -321,6 +345,10 @@ TMA_WS_RULES = (
         "SPLIT > 1 needs a cluster of one block (CM = CN = 1) and TAIL 0: a tile's pieces are "
         "whole tiles' k ranges, met in one slot per tile",
         lambda p: p["SPLIT"] == 1 or (cluster_size(p) == 1 and p["TAIL"] == 0),
+    ),
+    Rule(
+        "PINGPONG 1 needs TAIL 0 and SPLIT 1: each consumer's tiles are whole tiles",
+        lambda p: p["PINGPONG"] == 0 or (p["TAIL"] == 0 and p["SPLIT"] == 1),
     ),
     # Last: it reads the layout, pinned by the shape and assigned last by the rule walk, and a
     # rule still undecided on a prefix keeps every later one from pruning it.
@@ -366,6 +394,29 @@ def one_round_order_waste(p: Params, shape: Shape, device: SmCount) -> str | Non
     )
 
 
+def single_tile_pingpong_waste(p: Params, shape: Shape, device: SmCount) -> str | None:
+    """PINGPONG 1 with fewer tiles than two a block: a block with one tile has nothing for its
+    second consumer, so it runs as the one-consumer config of the same tile would (which the
+    space keeps); PINGPONG is kept where every block takes two tiles or more."""
+    if not pingpong(p):
+        return None
+    tiles = _super_tiles(p, shape) * cluster_size(p)
+    blocks = tiles_blocks(p, shape, device.sm_count)
+    if tiles >= 2 * blocks:
+        return None
+    return (
+        f"PINGPONG 1 with {tiles} tiles for {blocks} blocks on {device.sm_count} SMs: fewer "
+        "than two a block, so second consumers idle (CONSUMERS 1 runs the same tiles)"
+    )
+
+
+def tma_ws_device_waste(p: Params, shape: Shape, device: SmCount) -> str | None:
+    """The device's reasons: one round's tile order (:func:`one_round_order_waste`), or two
+    consumers taking turns where there are fewer tiles than two a block
+    (:func:`single_tile_pingpong_waste`)."""
+    return one_round_order_waste(p, shape, device) or single_tile_pingpong_waste(p, shape, device)
+
+
 def _super_tiles(p: Params, shape: Shape) -> int:
     """Tiles of CM x CN blocks' tiles, one per cluster at a time."""
     return -(-shape.m // (p["BM"] * p["CM"])) * -(-shape.n // (p["BN"] * p["CN"]))
@@ -389,7 +440,7 @@ TMA_WS = Family(
     footprint=tma_ws_footprint,
     derive=tma_ws_derive,
     waste=tma_ws_waste,
-    device_waste=one_round_order_waste,
+    device_waste=tma_ws_device_waste,
     # A short tile answering a shape of more rows would read B once per BM rows of it.
     answer_waste=short_tile_waste,
     cost=CostTraits(
