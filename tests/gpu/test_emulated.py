@@ -29,10 +29,12 @@ WGMMA_TILES = (
     "wgmma_splitk_bf16x3_bm128_bn64_bk64_wgm2_s3_sw1_sk3",
 )
 # tma_ws's two consumer warpgroups of n256 in 4 stages with the TMA-store epilogue (taken where
-# beta is 0 and C's rows lie on 16 bytes), and one consumer of n128 in 2x1 clusters.
+# beta is 0 and C's rows lie on 16 bytes), one consumer of n128 in 2x1 clusters, and two
+# consumers taking 64x256 tiles in turn (PINGPONG).
 TMA_WS_TILES = (
     "tma_ws_bf16x3_bm128_bn256_bk64_cw2_s4_gr8_ra0_ep1_cm1_cn1",
     "tma_ws_bf16x3_bm128_bn128_bk64_cw1_s5_gr16_ra1_ep0_cm2_cn1",
+    "tma_ws_bf16x3_bm64_bn256_bk64_cw2_pp1_s4_gr8_ra0_ep1_cm1_cn1",
 )
 # Each group is compiled and checked apart (``-k tma_ws`` runs one); the last two need sm_90.
 TILE_GROUPS = {"hmma": HMMA_TILES, "wgmma": WGMMA_TILES, "tma_ws": TMA_WS_TILES}
