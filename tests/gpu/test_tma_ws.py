@@ -354,7 +354,8 @@ PINGPONG_KINDS = [
     ("tma_ws_bm64_bn64_bk64_cw2_pp1_s12_gr1_ra0_ep1_cm1_cn1", "float16", "NN", "float32"),
 ]
 # One tile (the second consumer idle); a few tiles, ragged; one k tile a tile over more tiles
-# than two rounds of the grid (a turn every k tile); a deep K; an odd number of tiles a block.
+# than two rounds of the grid (a turn every k tile); a deep K; some blocks with an odd number
+# of tiles (the last turn is consumer 0's).
 PINGPONG_SHAPES = [
     (64, 64, 64),
     (200, 72, 136),

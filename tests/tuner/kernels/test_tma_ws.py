@@ -487,8 +487,8 @@ def test_the_space_offers_pingpong_only_where_every_block_takes_two_tiles() -> N
 
 
 def test_cost_model_reads_b_once_per_m64_wgmma_of_the_consumer_at_work() -> None:
-    """Sharing rows, two consumers of one m64 tile each read B's tile twice a k tile; taking
-    turns, the one at work reads it once per m64 tile it holds."""
+    """Sharing rows, each of two consumers of one m64 tile reads all of B's tile (twice a k
+    tile); taking turns, the one at work reads it once per m64 tile it holds."""
     rates = throughput(H100)
     shape = Shape(4096, 4096, 4096, "bfloat16", "NT")
     work = TILE_MODELS["half_tma"]
