@@ -190,9 +190,11 @@ def main() -> None:
     hypotheses = {}
     for scale in options.tma_l2_scale:
         with tma_l2_scaled(scale):
-            groups = agreement(read_rows(options.run, options.arch), options.margin)["groups"]
-        hypotheses[str(scale)] = groups
-        print(f"tma_ws L2 bytes / {scale}:", json.dumps(groups))
+            scored = agreement(read_rows(options.run, options.arch), options.margin)
+        hypotheses[str(scale)] = {"groups": scored["groups"], "picks": scored["picks"]}
+        brief = {k: v for k, v in scored["picks"].items() if k != "per_shape"}
+        groups = json.dumps(scored["groups"])
+        print(f"tma_ws L2 bytes / {scale}:", groups, "picks", json.dumps(brief))
     latencies = {}
     for clocks in options.tma_stream_latency:
         with tma_stream_latency(clocks):
