@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
+from statistics import geometric_mean as geomean
 from typing import Any
 
 ALIGNED = 8  # halves in 16 bytes
@@ -37,10 +37,6 @@ TARGETS = {
     "square_8192_call": 1.0,
     "ragged_geomean_padded": 1.0,
 }
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def is_aligned(row: dict[str, Any]) -> bool:

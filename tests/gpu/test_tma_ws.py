@@ -88,6 +88,25 @@ def _check(kernels: dict[str, tuple[Any, Any]], name: str, shape: Shape) -> str 
     return None if result.ok else f"{name}: {result.reason}"
 
 
+def _failures(
+    kernels: dict[str, tuple[Any, Any]],
+    kinds: list[tuple[str, str, str, str | None]],
+    mnk: tuple[int, int, int],
+    launches: int = 1,
+) -> list[str]:
+    """verify's checks of every (base, input type, layout, type of C) of ``kinds`` on ``mnk``,
+    each ``launches`` times over: what failed."""
+    failures = []
+    for base, dtype, layout, out in kinds:
+        name = kind_config(base, dtype, layout, out)
+        shape = Shape(*mnk, dtype, layout, out)
+        for _ in range(launches):
+            failure = _check(kernels, name, shape)
+            if failure:
+                failures.append(failure)
+    return failures
+
+
 @pytest.mark.parametrize(("dtype", "layout"), KINDS)
 @pytest.mark.parametrize("mnk", ALIGNED, ids=lambda d: "x".join(map(str, d)))
 def test_tma_ws_matches_cublas_on_aligned_rows(
@@ -233,12 +252,7 @@ def test_the_stream_k_tail_matches_cublas(
     """verify's two launches, back to back: alpha/beta with C read (the first piece of a tile to
     arrive applies beta, the others add), then beta = 0 on NaN-poisoned C (every element
     written); the second also finds the hand-off's counters reset by the first."""
-    failures = []
-    for base, dtype, layout in TAIL_KINDS:
-        name = kind_config(base, dtype, layout, "float32")
-        failure = _check(tail_kernels, name, Shape(*mnk, dtype, layout, "float32"))
-        if failure:
-            failures.append(failure)
+    failures = _failures(tail_kernels, [(*kind, "float32") for kind in TAIL_KINDS], mnk)
     assert not failures, f"on {mnk}: " + "; ".join(failures)
 
 
@@ -283,14 +297,7 @@ def test_the_k_split_matches_cublas_in_every_type_of_c(
     """verify's two launches, twice over: alpha/beta with C read (the last piece of a tile
     applies beta once), then beta = 0 on NaN-poisoned C; the later launches find every slot
     cleared and every counter reset by the earlier ones, or their sums would be off."""
-    failures = []
-    for base, dtype, layout, out in SPLIT_KINDS:
-        name = kind_config(base, dtype, layout, out)
-        shape = Shape(*mnk, dtype, layout, out)
-        for _ in range(2):
-            failure = _check(split_kernels, name, shape)
-            if failure:
-                failures.append(failure)
+    failures = _failures(split_kernels, SPLIT_KINDS, mnk, launches=2)
     assert not failures, f"on {mnk}: " + "; ".join(failures)
 
 
@@ -329,13 +336,7 @@ def test_short_tiles_match_cublas(
     """A short tile's m64 wgmma also multiplies rows that are not its own (B's bytes after A's
     rows in the stage); only its first BM rows may reach C or the split's slot, so a tile that
     wrote more would overwrite the next tile's rows (NaN-poisoned C shows stale ones)."""
-    failures = []
-    for base, dtype, layout, out in SHORT_KINDS:
-        shape = Shape(*mnk, dtype, layout, out)
-        for _ in range(2):
-            failure = _check(short_kernels, kind_config(base, dtype, layout, out), shape)
-            if failure:
-                failures.append(failure)
+    failures = _failures(short_kernels, SHORT_KINDS, mnk, launches=2)
     assert not failures, f"on {mnk}: " + "; ".join(failures)
 
 
@@ -378,10 +379,5 @@ def test_pingpong_consumers_match_cublas(
     """Each consumer waits for its own tiles' stages by parity and skips the other's k tiles in
     its count of the ring: a consumer that waited out of turn would read a stage of the other's
     tile (wrong sums), and a miscounted skip would hang or read stale stages."""
-    failures = []
-    for base, dtype, layout, out in PINGPONG_KINDS:
-        shape = Shape(*mnk, dtype, layout, out)
-        failure = _check(pingpong_kernels, kind_config(base, dtype, layout, out), shape)
-        if failure:
-            failures.append(failure)
+    failures = _failures(pingpong_kernels, PINGPONG_KINDS, mnk)
     assert not failures, f"on {mnk}: " + "; ".join(failures)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tuner.core.shape import Shape
 from tuner.kernels.families import Family
-from tuner.kernels.families.tma_ws import m64_tiles, pingpong, wgmma_rows
+from tuner.kernels.families.tma_ws import M_TILE, pingpong, wgmma_rows
 from tuner.model.throughput import (
     BURST_LATENCY_FACTOR,
     DMMA_DEPTH,
@@ -225,12 +225,12 @@ def _tma_work(
     of a copy while the whole chip streams (``TMA_STREAM_LATENCY``), not an idle load's."""
     bm, bn, bk = params["BM"], params["BN"], params["BK"]
     # The consumers that multiply one k tile: all of them, each its rows, or (PINGPONG) the one
-    # whose turn it is, all the rows; each m64 wgmma reads all of B's tile.
+    # whose turn it is, all the rows.
     consumers = 1 if pingpong(params) else params["CONSUMERS"]
-    b_reads = consumers * m64_tiles(params)
     a_l2 = bm * bk * 2 // params.get("CN", 1)
     b_l2 = bn * bk * 2 // params.get("CM", 1)
     rows = wgmma_rows(params)  # a short tile (BM 16, 32) still multiplies one m64 tile
+    b_reads = rows // M_TILE  # each m64 wgmma at work reads all of B's tile
     return TileWork(
         warps=-(-threads // warp_size),
         issue=consumers * 4 * (bk // 16) + 4,  # the wgmma and the barriers, per warp

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from functools import cache
 
 import pytest
@@ -167,7 +168,7 @@ def rule_step_pins(family: Family) -> list[tuple[tuple[str, int], ...]]:
         except InputError:  # a type of C this input type is not written in
             continue
     return [
-        tuple(sorted(family.pinned(Shape(8, 8, 8, kind.dtype, layout, kind.out_dtype)).items()))
+        tuple(sorted(family.pinned(replace(kind, layout=layout)).items()))
         for kind, layout in zip(itertools.cycle(kinds), family.layouts, strict=False)
     ]
 
