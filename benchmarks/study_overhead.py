@@ -34,6 +34,7 @@ import optuna
 
 from storage import open_database
 from tuner.core.config import Config
+from tuner.core.evaluators import EvaluatorKind
 from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.kernels.compile_pool import one_blas_thread
@@ -64,6 +65,9 @@ class InstantEvaluator(EvaluatesAtOnce):
 
     families: tuple[str, ...] = ()  # any family
     parallelism = 15
+    # Recorded as a GPU's results are, so the study does a GPU study's bookkeeping (into the
+    # throwaway database of this run); it probes nothing, so no probed rates are kept.
+    kind = EvaluatorKind.GPU.value
 
     def __init__(self, device: DeviceLimits) -> None:
         self.device = device
