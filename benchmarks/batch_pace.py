@@ -4,7 +4,7 @@ SQLite database and an empty kernel cache, then the stored best of every shape r
 (``gemmtune results``) for the held-out geomean of the stored ratios to cuBLAS.
 
     python benchmarks/batch_pace.py --shapes benchmarks/heldout.csv [--limit 8] [--trials 40]
-        [--caches DIR] [--family F ...] --label after --out pace.json
+        [--caches DIR] [--family F ...] [--keep-db FILE] --label after --out pace.json
 
 ``--caches DIR`` keeps the kernel cache (and the kept probe), CuPy's cache and NVRTC's own (the
 driver's compute cache, which CuPy's kernels use; the compile pool's processes turn it off) in
@@ -30,6 +30,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -137,7 +138,9 @@ def stored_bests(url: str, env: dict[str, str]) -> list[dict[str, Any]]:
 def screening_waits(url: str) -> dict[str, dict[str, float]]:
     """Per study, what its screened candidates waited for, summed over them (seconds, from each
     measurement's provenance): their compiles, once the study wanted to start them, and their
-    measurements, from sending to the reply (queued behind the one before included)."""
+    measurements, from sending to the reply (queued behind the one before included); and how
+    many of them the compile pool compiled for this study, with those compiles' seconds from
+    submission to the end (``compile_s``; a kernel compiled for an earlier shape has none)."""
     from sqlalchemy import select
 
     import storage
@@ -157,11 +160,40 @@ def screening_waits(url: str) -> dict[str, dict[str, float]]:
         if study is None:
             continue
         shape = study.split("|")[1]
-        entry = waits.setdefault(shape, {"candidates": 0, "compile_wait_s": 0.0, "measure_s": 0.0})
+        entry = waits.setdefault(
+            shape,
+            {
+                "candidates": 0,
+                "compile_wait_s": 0.0,
+                "measure_s": 0.0,
+                "compiled": 0,
+                "compile_s": 0.0,
+            },
+        )
         entry["candidates"] += 1
-        for key in ("compile_wait_s", "measure_s"):
+        for key in ("compile_wait_s", "measure_s", "compile_s"):
             entry[key] = round(entry[key] + float((provenance or {}).get(key) or 0.0), 3)
+        entry["compiled"] += "compile_s" in (provenance or {})
     return waits
+
+
+def compile_pool_share(waits: dict[str, dict[str, float]], wall_s: float, gpus: int = 1) -> dict:
+    """How busy the compile pool was with the screened candidates' compiles: their seconds over
+    the pool's processes times the command's wall time. A lower bound of its busy share (the
+    first proposals a study guessed wrong and the finalists' extras compile too), and each
+    compile's seconds include any wait for a free process; near 1 the searches wait for the
+    pool's throughput, well under it for the compiles' latency (a round of proposals waits for
+    its slowest compile)."""
+    from tuner.kernels.compile_pool import default_workers
+
+    workers = default_workers(gpus)
+    seconds = sum(entry.get("compile_s", 0.0) for entry in waits.values())
+    return {
+        "workers": workers,
+        "compiled": sum(int(entry.get("compiled", 0)) for entry in waits.values()),
+        "compile_s": round(seconds, 2),
+        "busy_share_at_least": round(seconds / (workers * wall_s), 3) if wall_s > 0 else None,
+    }
 
 
 def one_provenance(url: str, env: dict[str, str]) -> dict[str, Any]:
@@ -202,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         help="keep the kernel cache (with the kept probe) and CuPy's cache in this folder, as a "
         "host keeps them between commands (default: empty ones, thrown away)",
     )
+    parser.add_argument(
+        "--keep-db", type=Path, help="copy the run's SQLite database (every measurement) here"
+    )
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="batch-pace-"))
     shapes, count = shapes_file(args.shapes, args.limit, folder)
@@ -220,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     batch = run_batch(shapes, args.trials, url, BEGUN, args.evaluator, args.family)
     bests = stored_bests(url, env)
+    waits = screening_waits(url)
+    if args.keep_db is not None:  # the measurements themselves, finalists' rounds included
+        shutil.copyfile(folder / "pace.db", args.keep_db)
     ratios = [row["ratio"] for row in bests if row.get("ratio")]
     geomean = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
     document = {
@@ -245,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         "bests": bests,
         "candidates": batch["candidates"],
         "studies": batch["studies"],
-        "screening_waits": screening_waits(url),
+        "screening_waits": waits,
+        "compile_pool": compile_pool_share(waits, batch["wall_s"]),
     }
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     print(
