@@ -37,6 +37,13 @@ FINAL_SETTLED = 0.01
 # With 100 ms blocks a study's finalists took 1.2 to 8.4 s on the H100, as long as its 40
 # candidates on the biggest shapes (``benchmarks/results/h100-batch-pace-2026-11-28b.json``).
 FINAL_BUDGET_MS: float | None = 30.0
+# After the first round, a finalist whose time is more than this many times the fastest of that
+# round gets no more rounds: it is stored with the one, which says already, side by side, that it
+# is not the best. In 24 studies on the H200 (12 held-out FP32 shapes, twice) the stored best was
+# the fastest of the first round in 23 and 0.4 % behind it in one, and a factor of 1.10 would
+# have spared a quarter of the finalists' rounds
+# (``benchmarks/results/h200-pace-finals-2026-11-29.json``).
+FINAL_KEEP_WITHIN = 1.10
 # The default cuBLAS call, what the user already has: a finalist of every study that searches
 # it, so that the best is chosen over it by the same alternating rounds and not by two
 # screenings taken apart. On the H200 a study without this rule stored a tma_ws config whose own
@@ -70,24 +77,61 @@ def remeasure(
     budget_ms: float | None = None,
     min_rounds: int = FINAL_MIN_ROUNDS,
     max_rounds: int = FINAL_ROUNDS,
+    keep_within: float | None = None,
 ) -> list[Comparison]:
     """Re-measure ``configs`` beside cuBLAS in no more rounds than fidelity needs:
     ``min_rounds`` alternating rounds of all of them, then one round at a time of those not
-    yet :func:`settled`, up to ``max_rounds``. One comparison per config, in order, its rounds
-    in the order they ran. Each later round is its own request: the kernels are verified again
-    (milliseconds) and each is still timed beside cuBLAS."""
+    yet :func:`settled`, up to ``max_rounds``. With ``keep_within`` (a factor, e.g.
+    :data:`FINAL_KEEP_WITHIN`) the first round comes alone, and only the configs whose time in it
+    is within that factor of the fastest go on; the others keep their one round. One
+    comparison per config, in order, its rounds in the order they ran. Each later request
+    verifies the kernels again (milliseconds) and times each beside cuBLAS."""
     if not configs:
         return []
     first = min(min_rounds, max_rounds)
-    comparisons = list(evaluator.compare(configs, shape, first, budget_ms))
+    going = list(range(len(configs)))
+    if keep_within is None or first < 2:
+        comparisons = list(evaluator.compare(configs, shape, first, budget_ms))
+    else:
+        comparisons = list(evaluator.compare(configs, shape, 1, budget_ms))
+        going = _close_to_fastest(comparisons, keep_within)
+        _more_rounds(evaluator, configs, shape, budget_ms, comparisons, going, first - 1)
     for _ in range(max_rounds - first):
-        open_ = [i for i, c in enumerate(comparisons) if not settled(c)]
+        open_ = [i for i in going if not settled(comparisons[i])]
         if not open_:
             break
-        more = evaluator.compare([configs[i] for i in open_], shape, 1, budget_ms)
-        for i, extra in zip(open_, more, strict=True):
-            comparisons[i] = _joined(comparisons[i], extra)
+        _more_rounds(evaluator, configs, shape, budget_ms, comparisons, open_, 1)
     return comparisons
+
+
+def _close_to_fastest(comparisons: Sequence[Comparison], factor: float) -> list[int]:
+    """Indices of the comparisons that passed with a first-round time within ``factor`` of the
+    fastest first-round time."""
+    firsts = {
+        i: c.ms_rounds[0] for i, c in enumerate(comparisons) if c.status == "ok" and c.ms_rounds
+    }
+    if not firsts:
+        return []
+    fastest = min(firsts.values())
+    return [i for i, ms in firsts.items() if ms <= factor * fastest]
+
+
+def _more_rounds(
+    evaluator: Evaluator,
+    configs: Sequence[Config],
+    shape: Shape,
+    budget_ms: float | None,
+    comparisons: list[Comparison],
+    which: Sequence[int],
+    rounds: int,
+) -> None:
+    """``rounds`` more alternating rounds of the configs at ``which``, joined to their
+    comparisons in place."""
+    if not which or rounds < 1:
+        return
+    more = evaluator.compare([configs[i] for i in which], shape, rounds, budget_ms)
+    for i, extra in zip(which, more, strict=True):
+        comparisons[i] = _joined(comparisons[i], extra)
 
 
 def _joined(earlier: Comparison, later: Comparison) -> Comparison:

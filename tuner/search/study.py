@@ -56,6 +56,7 @@ from tuner.search.evaluator import Evaluator, Ticket
 from tuner.search.finalists import (
     DEFAULT_CALL,
     FINAL_BUDGET_MS,
+    FINAL_KEEP_WITHIN,
     FINALISTS,
     choose_finalists,
     final_result,
@@ -551,6 +552,7 @@ class Study:
             [*configs, *others.values(), *twins.values()],
             self.shape,
             FINAL_BUDGET_MS,
+            keep_within=FINAL_KEEP_WITHIN,
         )
         for comparison in comparisons:
             final = final_result(screened[comparison.config_name], comparison, self.shape)

@@ -13,6 +13,7 @@ from tuner.kernels.families import CUBLAS, parse_config
 from tuner.kernels.resources import table_device
 from tuner.search.finalists import (
     DEFAULT_CALL,
+    FINAL_KEEP_WITHIN,
     FINAL_MIN_ROUNDS,
     FINAL_ROUNDS,
     choose_finalists,
@@ -75,7 +76,8 @@ def test_a_study_re_measures_the_default_call_beside_its_fastest() -> None:
     study.run(trials=40)
     assert "cublas" in evaluator.asked
     kernels = sorted((n for n in evaluator.asked if n != "cublas"), key=rule_ms)
-    assert set(evaluator.compared[-1]) == {*kernels[:3], "cublas"}
+    # The first round of the finalists holds them all; later rounds only those near its fastest.
+    assert set(evaluator.compared[0]) == {*kernels[:3], "cublas"}
 
 
 def test_padding_adds_the_fastest_of_each_leading_dimension_family() -> None:
@@ -168,3 +170,71 @@ def test_a_finalist_that_fails_a_later_check_is_stored_failed() -> None:
     comparisons = remeasure(evaluator, [A, C], SHAPE)  # type: ignore[arg-type]
     assert [c.status for c in comparisons] == ["wrong_result", "ok"]
     assert evaluator.calls[1:] == [([A.name], 1)]
+
+
+def test_a_finalist_far_behind_in_the_first_round_gets_no_more_rounds() -> None:
+    # C's first round is 1.25x A's, beyond FINAL_KEEP_WITHIN; B's 1.05x is within it.
+    times = {A.name: [1.0] * 5, B.name: [1.05] * 5, C.name: [1.25] * 5}
+    evaluator = ScriptedRounds(times)
+    comparisons = remeasure(
+        evaluator,
+        [A, B, C],
+        SHAPE,
+        keep_within=FINAL_KEEP_WITHIN,  # type: ignore[arg-type]
+    )
+    assert evaluator.calls == [
+        ([A.name, B.name, C.name], 1),
+        ([A.name, B.name], FINAL_MIN_ROUNDS - 1),
+    ]
+    assert [len(c.ms_rounds) for c in comparisons] == [FINAL_MIN_ROUNDS, FINAL_MIN_ROUNDS, 1]
+
+
+def test_after_the_first_round_only_the_near_ones_may_get_more() -> None:
+    # B's median moves in its third round and settles in its fourth; C, far behind, is never
+    # asked again however its one round would have moved.
+    times = {A.name: [1.0] * 5, B.name: [1.0, 1.08, 1.08, 1.08, 1.08], C.name: [2.0, 9.0]}
+    evaluator = ScriptedRounds(times)
+    comparisons = remeasure(
+        evaluator,
+        [A, B, C],
+        SHAPE,
+        keep_within=FINAL_KEEP_WITHIN,  # type: ignore[arg-type]
+    )
+    assert evaluator.calls[2:] == [([B.name], 1)]
+    assert comparisons[1].ms_rounds == (1.0, 1.08, 1.08, 1.08)
+    assert comparisons[2].ms_rounds == (2.0,)
+
+
+def test_a_finalist_that_fails_its_first_round_goes_no_further() -> None:
+    # A fails its check in the first request; the fastest that passed leads.
+    evaluator = ScriptedRounds({A.name: [1.0] * 5, B.name: [1.5] * 5, C.name: [1.6] * 5})
+    failing = FailsFirst(evaluator, A.name)
+    comparisons = remeasure(
+        failing,
+        [A, B, C],
+        SHAPE,
+        keep_within=FINAL_KEEP_WITHIN,  # type: ignore[arg-type]
+    )
+    assert [c.status for c in comparisons] == ["wrong_result", "ok", "ok"]
+    assert evaluator.calls[1:] == [([B.name, C.name], FINAL_MIN_ROUNDS - 1)]
+
+
+class FailsFirst:
+    """``inner``, except that ``name`` fails its check in the first request."""
+
+    def __init__(self, inner: ScriptedRounds, name: str) -> None:
+        self.inner, self.name, self.first = inner, name, True
+
+    def compare(
+        self, configs: Sequence[Config], shape: Shape, rounds: int, budget_ms: float | None = None
+    ) -> list[Comparison]:
+        out = self.inner.compare(configs, shape, rounds, budget_ms)
+        if self.first:
+            self.first = False
+            return [
+                Comparison(c.config_name, "wrong_result", "off")
+                if c.config_name == self.name
+                else c
+                for c in out
+            ]
+        return out
