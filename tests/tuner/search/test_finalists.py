@@ -172,16 +172,18 @@ def test_a_finalist_that_fails_a_later_check_is_stored_failed() -> None:
     assert evaluator.calls[1:] == [([A.name], 1)]
 
 
+def remeasure_keeping_near(
+    evaluator: ScriptedRounds | FailsFirst, configs: list[Config]
+) -> list[Comparison]:
+    """``remeasure`` as a study's finalists are: those far behind after one round stop there."""
+    return remeasure(evaluator, configs, SHAPE, keep_within=FINAL_KEEP_WITHIN)  # type: ignore[arg-type]
+
+
 def test_a_finalist_far_behind_in_the_first_round_gets_no_more_rounds() -> None:
     # C's first round is 1.25x A's, beyond FINAL_KEEP_WITHIN; B's 1.05x is within it.
     times = {A.name: [1.0] * 5, B.name: [1.05] * 5, C.name: [1.25] * 5}
     evaluator = ScriptedRounds(times)
-    comparisons = remeasure(
-        evaluator,
-        [A, B, C],
-        SHAPE,
-        keep_within=FINAL_KEEP_WITHIN,  # type: ignore[arg-type]
-    )
+    comparisons = remeasure_keeping_near(evaluator, [A, B, C])
     assert evaluator.calls == [
         ([A.name, B.name, C.name], 1),
         ([A.name, B.name], FINAL_MIN_ROUNDS - 1),
@@ -194,12 +196,7 @@ def test_after_the_first_round_only_the_near_ones_may_get_more() -> None:
     # asked again however its one round would have moved.
     times = {A.name: [1.0] * 5, B.name: [1.0, 1.08, 1.08, 1.08, 1.08], C.name: [2.0, 9.0]}
     evaluator = ScriptedRounds(times)
-    comparisons = remeasure(
-        evaluator,
-        [A, B, C],
-        SHAPE,
-        keep_within=FINAL_KEEP_WITHIN,  # type: ignore[arg-type]
-    )
+    comparisons = remeasure_keeping_near(evaluator, [A, B, C])
     assert evaluator.calls[2:] == [([B.name], 1)]
     assert comparisons[1].ms_rounds == (1.0, 1.08, 1.08, 1.08)
     assert comparisons[2].ms_rounds == (2.0,)
@@ -209,12 +206,7 @@ def test_a_finalist_that_fails_its_first_round_goes_no_further() -> None:
     # A fails its check in the first request; the fastest that passed leads.
     evaluator = ScriptedRounds({A.name: [1.0] * 5, B.name: [1.5] * 5, C.name: [1.6] * 5})
     failing = FailsFirst(evaluator, A.name)
-    comparisons = remeasure(
-        failing,
-        [A, B, C],
-        SHAPE,
-        keep_within=FINAL_KEEP_WITHIN,  # type: ignore[arg-type]
-    )
+    comparisons = remeasure_keeping_near(failing, [A, B, C])
     assert [c.status for c in comparisons] == ["wrong_result", "ok", "ok"]
     assert evaluator.calls[1:] == [([B.name, C.name], FINAL_MIN_ROUNDS - 1)]
 
