@@ -151,16 +151,19 @@ class _Board:
         self.lock = threading.Lock()
         self.errors: list[BaseException] = []
 
-    def next_for(self, worker: Worker) -> _Job | None:
-        """A job nobody has started, else the open job with the fewest workers; None when
-        nothing is left for ``worker`` (or a worker failed)."""
+    def next_for(self, worker: Worker, leaving: _Job | None = None) -> _Job | None:
+        """A job nobody has started, else the open job with the fewest workers other than the
+        one ``worker`` is ``leaving`` (it is still searching it: its next job is taken as its
+        search ends); None when nothing is left for ``worker`` (or a worker failed)."""
         with self.lock:
             if self.errors:
                 return None
             mine = [job for job in self.jobs if job.device == worker.evaluator.device.name]
             job = next((job for job in mine if not job.started), None)
             if job is None:
-                joinable = [job for job in mine if job.started and not job.closed]
+                joinable = [
+                    job for job in mine if job.started and not job.closed and job is not leaving
+                ]
                 job = min(joinable, key=lambda job: job.searching, default=None)
             if job is not None:
                 job.started = True
@@ -216,10 +219,15 @@ _Upcoming = tuple[_Job, Study, list[str]] | None
 
 
 def _upcoming(
-    worker: Worker, board: _Board, request: TuneRequest, sessions: sessionmaker[Session]
+    worker: Worker,
+    board: _Board,
+    request: TuneRequest,
+    sessions: sessionmaker[Session],
+    leaving: _Job | None = None,
 ) -> _Upcoming:
-    """The next job for ``worker`` with its prepared study, or None when nothing is left."""
-    job = board.next_for(worker)
+    """The next job for ``worker`` (never the one it is ``leaving``) with its prepared study,
+    or None when nothing is left."""
+    job = board.next_for(worker, leaving)
     return None if job is None else (job, *_prepare(worker, job, request, sessions))
 
 
@@ -232,21 +240,28 @@ def _search(
     request: TuneRequest,
     sessions: sessionmaker[Session],
 ) -> Lookahead[_Upcoming] | None:
-    """``worker``'s part of ``job``: search it; the last one out re-measures the finalists,
-    and meanwhile prepares the worker's next job (``tuner.run.lookahead``), which it returns."""
+    """``worker``'s part of ``job``: search it; the last one out re-measures the finalists.
+    The worker's next job is prepared beside the end of it (``tuner.run.lookahead``), from the
+    moment the search has nothing more to propose, and returned."""
     ahead: Lookahead[_Upcoming] | None = None
+
+    def prepare_next() -> None:
+        nonlocal ahead
+        if ahead is None:
+            ahead = Lookahead(
+                lambda: _upcoming(worker, board, request, sessions, job), f"{worker.label}-next"
+            )
+
     try:
         left = board.admit(job, study.target(request.trials), request.timeout)
         update = None if job.report is None else job.report.update
-        progress = study.search(request.trials, left, update)
+        progress = study.search(request.trials, left, update, on_tail=prepare_next)
         if board.leave(job):
             progress.notes[:0] = notes
             if len(job.devices) > 1:
                 shared = ", ".join(str(i) for i in sorted(job.devices))
                 progress.notes.append(f"searched by {len(job.devices)} workers (devices {shared})")
-            ahead = Lookahead(
-                lambda: _upcoming(worker, board, request, sessions), f"{worker.label}-next"
-            )
+            prepare_next()  # where the search ended without a tail (out of time, or of configs)
             board.finished(job, study.finish(progress))
     except BaseException:
         if ahead is not None:

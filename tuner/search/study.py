@@ -298,13 +298,16 @@ class Study:
         trials: int | None = None,
         timeout_s: float | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        on_tail: Callable[[], None] | None = None,
     ) -> Progress:
         """The screening part of :meth:`run`. Several workers (threads of one process, or
         processes anywhere) may search one study at once: the budget is kept by their claims
-        in the database, so together they evaluate exactly ``trials``."""
+        in the database, so together they evaluate exactly ``trials``. ``on_tail`` is called
+        once, when this worker has nothing more to propose and its last candidates drain (a
+        worker starts preparing its next study then, ``tuner.run.multi_gpu``)."""
         self.prepare()
         with self.clock.part("search"):
-            progress = self._search(trials, timeout_s, on_progress)
+            progress = self._search(trials, timeout_s, on_progress, on_tail)
         progress.seconds = self.clock.rounded()
         return progress
 
@@ -313,6 +316,7 @@ class Study:
         trials: int | None,
         timeout_s: float | None,
         on_progress: Callable[[Progress], None] | None,
+        on_tail: Callable[[], None] | None = None,
     ) -> Progress:
         target = self.target(trials)
         progress = Progress(self.name, target)
@@ -327,7 +331,7 @@ class Study:
                     if config.name in self.candidates:
                         self.optuna.enqueue_trial(trial_params(config, self.families))
             self._learn(done)
-            self._screen(done, progress, target, timeout_s, on_progress)
+            self._screen(done, progress, target, timeout_s, on_progress, on_tail)
         except BaseException:
             if self._trials is not None:  # write what is queued; the study's error goes on
                 self._trials.close(raise_error=False)
@@ -365,9 +369,11 @@ class Study:
         target: int,
         timeout_s: float | None,
         on_progress: Callable[[Progress], None] | None,
+        on_tail: Callable[[], None] | None = None,
     ) -> None:
         """The candidate loop: propose, prepare, measure and record until ``target`` candidates
-        are evaluated (all workers), the space is exhausted, or ``timeout_s`` passes."""
+        are evaluated (all workers), the space is exhausted, or ``timeout_s`` passes; ``on_tail``
+        once nothing more is proposed (:meth:`search`)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         queue: list[tuple[Config, optuna.trial.Trial]] = []
         running: deque[tuple[Config, optuna.trial.Trial, Ticket]] = deque()
@@ -413,6 +419,9 @@ class Study:
                         order.propose(config, trial)
                 if full or progress.evaluated + len(queue) + len(running) >= target:
                     self._prepare_extras(done)  # nothing more to propose: the tail drains
+                    if on_tail is not None:  # after the extras: their compiles queue first
+                        on_tail()
+                        on_tail = None
                 # Keep the device busy: the next candidate is started before the last one's result
                 # is recorded (the evaluator queues it behind the one being measured). Of the
                 # queued proposals, the oldest that has compiled goes first.

@@ -251,3 +251,39 @@ def test_gpu_workers_start_together_and_share_their_compile_pool(
         assert set(FakeCompiler.compiled) >= {r.config_name for r in rows}
     finally:
         workers.close()
+
+
+def test_a_worker_takes_its_next_job_before_its_search_ends(
+    new_database: NewDatabase, replays: Callable[[int], Workers], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next shape's study is prepared from the moment a search has nothing more to
+    propose, beside its last measurements, not after them; and never as the job being left."""
+    import tuner.run.multi_gpu as multi_gpu
+    from tuner.search.study import Study
+
+    searching: list[str] = []  # the shapes whose search is under way
+    taken: list[tuple[str, list[str]]] = []  # (job taken, searches under way then)
+    search, upcoming = Study.search, multi_gpu._upcoming
+
+    def watched_search(self: Study, *args: object, **kwargs: object) -> Progress:
+        searching.append(str(self.shape))
+        try:
+            return search(self, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            searching.remove(str(self.shape))
+
+    def watched_upcoming(*args: object) -> object:
+        under_way = list(searching)  # as the job is taken (its study's preparation takes time)
+        made = upcoming(*args)  # type: ignore[arg-type]
+        if made is not None:
+            taken.append((str(made[0].shape), under_way))
+        return made
+
+    monkeypatch.setattr(Study, "search", watched_search)
+    monkeypatch.setattr(multi_gpu, "_upcoming", watched_upcoming)
+    url = new_database()
+    outcomes = tune(request_for(url, [BIG, MID, THIN], 12), workers=replays(1))
+    assert len(outcomes) == 3
+    assert [shape for shape, _ in taken] == [str(BIG), str(MID), str(THIN)]
+    assert taken[0][1] == []  # the first, before anything
+    assert taken[1][1] == [str(BIG)] and taken[2][1] == [str(MID)]  # each during the last search
