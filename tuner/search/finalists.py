@@ -47,8 +47,8 @@ FINAL_BUDGET_MS: float | None = 30.0
 FINAL_KEEP_WITHIN = 1.10
 # The default cuBLAS call, what the user already has: a finalist of every study that searches
 # it, so that the best is chosen over it in alternating rounds side by side (at least the
-# first) and not by two screenings taken apart. On the H200 a study without this rule stored a tma_ws config whose own
-# final rounds put it at 0.998x the call (4096^3 FP16 NN,
+# first) and not by two screenings taken apart. On the H200 a study without this rule stored a
+# tma_ws config whose own final rounds put it at 0.998x the call (4096^3 FP16 NN,
 # benchmarks/results/h200-half-bench-suite-fp16-nn-2026-11-28.json).
 DEFAULT_CALL = CUBLAS.config({}).name
 
