@@ -1,12 +1,13 @@
-"""A worker's next study, built and prepared while its current study's finalists are
-re-measured.
+"""A worker's next study, built and prepared while its current study's last candidates and
+finalists are measured.
 
-Re-measuring the finalists keeps the device busy for seconds and the CPU nearly idle; preparing a
-study is the opposite: the next shape's space is enumerated and ranked by the cost model, its
-warm starts read from the database and its first candidates handed to the compile pool (NVRTC
-compiles are CPU work). Done one after the other, the device waits for the preparation of every
-shape and for its first compiles. Done side by side, the next study's first candidate is
-usually compiled by the time the finalists are stored.
+Measuring the last candidates and re-measuring the finalists keeps the device busy for seconds
+and the CPU nearly idle; preparing a study is the opposite: the next shape's space is
+enumerated and ranked by the cost model, its warm starts read from the database and its first
+candidates handed to the compile pool (NVRTC compiles are CPU work). Done one after the other,
+the device waits for the preparation of every shape and for its first compiles. Done side by
+side, from the moment the search has nothing more to propose (``tuner.run.multi_gpu``), the
+next study's first candidates are usually compiled by the time the finalists are stored.
 
 The preparation runs in a thread of the worker's process and shares its evaluator with the
 finalists: it may only use what is safe beside a measurement in flight (the compile pools are;

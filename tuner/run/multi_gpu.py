@@ -16,8 +16,9 @@ Scheduling: every shape is a job per device model (a study is one device model's
 takes the next job nobody has started, and when none is left it joins the open job with the
 fewest workers, so that one shape on two GPUs is one study searched by both. A job closes to
 newcomers once a worker has left it (its budget is spent or its time is up), and the last
-worker to leave re-measures its finalists, taking its next job as it starts them and preparing
-that job's study beside them (``tuner.run.lookahead``).
+worker to leave re-measures its finalists. A worker takes its next job (never the one it is
+leaving) as soon as its search has nothing more to propose, and prepares that job's study beside
+its last measurements and finalists (``tuner.run.lookahead``).
 """
 
 from __future__ import annotations
