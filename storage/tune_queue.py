@@ -225,15 +225,25 @@ def take_next(
 
 
 def join_running(
-    session: Session, device: str, lease_s: float = QUEUE_LEASE_S, batch: str | None = None
+    session: Session,
+    device: str,
+    lease_s: float = QUEUE_LEASE_S,
+    batch: str | None = None,
+    excluding: int | None = None,
 ) -> Taken | None:
-    """Join the running study with the fewest workers that still takes newcomers; None if none
-    does. Its lease is renewed now, and by this worker from now on."""
+    """Join the running study with the fewest workers that still takes newcomers, other than
+    entry ``excluding`` (the one the worker is still searching); None if none does. Its lease is
+    renewed now, and by this worker from now on."""
     while True:
         now = utcnow()
-        joinable = and_(
-            QueueEntry.state == RUNNING, QueueEntry.joinable, QueueEntry.expires_at >= now
-        )
+        conditions = [
+            QueueEntry.state == RUNNING,
+            QueueEntry.joinable,
+            QueueEntry.expires_at >= now,
+        ]
+        if excluding is not None:
+            conditions.append(QueueEntry.id != excluding)
+        joinable = and_(*conditions)
         found = session.execute(
             select(QueueEntry.id, QueueEntry.attempt)
             .where(joinable, _scope(device, batch))

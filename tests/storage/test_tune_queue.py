@@ -190,3 +190,17 @@ def test_two_sessions_race_for_one_entry(engine: Engine) -> None:
     with sessions() as one, sessions() as two:
         got = [take_next(one, "w1", H100), take_next(two, "w2", H100)]
     assert sum(taken is not None for taken in got) == 1
+
+
+def test_a_worker_never_joins_the_study_it_is_leaving(session: Session) -> None:
+    # A worker takes its next problem as its search ends, before it leaves the entry: the one
+    # it still searches is no place to join, another running one is.
+    enqueue(session, [problem(1), problem(2)])
+    mine = take_next(session, "w1", H100)
+    other = take_next(session, "w2", H100)
+    assert mine is not None and other is not None
+    joined = join_running(session, H100, excluding=mine.entry_id)
+    assert joined is not None and joined.entry_id == other.entry_id
+    assert leave_entry(session, other) is False  # w2 and the newcomer: not the last out
+    assert join_running(session, H100, excluding=mine.entry_id) is None  # closed to newcomers
+    assert join_running(session, H100) is not None  # the entry left out is still joinable

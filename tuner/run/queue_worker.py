@@ -147,9 +147,9 @@ def run_worker(
     First the device's rates are made ready (stored, kept or probed now: ``device_rates``), so
     no study waits for a probe; ``on_ready`` is then told where they came from.
 
-    While a study's finalists are re-measured (device busy, CPU idle), the next problem is taken
-    and its study prepared beside them (``tuner.run.lookahead``): its space enumerated, its warm
-    starts read and its first candidates compiling."""
+    While a study's last candidates and its finalists are measured (device busy, CPU idle), the
+    next problem is taken and its study prepared beside them (``tuner.run.lookahead``): its space
+    enumerated, its warm starts read and its first candidates compiling."""
     summary = WorkerSummary()
     notes: list[str] = []
     device_rates(SqlRecorder(sessions, settings.lease_s, worker=label), evaluator, notes)
@@ -170,7 +170,9 @@ def run_worker(
                 continue
             upcoming = worker.tune(upcoming, on_done)
             if len(worker.failing) >= FAILURES_IN_A_ROW:
-                if upcoming is not None:  # taken while the last finalists ran: not this GPU's now
+                if (
+                    upcoming is not None
+                ):  # taken ahead while the last study ended: not this GPU's now
                     worker.give_back(upcoming)
                 raise WorkerStopped(
                     f"{label}: {len(worker.failing)} problems failed in a row on this worker "
@@ -210,14 +212,18 @@ class _QueueWorker:
         self.failing: set[int] = set()  # entries whose study failed here since one succeeded
         self.failed_here: set[int] = set()  # entries whose study ever failed on this worker
 
-    def next_study(self) -> _Prepared | None:
-        """The oldest queued problem, else a place in the running study with the fewest workers,
-        held (its lease renewed by the heartbeat) and its study prepared; None when neither."""
+    def next_study(self, leaving: Taken | None = None) -> _Prepared | None:
+        """The oldest queued problem, else a place in the running study with the fewest workers
+        (not the one this worker is ``leaving``), held (its lease renewed by the heartbeat) and
+        its study prepared; None when neither."""
         settings, device = self.settings, self.evaluator.device.name
+        excluding = None if leaving is None else leaving.entry_id
         with self.sessions() as session:
             taken = tune_queue.take_next(
                 session, self.name, device, settings.lease_s, settings.batch, self.failed_here
-            ) or tune_queue.join_running(session, device, settings.lease_s, settings.batch)
+            ) or tune_queue.join_running(
+                session, device, settings.lease_s, settings.batch, excluding
+            )
         if taken is None:
             return None
         self.heartbeat.add(taken)
@@ -238,22 +244,30 @@ class _QueueWorker:
     def tune(
         self, prepared: _Prepared, on_done: Callable[[Progress], None] | None
     ) -> _Prepared | None:
-        """Search ``prepared``'s study; the last worker out re-measures its finalists (the next
-        problem taken and prepared meanwhile) and marks the entry done. A failure is stored with
+        """Search ``prepared``'s study; the last worker out re-measures its finalists and marks
+        the entry done. The next problem is taken and prepared beside the end of it, from the
+        moment the search has nothing more to propose (never this one). A failure is stored with
         the entry (queued again up to ``MAX_ATTEMPTS``; a problem this worker cannot answer at
         all, failed at once) and the worker goes on. Returns the next problem, prepared, where
-        it was taken while the finalists ran."""
-        taken, study, request, ahead = prepared.taken, prepared.study, prepared.request, None
+        it was taken meanwhile."""
+        taken, study, request = prepared.taken, prepared.study, prepared.request
+        ahead: Lookahead[_Prepared | None] | None = None
+
+        def prepare_next() -> None:
+            nonlocal ahead
+            if ahead is None:
+                ahead = Lookahead(lambda: self.next_study(taken), f"{self.label}-next")
+
         try:
             if prepared.error is not None:
                 raise prepared.error
             assert study is not None and request is not None  # prepared without an error
-            progress = study.search(request.trials, request.timeout)
+            progress = study.search(request.trials, request.timeout, on_tail=prepare_next)
             self.summary.searched += 1
             with self.sessions.begin() as session:
                 last = tune_queue.leave_entry(session, taken)
             if last:
-                ahead = Lookahead(self.next_study, f"{self.label}-next")
+                prepare_next()  # where the search ended without a tail (out of time or configs)
                 progress.notes[:0] = prepared.notes
                 outcome = study.finish(progress)
                 with self.sessions.begin() as session:

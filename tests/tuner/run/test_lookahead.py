@@ -110,3 +110,42 @@ def test_a_queue_worker_prepares_its_next_problem_while_the_finalists_run(tmp_pa
     assert states == [DONE, DONE]
     # Told once, before any study, where the cost model's rates came from.
     assert len(ready) == 1 and "rates" in ready[0]
+
+
+def test_a_queue_worker_takes_its_next_problem_before_its_search_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the moment a search has nothing more to propose, beside its last measurements; and
+    never the problem it is leaving."""
+    from tuner.run.queue_worker import _QueueWorker
+    from tuner.search.study import Progress, Study
+
+    searching: list[str] = []  # the shapes whose search is under way
+    taken: list[tuple[str, list[str]]] = []  # (problem taken, searches under way then)
+    search, next_study = Study.search, _QueueWorker.next_study
+
+    def watched_search(self: Study, *args: object, **kwargs: object) -> Progress:
+        searching.append(str(self.shape))
+        try:
+            return search(self, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            searching.remove(str(self.shape))
+
+    def watched_next(self: _QueueWorker, *args: object) -> object:
+        under_way = list(searching)
+        made = next_study(self, *args)  # type: ignore[arg-type]
+        if made is not None:
+            taken.append((str(made.taken.problem.shape), under_way))
+        return made
+
+    monkeypatch.setattr(Study, "search", watched_search)
+    monkeypatch.setattr(_QueueWorker, "next_study", watched_next)
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    sessions = open_database(url)
+    with sessions.begin() as session:
+        problems = [Problem(s, "exact", "", ("warptile",), 4) for s in (FIRST, SECOND)]
+        tune_queue.enqueue(session, problems)
+    settings = WorkerSettings(sampler="random", seed=3, warm_start=0, database_url=url)
+    summary = run_worker(settings, ReplayEvaluator(), sessions, "gpu0")
+    assert [o.study.split("|")[1] for o in summary.finished] == [str(FIRST), str(SECOND)]
+    assert taken == [(str(FIRST), []), (str(SECOND), [str(FIRST)])]
