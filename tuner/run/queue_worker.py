@@ -170,9 +170,7 @@ def run_worker(
                 continue
             upcoming = worker.tune(upcoming, on_done)
             if len(worker.failing) >= FAILURES_IN_A_ROW:
-                if (
-                    upcoming is not None
-                ):  # taken ahead while the last study ended: not this GPU's now
+                if upcoming is not None:  # taken ahead as the last study ended: not ours now
                     worker.give_back(upcoming)
                 raise WorkerStopped(
                     f"{label}: {len(worker.failing)} problems failed in a row on this worker "
