@@ -117,19 +117,12 @@ def test_a_queue_worker_takes_its_next_problem_before_its_search_ends(
 ) -> None:
     """From the moment a search has nothing more to propose, beside its last measurements; and
     never the problem it is leaving."""
+    from tests.tuner.searches_under_way import watch_searches
     from tuner.run.queue_worker import _QueueWorker
-    from tuner.search.study import Progress, Study
 
-    searching: list[str] = []  # the shapes whose search is under way
+    searching = watch_searches(monkeypatch)
     taken: list[tuple[str, list[str]]] = []  # (problem taken, searches under way then)
-    search, next_study = Study.search, _QueueWorker.next_study
-
-    def watched_search(self: Study, *args: object, **kwargs: object) -> Progress:
-        searching.append(str(self.shape))
-        try:
-            return search(self, *args, **kwargs)  # type: ignore[arg-type]
-        finally:
-            searching.remove(str(self.shape))
+    next_study = _QueueWorker.next_study
 
     def watched_next(self: _QueueWorker, *args: object) -> object:
         under_way = list(searching)
@@ -138,7 +131,6 @@ def test_a_queue_worker_takes_its_next_problem_before_its_search_ends(
             taken.append((str(made.taken.problem.shape), under_way))
         return made
 
-    monkeypatch.setattr(Study, "search", watched_search)
     monkeypatch.setattr(_QueueWorker, "next_study", watched_next)
     url = f"sqlite:///{tmp_path / 'queue.db'}"
     sessions = open_database(url)

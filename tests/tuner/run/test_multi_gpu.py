@@ -259,18 +259,11 @@ def test_a_worker_takes_its_next_job_before_its_search_ends(
     """The next shape's study is prepared from the moment a search has nothing more to
     propose, beside its last measurements, not after them; and never as the job being left."""
     import tuner.run.multi_gpu as multi_gpu
-    from tuner.search.study import Study
+    from tests.tuner.searches_under_way import watch_searches
 
-    searching: list[str] = []  # the shapes whose search is under way
+    searching = watch_searches(monkeypatch)
     taken: list[tuple[str, list[str]]] = []  # (job taken, searches under way then)
-    search, upcoming = Study.search, multi_gpu._upcoming
-
-    def watched_search(self: Study, *args: object, **kwargs: object) -> Progress:
-        searching.append(str(self.shape))
-        try:
-            return search(self, *args, **kwargs)  # type: ignore[arg-type]
-        finally:
-            searching.remove(str(self.shape))
+    upcoming = multi_gpu._upcoming
 
     def watched_upcoming(*args: object) -> object:
         under_way = list(searching)  # as the job is taken (its study's preparation takes time)
@@ -279,7 +272,6 @@ def test_a_worker_takes_its_next_job_before_its_search_ends(
             taken.append((str(made[0].shape), under_way))
         return made
 
-    monkeypatch.setattr(Study, "search", watched_search)
     monkeypatch.setattr(multi_gpu, "_upcoming", watched_upcoming)
     url = new_database()
     outcomes = tune(request_for(url, [BIG, MID, THIN], 12), workers=replays(1))
