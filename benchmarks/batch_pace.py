@@ -177,7 +177,7 @@ def screening_waits(url: str) -> dict[str, dict[str, float]]:
     return waits
 
 
-def compile_pool_share(waits: dict[str, dict[str, float]], wall_s: float, gpus: int = 1) -> dict:
+def compile_pool_share(waits: dict[str, dict[str, float]], wall_s: float) -> dict:
     """How busy the compile pool was with the screened candidates' compiles: their seconds over
     the pool's processes times the command's wall time. A lower bound of its busy share (the
     first proposals a study guessed wrong and the finalists' extras compile too), and each
@@ -186,7 +186,7 @@ def compile_pool_share(waits: dict[str, dict[str, float]], wall_s: float, gpus: 
     its slowest compile)."""
     from tuner.kernels.compile_pool import default_workers
 
-    workers = default_workers(gpus)
+    workers = default_workers()  # a one-GPU command's pool
     seconds = sum(entry.get("compile_s", 0.0) for entry in waits.values())
     return {
         "workers": workers,

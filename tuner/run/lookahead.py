@@ -46,3 +46,17 @@ class Lookahead(Generic[T]):
         if self._error is not None:
             raise self._error
         return self._built  # type: ignore[return-value]  # set when no error was raised
+
+
+class StartOnce(Generic[T]):
+    """A :class:`Lookahead` of ``build`` not started yet: :meth:`start` starts it the first time
+    and does nothing after (a worker starts its next study when its search ends, or else when it
+    leaves the study); ``started`` is it, or None while nobody has started it."""
+
+    def __init__(self, build: Callable[[], T], name: str = "lookahead") -> None:
+        self._build, self._name = build, name
+        self.started: Lookahead[T] | None = None
+
+    def start(self) -> None:
+        if self.started is None:
+            self.started = Lookahead(self._build, self._name)

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tuner.core.shape import Shape
 from tuner.gpu.nvrtc import NvrtcCompiler
 from tuner.kernels.compile_pool import CompilePools, default_workers
-from tuner.run.lookahead import Lookahead
+from tuner.run.lookahead import Lookahead, StartOnce
 from tuner.run.request import TuneRequest, check_evaluator
 from tuner.run.runner import ProgressReport, build_study, start_gpu
 from tuner.search.evaluator import Evaluator
@@ -244,33 +244,27 @@ def _search(
     """``worker``'s part of ``job``: search it; the last one out re-measures the finalists.
     The worker's next job is prepared beside the end of it (``tuner.run.lookahead``), from the
     moment the search has nothing more to propose, and returned."""
-    ahead: Lookahead[_Upcoming] | None = None
-
-    def prepare_next() -> None:
-        nonlocal ahead
-        if ahead is None:
-            ahead = Lookahead(
-                lambda: _upcoming(worker, board, request, sessions, job), f"{worker.label}-next"
-            )
-
+    ahead = StartOnce(
+        lambda: _upcoming(worker, board, request, sessions, job), f"{worker.label}-next"
+    )
     try:
         left = board.admit(job, study.target(request.trials), request.timeout)
         update = None if job.report is None else job.report.update
-        progress = study.search(request.trials, left, update, on_tail=prepare_next)
+        progress = study.search(request.trials, left, update, on_tail=ahead.start)
         if board.leave(job):
             progress.notes[:0] = notes
             if len(job.devices) > 1:
                 shared = ", ".join(str(i) for i in sorted(job.devices))
                 progress.notes.append(f"searched by {len(job.devices)} workers (devices {shared})")
-            prepare_next()  # where the search ended without a tail (out of time, or of configs)
+            ahead.start()  # where the search ended without a tail (out of time, or of configs)
             board.finished(job, study.finish(progress))
     except BaseException:
-        if ahead is not None:
-            _discard(ahead)
+        if ahead.started is not None:
+            _discard(ahead.started)
         raise
     finally:
         study.close()
-    return ahead
+    return ahead.started
 
 
 def _discard(ahead: Lookahead[_Upcoming]) -> None:

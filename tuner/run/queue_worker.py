@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from storage import tune_queue
 from storage.tune_queue import Taken
 from tuner.core.errors import InputError
-from tuner.run.lookahead import Lookahead
+from tuner.run.lookahead import StartOnce
 from tuner.run.request import DEFAULT_TRIALS, WARM_START, TuneRequest
 from tuner.run.runner import build_study, check_answerable, device_rates
 from tuner.search.evaluator import Evaluator
@@ -249,23 +249,18 @@ class _QueueWorker:
         all, failed at once) and the worker goes on. Returns the next problem, prepared, where
         it was taken meanwhile."""
         taken, study, request = prepared.taken, prepared.study, prepared.request
-        ahead: Lookahead[_Prepared | None] | None = None
-
-        def prepare_next() -> None:
-            nonlocal ahead
-            if ahead is None:
-                ahead = Lookahead(lambda: self.next_study(taken), f"{self.label}-next")
+        ahead = StartOnce(lambda: self.next_study(taken), f"{self.label}-next")
 
         try:
             if prepared.error is not None:
                 raise prepared.error
             assert study is not None and request is not None  # prepared without an error
-            progress = study.search(request.trials, request.timeout, on_tail=prepare_next)
+            progress = study.search(request.trials, request.timeout, on_tail=ahead.start)
             self.summary.searched += 1
             with self.sessions.begin() as session:
                 last = tune_queue.leave_entry(session, taken)
             if last:
-                prepare_next()  # where the search ended without a tail (out of time or configs)
+                ahead.start()  # where the search ended without a tail (out of time or configs)
                 progress.notes[:0] = prepared.notes
                 outcome = study.finish(progress)
                 with self.sessions.begin() as session:
@@ -280,7 +275,7 @@ class _QueueWorker:
             self.heartbeat.remove(taken)
             if study is not None:
                 study.close()
-        return None if ahead is None else ahead.take()
+        return None if ahead.started is None else ahead.started.take()
 
     def give_back(self, prepared: _Prepared) -> None:
         """Put a problem this worker holds back in the queue for another worker."""

@@ -19,7 +19,7 @@ from tests.tuner.fakes import Forwarding
 from tuner.core.config import Config
 from tuner.core.result import Comparison
 from tuner.core.shape import Shape
-from tuner.run.lookahead import Lookahead
+from tuner.run.lookahead import Lookahead, StartOnce
 from tuner.run.multi_gpu import Worker, Workers
 from tuner.run.queue_worker import WorkerSettings, run_worker
 from tuner.run.request import TuneRequest
@@ -85,6 +85,15 @@ def test_a_lookahead_hands_over_what_it_built_or_what_it_raised() -> None:
 
     with pytest.raises(RuntimeError, match="went away"):
         Lookahead(broken).take()
+
+
+def test_start_once_builds_at_most_once() -> None:
+    builds: list[int] = []
+    ahead = StartOnce(lambda: builds.append(1) or len(builds))
+    assert ahead.started is None and not builds  # nothing until asked
+    ahead.start()
+    ahead.start()
+    assert ahead.started is not None and ahead.started.take() == 1 and builds == [1]
 
 
 def test_a_queue_worker_prepares_its_next_problem_while_the_finalists_run(tmp_path: Path) -> None:
