@@ -29,6 +29,7 @@ from tuner.core.errors import InputError
 from tuner.run.lookahead import StartOnce
 from tuner.run.request import DEFAULT_TRIALS, WARM_START, TuneRequest
 from tuner.run.runner import build_study, check_answerable, device_rates
+from tuner.run.thread_switch import quick_thread_switches
 from tuner.search.evaluator import Evaluator
 from tuner.search.sampler_names import DEFAULT_SAMPLER
 from tuner.search.sql_recorder import SqlRecorder
@@ -149,7 +150,21 @@ def run_worker(
 
     While a study's last candidates and its finalists are measured (device busy, CPU idle), the
     next problem is taken and its study prepared beside them (``tuner.run.lookahead``): its space
-    enumerated, its warm starts read and its first candidates compiling."""
+    enumerated, its warm starts read and its first candidates compiling. The studies run with a
+    short thread switch interval (``tuner.run.thread_switch``)."""
+    with quick_thread_switches():
+        return _run_worker(settings, evaluator, sessions, label, on_done, on_failure, on_ready)
+
+
+def _run_worker(
+    settings: WorkerSettings,
+    evaluator: Evaluator,
+    sessions: sessionmaker[Session],
+    label: str,
+    on_done: Callable[[Progress], None] | None,
+    on_failure: Callable[[str], None] | None,
+    on_ready: Callable[[str], None] | None,
+) -> WorkerSummary:
     summary = WorkerSummary()
     notes: list[str] = []
     device_rates(SqlRecorder(sessions, settings.lease_s, worker=label), evaluator, notes)

@@ -20,6 +20,7 @@ from tuner.run.lookahead import Lookahead
 from tuner.run.multi_gpu import Workers, start_workers, tune_shapes
 from tuner.run.request import TuneRequest
 from tuner.run.runner import ProgressReport, check_answerable, families_for
+from tuner.run.thread_switch import quick_thread_switches
 from tuner.search.study import Progress
 
 
@@ -54,8 +55,20 @@ def tune(
     tables) and its connections closed at the end. Shapes the workers cannot answer (a replay
     without them, no family computing their dtype) are refused before the database is touched.
     ``new_report`` gives each study a progress report; ``on_done`` is told each outcome as its
-    study ends.
+    study ends. The studies run with a short thread switch interval
+    (``tuner.run.thread_switch``).
     """
+    with quick_thread_switches():
+        return _tune(request, workers, sessions, new_report, on_done)
+
+
+def _tune(
+    request: TuneRequest,
+    workers: Workers | None,
+    sessions: sessionmaker[Session] | None,
+    new_report: Callable[[], ProgressReport] | None,
+    on_done: Callable[[Progress], None] | None,
+) -> list[Progress]:
     own_workers = workers is None
     if workers is None:
         # The space's rule step (seconds of pure Python) runs while the workers start (child
