@@ -4,13 +4,16 @@ interpreter back soon after each of its waits ends.
 A study's loop mostly waits: on the database, on the GPU worker's answers, on compiles. Each
 wait releases the interpreter lock, and when it ends the loop must take the lock back from
 whichever thread holds it then: the writer copying trials into Optuna's tables, the next
-study's preparation, the compile pool's result threads. A thread that wants the lock asks the
-holder to let go only after the switch interval, 5 ms by default, and the loop waits like this
-at every statement it sends to the database. On the lent H200 a tune-batch of the 12 held-out
-FP32 shapes spent 14.0 and 14.4 s recording results (the loop's ``record`` part) with the
-default, 8.5 and 8.0 s with 0.5 ms, and the whole command took 70.9 s twice against 68.0 and
-65.5 s (``benchmarks/notebook.md``, "The interpreter lock between the study loop and its
-helpers").
+study's preparation, the threads that feed the compiler processes and collect their results.
+A thread that wants the lock asks the holder to let go only after the switch interval, 5 ms by
+default, and the loop waits like this after every statement it sends to the database.
+
+On the lent H200, a tune-batch of the 12 held-out FP32 shapes spent 8.0 to 12.1 s of its
+studies' loops recording results (the ``record`` part, summed) with 0.5 ms, against 14.0 to
+19.9 s with the default (five runs of each, in two leases). Whether the whole command is faster
+depends on what holds the search back: in one lease 65.5 and 68.0 s against 70.9 twice, in the
+other 77.6 to 93.7 s against 81.4 to 88.4, where the loop then waited for compiles instead
+(``benchmarks/notebook.md``, "The interpreter lock between the study loop and its helpers").
 """
 
 from __future__ import annotations
