@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -70,12 +70,18 @@ def test_an_error_inside_gives_the_interval_back() -> None:
     assert sys.getswitchinterval() == pytest.approx(USUAL_S)
 
 
-def test_a_tune_runs_its_studies_with_the_short_interval(tmp_path: Path) -> None:
+def _intervals_seen() -> tuple[list[float], Callable[[Progress], None]]:
+    """A list, and an ``on_done`` that adds the switch interval as each study ends."""
     seen: list[float] = []
 
     def done(_: Progress) -> None:
         seen.append(sys.getswitchinterval())
 
+    return seen, done
+
+
+def test_a_tune_runs_its_studies_with_the_short_interval(tmp_path: Path) -> None:
+    seen, done = _intervals_seen()
     url = f"sqlite:///{tmp_path / 'tune.db'}"
     request = TuneRequest((SHAPE,), ("warptile",), trials=2, evaluator="replay", database_url=url)
     [outcome] = tune(request, sessions=open_database(url), on_done=done)
@@ -85,11 +91,7 @@ def test_a_tune_runs_its_studies_with_the_short_interval(tmp_path: Path) -> None
 
 
 def test_a_queue_worker_runs_its_studies_with_the_short_interval(tmp_path: Path) -> None:
-    seen: list[float] = []
-
-    def done(_: Progress) -> None:
-        seen.append(sys.getswitchinterval())
-
+    seen, done = _intervals_seen()
     url = f"sqlite:///{tmp_path / 'queue.db'}"
     sessions = open_database(url)
     with sessions.begin() as session:
