@@ -1,9 +1,14 @@
 """Evaluated candidates copied into a persistent Optuna study, off the study's critical path.
 
-Adding a finished trial to Optuna's RDB storage costs a dozen statements and a commit (73 ms a
-candidate in the study process on the lent H100 beside 15 compiles:
+Adding a finished trial to Optuna's RDB storage costs dozens of statements and a commit (about
+50 a trial with this writer's check and numbering on the lent H200:
+``benchmarks/results/h200-sql-times-2026-11-29-1-old.txt``; 73 ms a candidate in the study
+process on the lent H100 beside 15 compiles:
 ``benchmarks/results/h100-search-throughput-profile-2026-11-24.txt``), so a writer thread does
-it while the study measures the next candidates: :meth:`TrialMirror.add` only queues.
+it while the study measures the next candidates: :meth:`TrialMirror.add` only queues. Its
+transactions still take SQLite's write lock, and the interpreter's, from the study loop's own
+records (``benchmarks/notebook.md``, "The interpreter lock between the study loop and its
+helpers").
 
 What a crash can lose: the study stores a candidate's measurement (``Recorder.record``) before
 queueing its trial, so a process killed with trials still queued leaves measurements without
