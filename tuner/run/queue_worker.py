@@ -132,6 +132,7 @@ def worker_name(label: str) -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{label}"
 
 
+@quick_thread_switches()
 def run_worker(
     settings: WorkerSettings,
     evaluator: Evaluator,
@@ -152,19 +153,6 @@ def run_worker(
     next problem is taken and its study prepared beside them (``tuner.run.lookahead``): its space
     enumerated, its warm starts read and its first candidates compiling. The studies run with a
     short thread switch interval (``tuner.run.thread_switch``)."""
-    with quick_thread_switches():
-        return _run_worker(settings, evaluator, sessions, label, on_done, on_failure, on_ready)
-
-
-def _run_worker(
-    settings: WorkerSettings,
-    evaluator: Evaluator,
-    sessions: sessionmaker[Session],
-    label: str,
-    on_done: Callable[[Progress], None] | None,
-    on_failure: Callable[[str], None] | None,
-    on_ready: Callable[[str], None] | None,
-) -> WorkerSummary:
     summary = WorkerSummary()
     notes: list[str] = []
     device_rates(SqlRecorder(sessions, settings.lease_s, worker=label), evaluator, notes)

@@ -40,6 +40,7 @@ def enumerate_request(request: TuneRequest) -> int:
     return kept
 
 
+@quick_thread_switches()
 def tune(
     request: TuneRequest,
     *,
@@ -58,17 +59,6 @@ def tune(
     study ends. The studies run with a short thread switch interval
     (``tuner.run.thread_switch``).
     """
-    with quick_thread_switches():
-        return _tune(request, workers, sessions, new_report, on_done)
-
-
-def _tune(
-    request: TuneRequest,
-    workers: Workers | None,
-    sessions: sessionmaker[Session] | None,
-    new_report: Callable[[], ProgressReport] | None,
-    on_done: Callable[[Progress], None] | None,
-) -> list[Progress]:
     own_workers = workers is None
     if workers is None:
         # The space's rule step (seconds of pure Python) runs while the workers start (child
