@@ -157,16 +157,22 @@ def _run(request: TuneRequest, pace: bool) -> None:
 
 
 SEARCH_PARTS = ("propose", "compile_wait", "measure", "record", "others", "mirror")
+# The parts of a study's steps, as its clock names them (``tuner.search.study``).
+STEP_PARTS = {"search": SEARCH_PARTS, "finalists": ("final_compiles",)}
 
 
 def seconds_line(seconds: dict[str, float]) -> str:
-    """Where a study's seconds went, one line: its steps, and the search's parts in brackets
+    """Where a study's seconds went, one line: its steps, and each step's parts in brackets
     (``Progress.seconds``)."""
-    inner = ", ".join(f"{k} {seconds[k]:.1f}" for k in SEARCH_PARTS if k in seconds)
+    inner = {
+        step: ", ".join(f"{k} {seconds[k]:.1f}" for k in parts if k in seconds)
+        for step, parts in STEP_PARTS.items()
+    }
+    nested = {part for parts in STEP_PARTS.values() for part in parts}
     steps = [
-        f"{k} {v:.1f}" + (f" ({inner})" if k == "search" and inner else "")
+        f"{k} {v:.1f}" + (f" ({inner[k]})" if inner.get(k) else "")
         for k, v in seconds.items()
-        if k not in SEARCH_PARTS
+        if k not in nested
     ]
     return "seconds: " + ", ".join(steps)
 

@@ -94,6 +94,7 @@ READY_POLL_S = 0.002
 # How often a study with nothing left to do looks whether other workers' candidates are done
 # (or their claims expired, their workers dead).
 CLAIM_POLL_S = 0.25
+COMPILE_POLL_S = 0.002  # how often the finalists' wait asks whether their kernels are compiled
 
 
 def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:
@@ -556,9 +557,12 @@ class Study:
             **{other.name: done[name] for name, other in others.items()},
             **{twin.name: twin_screening(done[name], twin) for name, twin in twins.items()},
         }
+        measured = [*configs, *others.values(), *twins.values()]
+        with self.clock.part("final_compiles"):
+            self._compiled(measured)
         comparisons = remeasure(
             self.evaluator,
-            [*configs, *others.values(), *twins.values()],
+            measured,
             self.shape,
             FINAL_BUDGET_MS,
             keep_within=FINAL_KEEP_WITHIN,
@@ -575,6 +579,15 @@ class Study:
             progress.finalists.append(final)
         if progress.finalists:
             progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
+
+    def _compiled(self, configs: Sequence[Config]) -> None:
+        """Wait until every one of ``configs`` is compiled (started now where it was not, or
+        where its kernel was taken already: the disk cache answers), so that the finalists'
+        seconds tell the wait for their kernels from their rounds beside cuBLAS."""
+        for config in configs:
+            self.evaluator.prepare(config)
+        while not all(self.evaluator.ready(config) for config in configs):
+            time.sleep(COMPILE_POLL_S)
 
     def _chosen(self, done: dict[str, Result]) -> list[str]:
         """The finalists of :meth:`_finish`, as ``done`` stands."""
