@@ -22,6 +22,7 @@ import multiprocessing as mp
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -38,6 +39,10 @@ KEPT_TIMES = 4096  # compile times kept for :meth:`CompilePool.took`
 # was not proposed, a finalist's extra that did not become one) kept at most: past this many the
 # oldest are dropped. One asked for later is compiled again on demand, from the disk cache.
 KEPT_UNTAKEN = 256
+# Compiled kernels whose answer was taken, kept at most (the latest taken): a study's finalists
+# were measured moments before, and their re-measurement finds their kernels here instead of
+# queueing behind other compiles for a trip to a compiler process and the disk cache.
+KEPT_TAKEN = 256
 
 
 def compile_config(compiler: Compiler, config: Config) -> Outcome:
@@ -111,6 +116,7 @@ class CompilePool:
         # included), kept until read (:meth:`took`), the latest KEPT_TIMES of them (a config
         # compiled and never measured is not read): where a study's candidates wait.
         self._took: dict[str, float] = {}
+        self._taken: OrderedDict[str, CompiledKernel] = OrderedDict()  # the latest KEPT_TAKEN
         self._lock = threading.RLock()  # guards _pool, _pending, crashes and the times
         self.crashes = 0
         self._blas_limit: threadpool_limits | None = None
@@ -131,9 +137,9 @@ class CompilePool:
         return ThreadPoolExecutor(max_workers=workers)
 
     def submit(self, config: Config) -> None:
-        """Start compiling ``config`` (nothing if it is already pending)."""
+        """Start compiling ``config`` (nothing if it is already pending or compiled)."""
         with self._lock:
-            if config.name not in self._pending:
+            if config.name not in self._pending and config.name not in self._taken:
                 start = time.perf_counter()  # before the submit: a thread may start at once
                 future = self._executor().submit(compile_config, self.compiler, config)
                 self._pending[config.name] = (config, future)
@@ -167,8 +173,9 @@ class CompilePool:
                 executor.submit(_load_compiler, self.compiler)
 
     def ready(self, config: Config) -> bool:
-        """True unless ``config`` is still compiling (a config never submitted, or whose
-        answer was taken, is compiled on demand by :meth:`result`, from the disk cache)."""
+        """True unless ``config`` is still compiling (a kernel taken is kept, and a config
+        never submitted, or taken and no longer kept, is compiled on demand by :meth:`result`,
+        from the disk cache)."""
         with self._lock:
             entry = self._pending.get(config.name)
         return entry is None or entry[1].done()
@@ -181,8 +188,15 @@ class CompilePool:
         """The compiled kernel of ``config`` (submitting it first if needed), or its error.
 
         Every study that submitted ``config`` and asks before the first answer is taken gets
-        that answer; a later one compiles it again (from the disk cache, ``tuner.kernels.compile``).
+        that answer, and so does a later one while the kernel is among the latest
+        :data:`KEPT_TAKEN` taken; past those it is compiled again (from the disk cache,
+        ``tuner.kernels.compile``). An error is not kept: a later request tries again.
         """
+        with self._lock:
+            kept = self._taken.get(config.name)
+            if kept is not None:
+                self._taken.move_to_end(config.name)
+                return kept
         future = self._future(config)
         try:
             outcome = future.result()
@@ -194,6 +208,11 @@ class CompilePool:
             outcome = entry[1].result() if entry else self._compile_alone(config)
         with self._lock:
             self._pending.pop(config.name, None)
+            if isinstance(outcome, CompiledKernel):
+                self._taken[config.name] = outcome
+                self._taken.move_to_end(config.name)
+                while len(self._taken) > KEPT_TAKEN:
+                    self._taken.popitem(last=False)  # the least recently taken
         return outcome
 
     def took(self, config: Config) -> float | None:
@@ -253,6 +272,7 @@ class CompilePool:
             self._pool = None
             self._pending.clear()
             self._took.clear()
+            self._taken.clear()
             if self._blas_limit is not None:  # the cores are free again
                 self._blas_limit.restore_original_limits()
                 self._blas_limit = None

@@ -92,8 +92,9 @@ IN_FLIGHT = 2
 # How often a study whose device is idle looks whether a queued proposal has compiled.
 READY_POLL_S = 0.002
 # How often a study with nothing left to do looks whether other workers' candidates are done
-# (or their claims expired, their workers dead).
-CLAIM_POLL_S = 0.25
+# (or their claims expired, their workers dead): the last of them is done a poll, at most,
+# before this worker re-measures the finalists.
+CLAIM_POLL_S = 0.05
 COMPILE_POLL_S = 0.002  # how often the finalists' wait asks whether their kernels are compiled
 
 

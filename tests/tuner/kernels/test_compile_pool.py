@@ -275,3 +275,42 @@ def test_only_the_latest_untaken_kernels_are_kept(monkeypatch: pytest.MonkeyPatc
         assert compiler.counts[first.name] == 2 and compiler.counts[second.name] == 1
     finally:
         pool.close()
+
+
+class FailingCompiler(CountingCompiler):
+    """Counts its compiles and fails every one (a kernel that does not compile)."""
+
+    def compile(self, source: KernelSource) -> CompiledKernel:
+        super().compile(source)
+        raise CompileError(f"{source.config.name}: no")
+
+
+def test_a_taken_kernel_is_kept_for_the_next_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A finalist's re-measurement asks for a kernel its screening took: it is answered from
+    memory, past KEPT_TAKEN the least recently taken one compiles again, and an error is never
+    kept (the next request tries again)."""
+    monkeypatch.setattr(compile_pool, "KEPT_TAKEN", 2)
+    compiler = CountingCompiler()
+    pool = CompilePool(compiler, workers=1, in_processes=False)
+    try:
+        first, second, third = [c for c in CONFIGS if c != CRASHER][:3]
+        kernel = pool.result(first)
+        pool.submit(first)  # nothing to do: it is kept
+        assert pool.pending() == 0 and pool.ready(first)
+        assert pool.result(first) is kernel
+        pool.result(second)
+        pool.result(first)  # taken again: the most recent now
+        pool.result(third)  # three taken: the least recently taken, ``second``, goes
+        assert compiler.counts == Counter({first.name: 1, second.name: 1, third.name: 1})
+        pool.result(second)
+        assert compiler.counts[second.name] == 2
+    finally:
+        pool.close()
+    failing = FailingCompiler()
+    pool = CompilePool(failing, workers=1, in_processes=False)
+    try:
+        assert isinstance(pool.result(first), CompileError)
+        assert isinstance(pool.result(first), CompileError)
+        assert failing.counts[first.name] == 2
+    finally:
+        pool.close()
