@@ -463,6 +463,8 @@ class Study:
                 with self.clock.part("record"):
                     self._record(result, done, progress, on_progress)
                     self._tell_in_order(order)
+                if len(done) >= depth:  # a first wave measured: the finalists take shape
+                    self._prepare_extras(done)
         except Exception:  # (an interrupt ends the process: nothing to keep fit)
             # The evaluator answers tickets in the order they were started: one left unfinished
             # would fail every later study on this evaluator ("finish tickets in the order they
@@ -608,9 +610,13 @@ class Study:
     def _prepare_extras(self, done: dict[str, Result]) -> None:
         """Start compiling what the finalists would bring as ``done`` stands (their twins and
         other modes are new kernels), so that :meth:`_finish` finds them compiled. Called after
-        each result once the screening proposes nothing more (its last compiles are draining
-        and the CPU has room), each extra started once; a finalist that changes later brings
-        its own, compiled in :meth:`_finish`."""
+        each result once a first wave of results (the evaluator's ``parallelism``) is in, and
+        at the tail, each extra started once: the study's best is often found early (a warm
+        start), and its twin, begun at the tail, kept the finalists waiting 0.3-2.0 s for it
+        on two H200 (``final_compiles`` in
+        ``benchmarks/results/h200x2-study-finals-2026-11-29-*.json``).
+        A finalist found in the last wave brings its own late; the extras of one that drops
+        out were compiled for nothing (a compile each, beside the search's)."""
         if not self._finalists:
             return
         others, twins = self._extras(done, self._chosen(done))

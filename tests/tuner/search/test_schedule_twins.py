@@ -136,6 +136,19 @@ def test_the_twins_of_the_fastest_start_compiling_before_the_search_ends() -> No
     assert len(set(rule.prepared)) == len(rule.prepared)  # each prepared once
 
 
+def test_the_twins_of_an_early_fastest_compile_beside_the_search() -> None:
+    """Once a first wave is measured, the twins of the fastest so far start compiling after
+    each result, not only once the search proposes nothing more."""
+    rule, recorder, study = _twin_study()
+    study.search(trials=24)
+    screened = recorder.evaluated(study.name)
+    twins = [i for i, name in enumerate(rule.prepared) if name.startswith("dmma_streamk")]
+    candidates = [i for i, name in enumerate(rule.prepared) if name in screened]
+    assert twins and candidates
+    assert twins[0] < candidates[-1]  # a twin was compiling before the last proposal
+    assert len(set(rule.prepared)) == len(rule.prepared)  # each prepared once
+
+
 def test_a_stored_streamk_answer_starts_a_study_of_the_grid_family_from_its_grid_twin() -> None:
     start = parse_config(f"dmma_streamk_{TILE}_smb2")
 
