@@ -185,7 +185,8 @@ class Study:
         self.invalid_proposals = 0
         self._done: dict[str, Result] = {}  # every evaluated candidate this worker knows of
         self.clock = Stopwatch()
-        self._extras_prepared: set[str] = set()  # finalists' extras started compiling early
+        self._extras_prepared: set[str] = set()  # finalists and extras started compiling early
+        self._started: set[str] = set()  # the candidates this study measured (not other workers)
 
     def prepare(self) -> None:
         """Enumerate the candidates, start the first ones compiling, bind the sampler and open
@@ -444,6 +445,7 @@ class Study:
                         continue
                     config, trial = queue[ready]
                     ticket = self.evaluator.start(config, self.shape)
+                    self._started.add(config.name)
                     running.append((config, trial, ticket))
                     del queue[ready]  # after its start: a start that raises leaves it queued
                 if not running:
@@ -609,7 +611,10 @@ class Study:
 
     def _prepare_extras(self, done: dict[str, Result]) -> None:
         """Start compiling what the finalists would bring as ``done`` stands (their twins and
-        other modes are new kernels), so that :meth:`_finish` finds them compiled. Called after
+        other modes are new kernels), so that :meth:`_finish` finds them compiled, and the
+        finalists another worker measured: never compiled here, such a kernel comes from the
+        disk cache through the compile pool, which queues it behind every compile begun before
+        (one measured here is kept by the pool, ``tuner.kernels.compile_pool``). Called after
         each result once a first wave of results (the evaluator's ``parallelism``) is in, and
         at the tail, each extra started once: the study's best is often found early (a warm
         start), and its twin, begun at the tail, kept the finalists waiting 0.3-2.0 s for it
@@ -619,8 +624,10 @@ class Study:
         out were compiled for nothing (a compile each, beside the search's)."""
         if not self._finalists:
             return
-        others, twins = self._extras(done, self._chosen(done))
-        for config in [*others.values(), *twins.values()]:
+        chosen = self._chosen(done)
+        others, twins = self._extras(done, chosen)
+        finalists = [self.candidates[name] for name in chosen if name not in self._started]
+        for config in [*finalists, *others.values(), *twins.values()]:
             if config.name not in self._extras_prepared:
                 self._extras_prepared.add(config.name)
                 self.evaluator.prepare(config)

@@ -163,3 +163,20 @@ def test_a_stored_streamk_answer_starts_a_study_of_the_grid_family_from_its_grid
     assert starts_of(("dmma_pipelined",)) == [f"dmma_pipelined_{TILE}_sk1_mb2"]
     assert starts_of(("dmma_streamk",)) == [start.name]
     assert starts_of(("warptile",)) == []
+
+
+def test_a_finalist_another_worker_measured_is_fetched_during_the_search() -> None:
+    """The fastest result so far came from another worker (recorded under the study's name):
+    this worker never compiled it, so it asks for its kernel once a first wave is in, not at
+    the finish; the candidates it measured itself are not asked for again."""
+    rule, recorder, study = _twin_study()
+    study.prepare()
+    theirs = next(c for c in study.candidates.values() if c not in study.starts)
+    fastest = replace(rule.evaluate(theirs, study.shape), ms=1e-4)
+    recorder.record(fastest, H100, study.shape, study.name, None)
+    rule.prepared.clear()
+    study.search(trials=12)
+    assert not rule.compared  # the finish has not begun
+    assert theirs.name in rule.prepared
+    own = [name for name in rule.prepared if name != theirs.name and name.startswith("dmma_p")]
+    assert len(set(own)) == len(own)  # each of its own prepared once
