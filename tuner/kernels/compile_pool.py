@@ -192,12 +192,13 @@ class CompilePool:
         :data:`KEPT_TAKEN` taken; past those it is compiled again (from the disk cache,
         ``tuner.kernels.compile``). An error is not kept: a later request tries again.
         """
-        with self._lock:
+        with self._lock:  # one hold: a kernel taken meanwhile by another study is not missed
             kept = self._taken.get(config.name)
             if kept is not None:
                 self._taken.move_to_end(config.name)
                 return kept
-        future = self._future(config)
+            self.submit(config)
+            future = self._pending[config.name][1]
         try:
             outcome = future.result()
         except BrokenProcessPool:
@@ -220,11 +221,6 @@ class CompilePool:
         by this pool since it was last submitted); read once, after :meth:`result`."""
         with self._lock:
             return self._took.pop(config.name, None)
-
-    def _future(self, config: Config) -> Future[Outcome]:
-        with self._lock:
-            self.submit(config)
-            return self._pending[config.name][1]
 
     def _recover(self, broken: Future[Outcome]) -> None:
         """After a crash: a fresh pool for new work, and every config that was in flight
