@@ -616,10 +616,9 @@ class Study:
         disk cache through the compile pool, which queues it behind every compile begun before
         (one measured here is kept by the pool, ``tuner.kernels.compile_pool``). Called after
         each result once a first wave of results (the evaluator's ``parallelism``) is in, and
-        at the tail, each extra started once: the study's best is often found early (a warm
-        start), and its twin, begun at the tail, kept the finalists waiting 0.3-2.0 s for it
-        on two H200 (``final_compiles`` in
-        ``benchmarks/results/h200x2-study-finals-2026-11-29-*.json``).
+        at the tail, each extra started once: a finalist is often found in the first wave,
+        and its twin, begun at the tail, kept the finalists waiting 0.3-2.0 s for it on two H200
+        (``final_compiles`` in ``benchmarks/results/h200x2-study-finals-2026-11-29-*.json``).
         A finalist found in the last wave brings its own late; the extras of one that drops
         out were compiled for nothing (a compile each, beside the search's)."""
         if not self._finalists:
