@@ -159,6 +159,7 @@ def _run(request: TuneRequest, pace: bool) -> None:
 SEARCH_PARTS = ("propose", "compile_wait", "measure", "record", "others", "mirror")
 # The parts of a study's steps, as its clock names them (``tuner.search.study``).
 STEP_PARTS = {"search": SEARCH_PARTS, "finalists": ("final_compiles",)}
+NESTED_PARTS = frozenset(part for parts in STEP_PARTS.values() for part in parts)
 
 
 def seconds_line(seconds: dict[str, float]) -> str:
@@ -168,11 +169,10 @@ def seconds_line(seconds: dict[str, float]) -> str:
         step: ", ".join(f"{k} {seconds[k]:.1f}" for k in parts if k in seconds)
         for step, parts in STEP_PARTS.items()
     }
-    nested = {part for parts in STEP_PARTS.values() for part in parts}
     steps = [
         f"{k} {v:.1f}" + (f" ({inner[k]})" if inner.get(k) else "")
         for k, v in seconds.items()
-        if k not in nested
+        if k not in NESTED_PARTS
     ]
     return "seconds: " + ", ".join(steps)
 

@@ -89,13 +89,13 @@ STALE_PROPOSALS = 25
 INVALID_IN_A_ROW = 50
 # Candidates started on the evaluator at once: the one measured and the one queued behind it.
 IN_FLIGHT = 2
-# How often a study whose device is idle looks whether a queued proposal has compiled.
+# How often a study whose device is idle looks whether a queued proposal (or, before the
+# finalists' rounds, a finalist) has compiled.
 READY_POLL_S = 0.002
 # How often a study with nothing left to do looks whether other workers' candidates are done
 # (or their claims expired, their workers dead): the last of them is done a poll, at most,
 # before this worker re-measures the finalists.
 CLAIM_POLL_S = 0.05
-COMPILE_POLL_S = 0.002  # how often the finalists' wait asks whether their kernels are compiled
 
 
 def study_name(device: str, shape: Shape, families: tuple[str, ...]) -> str:
@@ -420,7 +420,8 @@ class Study:
                     queue[batch:] = quickest_compiles_first(queue[batch:])
                     for config, trial in queue[batch:]:
                         order.propose(config, trial)
-                if full or progress.evaluated + len(queue) + len(running) >= target:
+                tail = full or progress.evaluated + len(queue) + len(running) >= target
+                if tail:
                     self._prepare_extras(done)  # nothing more to propose: the tail drains
                     if on_tail is not None:  # after the extras: their compiles queue first
                         on_tail()
@@ -465,7 +466,9 @@ class Study:
                 with self.clock.part("record"):
                     self._record(result, done, progress, on_progress)
                     self._tell_in_order(order)
-                if len(done) >= depth:  # a first wave measured: the finalists take shape
+                # A first wave measured: the finalists take shape (at the tail, the loop's
+                # next turn prepares their extras).
+                if len(done) >= depth and not tail:
                     self._prepare_extras(done)
         except Exception:  # (an interrupt ends the process: nothing to keep fit)
             # The evaluator answers tickets in the order they were started: one left unfinished
@@ -592,7 +595,7 @@ class Study:
         for config in configs:
             self.evaluator.prepare(config)
         while not all(self.evaluator.ready(config) for config in configs):
-            time.sleep(COMPILE_POLL_S)
+            time.sleep(READY_POLL_S)
 
     def _chosen(self, done: dict[str, Result]) -> list[str]:
         """The finalists of :meth:`_finish`, as ``done`` stands."""
