@@ -260,14 +260,19 @@ class _QueueWorker:
             assert study is not None and request is not None  # prepared without an error
             progress = study.search(request.trials, request.timeout, on_tail=ahead.start)
             self.summary.searched += 1
+            began = time.perf_counter()
             with self.sessions.begin() as session:
                 last = tune_queue.leave_entry(session, taken)
+            queue_s = time.perf_counter() - began
             if last:
                 ahead.start()  # where the search ended without a tail (out of time or configs)
                 progress.notes[:0] = prepared.notes
                 outcome = study.finish(progress)
+                began = time.perf_counter()
                 with self.sessions.begin() as session:
                     tune_queue.mark_done(session, taken, study.name, outcome.evaluated)
+                queue_s += time.perf_counter() - began
+                outcome.seconds["queue"] = round(queue_s, 3)  # beside the study's own parts
                 self.summary.finished.append(outcome)
                 if on_done is not None:
                     on_done(outcome)

@@ -79,13 +79,16 @@ def remeasure(
     min_rounds: int = FINAL_MIN_ROUNDS,
     max_rounds: int = FINAL_ROUNDS,
     keep_within: float | None = None,
+    beside_ms: float | None = None,
 ) -> list[Comparison]:
     """Re-measure ``configs`` beside cuBLAS in no more rounds than fidelity needs:
     ``min_rounds`` alternating rounds of all of them, then one round at a time of those not
     yet :func:`settled`, up to ``max_rounds``. With ``keep_within`` (a factor, e.g.
     :data:`FINAL_KEEP_WITHIN`) the first round comes alone, and only the configs whose time in it
-    is within that factor of the fastest go on; the others keep their one round. One
-    comparison per config, in order, its rounds in the order they ran. Each later request
+    is within that factor of the fastest go on; the others keep their one round. ``beside_ms``:
+    the fastest first-round time of finalists re-measured just before these (a study measures
+    the finalists whose kernels are ready while the others compile), counted among the fastest.
+    One comparison per config, in order, its rounds in the order they ran. Each later request
     verifies the kernels again (milliseconds) and times each beside cuBLAS."""
     if not configs:
         return []
@@ -95,7 +98,7 @@ def remeasure(
         comparisons = list(evaluator.compare(configs, shape, first, budget_ms))
     else:
         comparisons = list(evaluator.compare(configs, shape, 1, budget_ms))
-        going = _close_to_fastest(comparisons, keep_within)
+        going = _close_to_fastest(comparisons, keep_within, beside_ms)
         _more_rounds(evaluator, configs, shape, budget_ms, comparisons, going, first - 1)
     for _ in range(max_rounds - first):
         open_ = [i for i in going if not settled(comparisons[i])]
@@ -105,16 +108,27 @@ def remeasure(
     return comparisons
 
 
-def _close_to_fastest(comparisons: Sequence[Comparison], factor: float) -> list[int]:
+def fastest_first_round(comparisons: Sequence[Comparison]) -> float | None:
+    """The fastest first-round time among the ``comparisons`` that passed (None: none did)."""
+    firsts = [c.ms_rounds[0] for c in comparisons if c.status == "ok" and c.ms_rounds]
+    return min(firsts, default=None)
+
+
+def _close_to_fastest(
+    comparisons: Sequence[Comparison], factor: float, beside_ms: float | None = None
+) -> list[int]:
     """Indices of the comparisons that passed with a first-round time within ``factor`` of the
-    fastest first-round time."""
-    firsts = {
-        i: c.ms_rounds[0] for i, c in enumerate(comparisons) if c.status == "ok" and c.ms_rounds
-    }
-    if not firsts:
+    fastest first-round time, theirs or ``beside_ms``."""
+    fastest = fastest_first_round(comparisons)
+    if fastest is None:
         return []
-    fastest = min(firsts.values())
-    return [i for i, ms in firsts.items() if ms <= factor * fastest]
+    if beside_ms is not None:
+        fastest = min(fastest, beside_ms)
+    return [
+        i
+        for i, c in enumerate(comparisons)
+        if c.status == "ok" and c.ms_rounds and c.ms_rounds[0] <= factor * fastest
+    ]
 
 
 def _more_rounds(

@@ -59,6 +59,7 @@ from tuner.search.finalists import (
     FINAL_KEEP_WITHIN,
     FINALISTS,
     choose_finalists,
+    fastest_first_round,
     final_result,
     padding_candidates,
     remeasure,
@@ -92,6 +93,12 @@ IN_FLIGHT = 2
 # How often a study whose device is idle looks whether a queued proposal (or, before the
 # finalists' rounds, a finalist) has compiled.
 READY_POLL_S = 0.002
+# A finalist's kernel not compiled this long after the search is re-measured after the
+# others, which start without it: the twin of a finalist found in the search's last results
+# began compiling only then, and the finalists waited up to 1.1 s for it on one H200
+# (``benchmarks/results/h200-final-waits-2026-11-29.json``). A kernel fetched from the disk
+# cache is ready well within this.
+LATE_KERNEL_S = 0.1
 # How often a study with nothing left to do looks whether other workers' candidates are done
 # (or their claims expired, their workers dead): the last of them is done a poll, at most,
 # before this worker re-measures the finalists.
@@ -124,7 +131,9 @@ class Progress:
     # (nothing on the device, the next candidate still compiling), ``measure`` (waiting for
     # the device), ``record``, ``others`` (waiting for other workers' candidates) and
     # ``mirror`` (waiting, at the end, for the trials' copy in Optuna's storage to be
-    # written); then ``finalists``.
+    # written); then ``gather`` (reading back what every worker stored) and ``finalists``
+    # (within it, ``final_compiles``: waiting for their kernels). A queue worker adds
+    # ``queue``: its writes to the tune queue around the study (``tuner.run.queue_worker``).
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -353,12 +362,13 @@ class Study:
         Missing trials are added here, not when a search starts: by now every writer of this
         process has drained (``tuner.search.trial_mirror``), so a trial still queued in another
         worker's writer is not taken for a missing one and added twice."""
-        evaluated = self.recorder.evaluated(self.name)
-        for name, result in evaluated.items():
-            if name not in self._done:
-                self._done[name] = result
-                self._account(progress, result)
-        self._mirror_missing(evaluated)
+        with self.clock.part("gather"):
+            evaluated = self.recorder.evaluated(self.name)
+            for name, result in evaluated.items():
+                if name not in self._done:
+                    self._done[name] = result
+                    self._account(progress, result)
+            self._mirror_missing(evaluated)
         if self._finalists:
             with self.clock.part("finalists"):
                 self._finish(self._done, progress)
@@ -566,15 +576,31 @@ class Study:
             **{twin.name: twin_screening(done[name], twin) for name, twin in twins.items()},
         }
         measured = [*configs, *others.values(), *twins.values()]
+        # The finalists whose kernels are ready are re-measured while the rest compile (a
+        # finalist found in the search's last results brings a twin compiled only then), and
+        # those follow, kept or dropped after their first round by the same fastest time.
         with self.clock.part("final_compiles"):
-            self._compiled(measured)
+            self._compiled(measured, LATE_KERNEL_S)
+        ready = [config for config in measured if self.evaluator.ready(config)]
+        late = [config for config in measured if config not in ready]
+        if not ready:  # nothing to measure meanwhile
+            ready, late = late, []
+            with self.clock.part("final_compiles"):
+                self._compiled(ready)
         comparisons = remeasure(
-            self.evaluator,
-            measured,
-            self.shape,
-            FINAL_BUDGET_MS,
-            keep_within=FINAL_KEEP_WITHIN,
+            self.evaluator, ready, self.shape, FINAL_BUDGET_MS, keep_within=FINAL_KEEP_WITHIN
         )
+        if late:
+            with self.clock.part("final_compiles"):
+                self._compiled(late)
+            comparisons += remeasure(
+                self.evaluator,
+                late,
+                self.shape,
+                FINAL_BUDGET_MS,
+                keep_within=FINAL_KEEP_WITHIN,
+                beside_ms=fastest_first_round(comparisons),
+            )
         for comparison in comparisons:
             final = final_result(screened[comparison.config_name], comparison, self.shape)
             if final is None:
@@ -588,13 +614,17 @@ class Study:
         if progress.finalists:
             progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
 
-    def _compiled(self, configs: Sequence[Config]) -> None:
+    def _compiled(self, configs: Sequence[Config], within_s: float | None = None) -> None:
         """Wait until every one of ``configs`` is compiled (started now where it was not, or
-        where its kernel was taken already: the disk cache answers), so that the finalists'
-        seconds tell the wait for their kernels from their rounds beside cuBLAS."""
+        where its kernel was taken already: the disk cache answers), or ``within_s`` seconds
+        have passed, so that the finalists' seconds tell the wait for their kernels from their
+        rounds beside cuBLAS."""
         for config in configs:
             self.evaluator.prepare(config)
+        deadline = None if within_s is None else time.monotonic() + within_s
         while not all(self.evaluator.ready(config) for config in configs):
+            if deadline is not None and time.monotonic() >= deadline:
+                return
             time.sleep(READY_POLL_S)
 
     def _chosen(self, done: dict[str, Result]) -> list[str]:
@@ -672,10 +702,17 @@ class Study:
         screened candidate's name: the same tile on a persistent grid, re-measured beside it
         because a data-parallel grid's last wave may run part full. Only twins not measured
         already and that the evaluator can measure (``held``, as for :meth:`_other_modes`)."""
-        twins = {}
+        twins: dict[str, Config] = {}
         for name in fastest:
             twin = streamk_twin(self.candidates[name], done[name], self.device)
-            if twin is not None and twin.name not in done and (held is None or twin.name in held):
+            if (
+                twin is not None
+                and twin.name not in done
+                and (held is None or twin.name in held)
+                # Finalists that differ only in their launch bound (MINBLOCKS) and ran as many
+                # blocks per SM share a twin: it is re-measured once, as the faster one's.
+                and all(twin.name != other.name for other in twins.values())
+            ):
                 twins[name] = twin
         return twins
 

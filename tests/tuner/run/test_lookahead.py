@@ -113,6 +113,8 @@ def test_a_queue_worker_prepares_its_next_problem_while_the_finalists_run(tmp_pa
     ]
     assert [o.study.split("|")[1] for o in summary.finished] == [str(FIRST), str(SECOND)]
     assert all(o.evaluated == 4 and o.finalists for o in summary.finished)
+    # Each outcome's seconds count the worker's writes to the queue around its study.
+    assert all(o.seconds["queue"] > 0 for o in summary.finished)
     assert not summary.failures
     with sessions() as session:
         states = session.scalars(select(QueueEntry.state).order_by(QueueEntry.id)).all()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pytest
+
 from tests.tuner.fakes import Forwarding, RuleEvaluator, rule_ms
 from tuner.core.config import Config
 from tuner.core.result import Comparison, Result
@@ -13,6 +15,8 @@ from tuner.core.shape import Shape
 from tuner.kernels.families import parse_config
 from tuner.kernels.render import render
 from tuner.kernels.resources import table_device
+from tuner.search import study as study_module
+from tuner.search.finalists import fastest_first_round, remeasure
 from tuner.search.recorder import MemoryRecorder
 from tuner.search.schedule_twins import grid_twin, resident_blocks_of, streamk_twin
 from tuner.search.study import Study
@@ -127,6 +131,28 @@ def test_a_study_remeasures_the_twins_of_its_fastest_and_may_keep_one() -> None:
     assert best.provenance["twin_of"] in {r.config_name for r in fastest}
 
 
+def test_finalists_that_share_a_twin_remeasure_it_once_as_the_fastest_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finalists that differ only in MINBLOCKS and ran as many blocks per SM have one twin."""
+    shared = parse_config(f"dmma_streamk_{TILE}_smb2")
+
+    def one_twin(config: Config, result: Result | None, device: object) -> Config | None:
+        return shared if config.family == "dmma_pipelined" else None
+
+    monkeypatch.setattr(study_module, "streamk_twin", one_twin)
+    rule, recorder, study = _twin_study()
+    progress = study.run(trials=12)
+    final = rule.compared[0]
+    assert final.count(shared.name) == 1
+    fastest = sorted(
+        (r for r in recorder.evaluated(study.name).values() if r.ms is not None),
+        key=lambda r: (r.ms, r.config_name),
+    )
+    twin = next(r for r in progress.finalists if r.config_name == shared.name)
+    assert twin.provenance["twin_of"] == fastest[0].config_name
+
+
 def test_the_twins_of_the_fastest_start_compiling_before_the_search_ends() -> None:
     rule, recorder, study = _twin_study()
     study.search(trials=12)
@@ -180,3 +206,53 @@ def test_a_finalist_another_worker_measured_is_fetched_during_the_search() -> No
     assert theirs.name in rule.prepared
     own = [name for name in rule.prepared if name != theirs.name and name.startswith("dmma_p")]
     assert len(set(own)) == len(own)  # each of its own prepared once
+
+
+class _LateTwins(_TwinsFaster):
+    """As :class:`_TwinsFaster`, with every stream-K twin still compiling until a first
+    re-measurement has run or it was asked about 200 times (a twin begun in the search's last
+    results; the study polls every 2 ms)."""
+
+    def __init__(self, inner: RuleEvaluator) -> None:
+        super().__init__(inner)
+        self.polls = 0
+
+    def ready(self, config: Config) -> bool:
+        if config.family != "dmma_streamk":
+            return True
+        self.polls += 1
+        return bool(self.inner.compared) or self.polls > 200
+
+
+def test_a_late_twin_is_remeasured_after_the_finalists_that_are_ready() -> None:
+    """The device re-measures the finalists whose kernels are ready while a twin compiles,
+    then the twin, which still becomes the best."""
+    rule = RuleEvaluator(H100)
+    recorder = MemoryRecorder()
+    study = Study(Shape(1000, 1000, 1000), ("dmma_pipelined",), _LateTwins(rule), recorder,
+                  sampler="random", seed=5)  # fmt: skip
+    progress = study.run(trials=12)
+    _, twins = _fastest_and_twins(recorder, study)
+    assert twins
+    first = rule.compared[0]
+    assert first and not any(name.startswith("dmma_streamk") for name in first)
+    later = [name for call in rule.compared[1:] for name in call]
+    assert all(name in later for name in twins)
+    best = progress.best
+    assert best is not None and best.config_name in twins
+    assert {r.config_name for r in progress.finalists} >= set(first) | set(twins)
+
+
+def test_a_late_finalist_far_behind_the_others_gets_one_round() -> None:
+    """The late finalists are kept or dropped after their first round by the fastest time of
+    every finalist, those measured before them included."""
+    rule = RuleEvaluator(H100)
+    ready = [parse_config(GRID)]
+    late = [parse_config(GRID.replace("_mb1", "_mb2"))]
+    before = remeasure(rule, ready, Shape(1000, 1000, 1000), keep_within=1.10)
+    assert fastest_first_round(before) == rule_ms(ready[0].name)
+    slow = rule_ms(late[0].name)
+    after = remeasure(rule, late, Shape(1000, 1000, 1000), keep_within=1.10, beside_ms=slow / 2)
+    alone = remeasure(rule, late, Shape(1000, 1000, 1000), keep_within=1.10)
+    assert len(after[0].ms_rounds) == 1  # twice as slow as the fastest before it
+    assert len(alone[0].ms_rounds) > 1  # the fastest of its own group

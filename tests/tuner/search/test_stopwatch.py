@@ -49,12 +49,13 @@ def test_a_study_says_where_its_seconds_went() -> None:
                   MemoryRecorder(), sampler="random", seed=1)  # fmt: skip
     searched = study.search(6)
     assert set(searched.seconds) >= {"prepare", "search", "propose", "compile_wait", "record"}
-    assert "finalists" not in searched.seconds
+    assert "finalists" not in searched.seconds and "gather" not in searched.seconds
     outcome = study.finish(searched)
     seconds = outcome.seconds
     assert all(value >= 0 for value in seconds.values())
     assert seconds["compile_wait"] > 0  # the device waited for every candidate's compile
     assert seconds["finalists"] > 0
+    assert "gather" in seconds  # what every worker stored, read back at the finish
     # The finalists waited for their kernels (each answers "not compiled" a few times more).
     assert 0 < seconds["final_compiles"] <= seconds["finalists"]
     parts = ("propose", "compile_wait", "measure", "record", "others", "mirror")
