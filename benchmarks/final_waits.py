@@ -1,7 +1,8 @@
 """What a study's finalists wait for before their rounds beside cuBLAS (``final_compiles`` in its
 ``seconds:`` line): every kernel the finalists' re-measurement needed, when it was first asked
 to compile (relative to the search's end), when it was found ready, and what it is to the
-finalists (a finalist measured here, a stream-K twin, an operand mode, the vendor's call).
+finalists (a finalist measured here, a stream-K twin, an operand mode, the vendor's call), and the
+re-measurement's calls beside cuBLAS in the order they ran.
 
     python benchmarks/final_waits.py --out waits.json [--shape 4096x4096x4096] [--trials 80]
         [--runs 3]
@@ -25,6 +26,7 @@ from typing import Any
 
 from storage import open_database
 from tuner.core.config import Config
+from tuner.core.result import Comparison
 from tuner.core.shape import Shape, parse_shape
 from tuner.gpu.worker import GpuEvaluator
 from tuner.run.request import TuneRequest
@@ -38,6 +40,7 @@ class Watched:
         self._inner = inner
         self.prepared: dict[str, float] = {}
         self.ready_at: dict[str, float] = {}
+        self.compared: list[tuple[float, float, list[str], int]] = []  # began, ended, configs
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -51,6 +54,14 @@ class Watched:
         if ready:
             self.ready_at.setdefault(config.name, time.perf_counter())
         return ready
+
+    def compare(
+        self, configs: Sequence[Config], shape: Shape, rounds: int, budget_ms: float | None = None
+    ) -> list[Comparison]:
+        began = time.perf_counter()
+        comparisons = self._inner.compare(configs, shape, rounds, budget_ms)
+        self.compared.append((began, time.perf_counter(), [c.name for c in configs], rounds))
+        return comparisons
 
 
 def one_run(shape: Shape, trials: int, root: Path) -> dict[str, Any]:
@@ -68,9 +79,9 @@ def one_run(shape: Shape, trials: int, root: Path) -> dict[str, Any]:
         needed: list[Config] = []
         real_compiled = study._compiled
 
-        def compiled(configs: Sequence[Config]) -> None:
-            needed.extend(configs)
-            real_compiled(configs)
+        def compiled(configs: Sequence[Config], within_s: float | None = None) -> None:
+            needed.extend(c for c in configs if c not in needed)
+            real_compiled(configs, within_s)
 
         study._compiled = compiled  # type: ignore[method-assign]
         began = time.perf_counter()
@@ -100,6 +111,16 @@ def one_run(shape: Shape, trials: int, root: Path) -> dict[str, Any]:
             "finals_began_s": round(began - searched, 3),
             "best": progress.best.config_name if progress.best else None,
             "needed": rows,
+            "compare_calls": [
+                {
+                    "began_s": round(start - searched, 3),
+                    "ended_s": round(end - searched, 3),
+                    "rounds": rounds,
+                    "configs": names,
+                }
+                for start, end, names, rounds in watched.compared
+                if start >= began
+            ],
         }
     finally:
         evaluator.close()
