@@ -12,9 +12,10 @@ re-running a command after a crash resumes where it stopped.
 
 A study's first candidates are its ``starts`` (the runner's warm-start list: the config the API
 would answer for this shape and device first). At the end, its fastest few and that first answer are
-re-measured together in alternating rounds with cuBLAS (:meth:`Evaluator.compare`) and stored as
-final measurements (``tuner.search.finalists``; ``storage`` makes the fastest of them the best
-config): the stored ratio is the one a side-by-side re-measurement gives, and the best is never
+re-measured together in alternating rounds with cuBLAS (:meth:`Evaluator.compare`; those whose
+kernels still compile after the search follow in rounds of their own, :data:`LATE_KERNEL_S`) and
+stored as final measurements (``tuner.search.finalists``; ``storage`` makes the fastest of them the
+best config): the stored ratio is the one a side-by-side re-measurement gives, and the best is never
 slower than the answer the study started from. On a shape with ragged rows (a stored operand's row
 length not a whole number of 16-byte vectors), a family that takes leading dimensions may be
 screened on padded operands (``_pad4`` for float32, ``_pad8`` for half inputs; copies timed;
