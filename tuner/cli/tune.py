@@ -156,7 +156,7 @@ def _run(request: TuneRequest, pace: bool) -> None:
         out.print(Pace.of(outcomes, time.perf_counter() - bar.started).summary(), soft_wrap=True)
 
 
-SEARCH_PARTS = ("propose", "compile_wait", "measure", "record", "others", "mirror")
+SEARCH_PARTS = ("propose", "compile_wait", "measure", "record", "others")
 # The parts of a study's steps, as its clock names them (``tuner.search.study``).
 STEP_PARTS = {"search": SEARCH_PARTS, "finalists": ("final_compiles",)}
 NESTED_PARTS = frozenset(part for parts in STEP_PARTS.values() for part in parts)

@@ -258,6 +258,8 @@ def _search(
                 progress.notes.append(f"searched by {len(job.devices)} workers (devices {shared})")
             ahead.start()  # where the search ended without a tail (out of time, or of configs)
             board.finished(job, study.finish(progress))
+        else:
+            study.close_trials()  # the worker finishing the study finishes its own copy
     except BaseException:
         if ahead.started is not None:
             _discard(ahead.started)

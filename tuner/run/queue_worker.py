@@ -276,6 +276,8 @@ class _QueueWorker:
                 self.summary.finished.append(outcome)
                 if on_done is not None:
                     on_done(outcome)
+            else:
+                study.close_trials()  # the worker finishing the study finishes its own copy
             self.failing.clear()
         except Exception as exc:  # stored with the entry; the worker goes on with the next
             self._failed(taken, exc)

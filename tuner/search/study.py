@@ -130,11 +130,11 @@ class Progress:
     # Where this worker's seconds went (``tuner.search.stopwatch``): ``prepare``, ``search``
     # (the whole screening) and, within it, ``propose`` (sampler and claims), ``compile_wait``
     # (nothing on the device, the next candidate still compiling), ``measure`` (waiting for
-    # the device), ``record``, ``others`` (waiting for other workers' candidates) and
-    # ``mirror`` (waiting, at the end, for the trials' copy in Optuna's storage to be
-    # written); then ``gather`` (reading back what every worker stored) and ``finalists``
-    # (within it, ``final_compiles``: waiting for their kernels). A queue worker adds
-    # ``queue``: its writes to the tune queue around the study (``tuner.run.queue_worker``).
+    # the device), ``record`` and ``others`` (waiting for other workers' candidates); then
+    # ``gather`` (reading back what every worker stored), ``finalists`` (within it,
+    # ``final_compiles``: waiting for their kernels) and ``mirror`` (waiting, after them, for
+    # the rest of the trials' copy in Optuna's storage). A queue worker adds ``queue``: its
+    # writes to the tune queue around the study (``tuner.run.queue_worker``).
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -277,8 +277,13 @@ class Study:
         self._prepared = True
 
     def close(self) -> None:
-        """Close the connections of the Optuna storage the study opened (a URL given): the
-        database file is left as a finished command leaves it, not when the collector runs."""
+        """Write the trials' copy still queued (a writer's error is not raised here: the
+        candidates it did not write are added by the study's next finish), then close the
+        connections of the Optuna storage the study opened (a URL given): the database file is
+        left as a finished command leaves it, not when the collector runs."""
+        if self._trials is not None:
+            trials, self._trials = self._trials, None
+            trials.close(raise_error=False)
         if self._own_storage is not None:
             self._own_storage.engine.dispose()
 
@@ -348,31 +353,43 @@ class Study:
         except BaseException:
             if self._trials is not None:  # write what is queued; the study's error goes on
                 self._trials.close(raise_error=False)
+                self._trials = None
             raise
+        return progress  # the trials' copy goes on being written (:meth:`close_trials`)
+
+    def close_trials(self) -> None:
+        """Wait until this worker's evaluated candidates are all in the persistent Optuna study
+        (raising its writer's error, if it had one). :meth:`finish` does it after the finalists,
+        whose rounds the writer's last trials overlap; a worker that leaves a study to another
+        to finish does it as it leaves."""
         if self._trials is not None:
+            trials, self._trials = self._trials, None
             with self.clock.part("mirror"):
-                self._trials.close()
-        return progress
+                trials.close()
 
     def finish(self, progress: Progress) -> Progress:
-        """After :meth:`search` (this worker's, and every other worker's of this process):
-        count what the others stored, add the trials a killed run left out, then re-measure
-        the finalists. Everything is read again: a result committed late may hide behind a
-        newer one that ``recent`` saw.
+        """After :meth:`search` (this worker's, and every other worker's): count what the others
+        stored, re-measure the finalists, then wait for this worker's trials' copy
+        (:meth:`close_trials`: it is written during the finalists' rounds, off the device's
+        path) and add the trials a killed run left out. Everything is read again: a result
+        committed late may hide behind a newer one that ``recent`` saw.
 
-        Missing trials are added here, not when a search starts: by now every writer of this
-        process has drained (``tuner.search.trial_mirror``), so a trial still queued in another
-        worker's writer is not taken for a missing one and added twice."""
+        Missing trials are added once this worker's writer has drained. A trial still queued in
+        another worker's writer may be taken for a missing one; it is not added twice: each
+        writer adds a config's trial only if the study has none, under the study's lock
+        (``tuner.search.trial_mirror``)."""
         with self.clock.part("gather"):
             evaluated = self.recorder.evaluated(self.name)
             for name, result in evaluated.items():
                 if name not in self._done:
                     self._done[name] = result
                     self._account(progress, result)
-            self._mirror_missing(evaluated)
         if self._finalists:
             with self.clock.part("finalists"):
                 self._finish(self._done, progress)
+        self.close_trials()
+        with self.clock.part("gather"):
+            self._mirror_missing(evaluated)
         progress.seconds = self.clock.rounded()
         return progress
 
@@ -396,6 +413,7 @@ class Study:
         taken: set[str] = set()  # claimed by another worker (or by one killed mid-measurement)
         retried: set[str] = set()  # of those, the ones whose claim this run tried to take over
         stale, full = 0, False
+        refused: Config | None = None  # the proposal whose claim found the budget full
         depth = max(1, self.evaluator.parallelism)
         try:
             while True:
@@ -419,7 +437,9 @@ class Study:
                             claimed = self.recorder.claim(self.name, config.name, target)
                         if not claimed:
                             full = claimed is Claimed.FULL
-                            if not full:
+                            if full:
+                                refused = config
+                            else:
                                 taken.add(config.name)
                             self._tell_known(trial, done.get(config.name))
                             stale += 1
@@ -464,10 +484,13 @@ class Study:
                     self._tell_in_order(order)
                     with self.clock.part("others"):
                         more = self._wait_for_others(
-                            done, taken, retried, progress, target, deadline
+                            done, taken, retried, progress, target, deadline, full
                         )
                     if more:
                         full = False  # a claim expired or was released: its slot may be free
+                        if refused is not None:  # told failed when refused: proposed again
+                            self.optuna.enqueue_trial(trial_params(refused, self.families))
+                            refused = None
                         continue
                     break
                 config, trial, ticket = running.popleft()
@@ -504,9 +527,11 @@ class Study:
         progress: Progress,
         target: int,
         deadline: float | None,
+        full: bool = False,
     ) -> bool:
         """With nothing of its own left to do: True to go on (other workers' candidates to wait
-        for, or claims of dead workers to take over), False when the study is over."""
+        for, claims of dead workers to take over, or a place in a budget that was ``full`` of
+        claims and is free again), False when the study is over."""
         self._absorb(done, progress)  # count what other workers finished meanwhile
         if progress.evaluated >= target:
             return False
@@ -520,6 +545,12 @@ class Study:
             return True
         out_of_time = deadline is not None and time.monotonic() + CLAIM_POLL_S > deadline
         if live and not out_of_time:
+            time.sleep(CLAIM_POLL_S)
+            return True
+        if full and not out_of_time and len(self.recorder.evaluated(self.name)) < target:
+            # The budget was full of claims and none is held now: one lapsed (a dead worker's)
+            # or was given back between this worker's claim and this look. Its place is free:
+            # propose again, rather than end the study short of its budget.
             time.sleep(CLAIM_POLL_S)
             return True
         unfinished = sorted(live | (taken - done.keys()))
@@ -753,12 +784,11 @@ class Study:
             for name, result in done.items()
             if name not in mirrored and name in self.candidates
         ]
-        if missing:
-            self._trials = writer = self._open_trials()
+        writer = self._open_trials() if missing else None
+        if writer is not None:
             for result in missing:
-                self._mirror(result)
-            if writer is not None:
-                writer.close()
+                writer.add(result)
+            writer.close()
 
     def _absorb(self, done: dict[str, Result], progress: Progress) -> None:
         """Count results other workers stored meanwhile."""

@@ -11,12 +11,13 @@ records (``benchmarks/notebook.md``, "The interpreter lock between the study loo
 helpers").
 
 What a crash can lose: the study stores a candidate's measurement (``Recorder.record``) before
-queueing its trial, so a process killed with trials still queued leaves measurements without
-trials, never the reverse; the next run of the study adds them as it finishes
-(``Study._mirror_missing``). A study that ends, normally or by an exception, first waits for
-the queue to drain (:meth:`TrialMirror.close`). A write that fails stops the writer; the error
-is raised in the study's thread at the next :meth:`add` or at :meth:`close`, and the candidates
-not written are added by the next run as above.
+queueing its trial, so a process killed with trials still queued leaves measurements without trials,
+never the reverse; the next run of the study adds them as it finishes (``Study._mirror_missing``).
+The queue drains (:meth:`TrialMirror.close`) after the study's finalists, whose rounds its last
+trials overlap (``Study.finish``); as a worker leaves a study another worker finishes; when a search
+fails; and when the study is closed. A write that fails stops the writer; the error is raised in the
+study's thread at the next :meth:`add` or at :meth:`close`, and the candidates not written are added
+by the next run as above.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import optuna
@@ -23,7 +23,7 @@ from tests.tuner.fakes import Forwarding
 from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.phases import Phase
-from tuner.core.result import Result
+from tuner.core.result import Comparison, Result
 from tuner.core.shape import Shape
 from tuner.search.replay import ReplayEvaluator
 from tuner.search.sql_recorder import SqlRecorder
@@ -69,6 +69,26 @@ def test_a_killed_workers_claims_lapse_and_the_study_finishes(
     assert progress.evaluated == len(study.candidates) == 12
     assert sorted(_measured(sessions, study.name)) == sorted(study.candidates)
     assert progress.notes == []
+
+
+def test_a_budget_full_of_a_claim_that_lapses_unseen_is_spent_in_full(
+    replay: ReplayEvaluator, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dead worker's claim fills the budget, and lapses between this worker's claim (refused:
+    the budget is full) and its look at the claims held elsewhere (none): the study goes on
+    and spends its budget, instead of ending one candidate short."""
+    recorder = SqlRecorder(sessions)
+    study = Study(SMALL, WARPTILE, replay, recorder, "exhaustive", finalists=0)
+    study.prepare()
+    orphan = sorted(study.candidates)[-1]
+    with sessions.begin() as session:
+        assert storage.claim_candidate(session, study.name, orphan, "dead:1", lease_s=1.0)
+    # What the study sees when it looks: the claim gone, while the budget still counts it.
+    monkeypatch.setattr(recorder, "held_elsewhere", lambda name: set())
+    progress = study.run(trials=3, timeout_s=120)  # the bound only turns a hang into a failure
+    assert progress.evaluated == 3
+    measured = _measured(sessions, study.name)
+    assert len(measured) == len(set(measured)) == 3
 
 
 class StudyClock:
@@ -264,6 +284,48 @@ def test_trials_written_behind_the_study_match_its_measurements(
         numbers = {row.config_name: row.trial_number for row in rows}
     assert [t.user_attrs["config"] for t in trials] == [row.config_name for row in rows]
     assert {t.user_attrs["config"]: t.number for t in trials} == numbers
+
+
+class _TimedCompare(Forwarding):
+    """Notes when each re-measurement beside cuBLAS begins."""
+
+    def __init__(self, inner: ReplayEvaluator) -> None:
+        super().__init__(inner)
+        self.compared_at: list[float] = []
+
+    def compare(
+        self, configs: Sequence[Config], shape: Shape, rounds: int, budget_ms: float | None = None
+    ) -> list[Comparison]:
+        self.compared_at.append(time.perf_counter())
+        return super().compare(configs, shape, rounds, budget_ms)
+
+
+def test_the_last_trials_are_copied_while_the_finalists_run(
+    replay: ReplayEvaluator, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search does not wait for the trials' copy: its writer goes on beside the finalists'
+    rounds, and the study ends with one trial per measurement."""
+    url = str(sessions.kw["bind"].url.render_as_string(hide_password=False))
+    written: list[float] = []
+    real_write = TrialMirror._write
+
+    def slow_write(mirror: TrialMirror, result: Result) -> None:
+        time.sleep(0.05)  # a writer behind the study (a database far away)
+        real_write(mirror, result)
+        written.append(time.perf_counter())
+
+    monkeypatch.setattr(TrialMirror, "_write", slow_write)
+    evaluator = _TimedCompare(replay)
+    study = Study(
+        BIG, WARPTILE, evaluator, SqlRecorder(sessions), "random", seed=10, optuna_storage=url
+    )
+    progress = study.run(trials=6)
+    study.close()
+    assert evaluator.compared_at and written
+    assert written[-1] > evaluator.compared_at[0]  # the copy was still being written
+    assert "mirror" in progress.seconds
+    trials = optuna.load_study(study_name=study.name, storage=url).trials
+    assert sorted(t.user_attrs["config"] for t in trials) == sorted(_measured(sessions, study.name))
 
 
 def test_a_failed_trial_write_stops_the_study_and_the_next_run_adds_the_rest(
