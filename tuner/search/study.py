@@ -46,7 +46,7 @@ import storage
 from tuner.core.claims import Claimed
 from tuner.core.config import Config
 from tuner.core.phases import Phase
-from tuner.core.result import Result
+from tuner.core.result import Comparison, Result
 from tuner.core.shape import STORED_OUT_DTYPE, Shape
 from tuner.kernels.candidate import Candidate, build_candidate
 from tuner.kernels.families import get_family
@@ -281,9 +281,7 @@ class Study:
         candidates it did not write are added by the study's next finish), then close the
         connections of the Optuna storage the study opened (a URL given): the database file is
         left as a finished command leaves it, not when the collector runs."""
-        if self._trials is not None:
-            trials, self._trials = self._trials, None
-            trials.close(raise_error=False)
+        self.close_trials(raise_error=False)
         if self._own_storage is not None:
             self._own_storage.engine.dispose()
 
@@ -351,21 +349,19 @@ class Study:
             self._learn(done)
             self._screen(done, progress, target, timeout_s, on_progress, on_tail)
         except BaseException:
-            if self._trials is not None:  # write what is queued; the study's error goes on
-                self._trials.close(raise_error=False)
-                self._trials = None
+            self.close_trials(raise_error=False)  # write what is queued; the study's error goes on
             raise
         return progress  # the trials' copy goes on being written (:meth:`close_trials`)
 
-    def close_trials(self) -> None:
+    def close_trials(self, raise_error: bool = True) -> None:
         """Wait until this worker's evaluated candidates are all in the persistent Optuna study
-        (raising its writer's error, if it had one). :meth:`finish` does it after the finalists,
-        whose rounds the writer's last trials overlap; a worker that leaves a study to another
-        to finish does it as it leaves."""
+        (raising its writer's error, if it had one, unless ``raise_error`` is False).
+        :meth:`finish` does it after the finalists, whose rounds the writer's last trials
+        overlap; a worker that leaves a study to another to finish does it as it leaves."""
         if self._trials is not None:
             trials, self._trials = self._trials, None
             with self.clock.part("mirror"):
-                trials.close()
+                trials.close(raise_error)
 
     def finish(self, progress: Progress) -> Progress:
         """After :meth:`search` (this worker's, and every other worker's): count what the others
@@ -412,15 +408,17 @@ class Study:
         order = self._proposals = ProposalOrder()
         taken: set[str] = set()  # claimed by another worker (or by one killed mid-measurement)
         retried: set[str] = set()  # of those, the ones whose claim this run tried to take over
-        stale, full = 0, False
-        refused: Config | None = None  # the proposal whose claim found the budget full
+        stale = 0
+        # The proposal whose claim found the budget full: nothing more is proposed until a
+        # claim lapses or is released, and then it is proposed again first.
+        refused: Config | None = None
         depth = max(1, self.evaluator.parallelism)
         try:
             while True:
                 with self.clock.part("propose"):
                     batch = len(queue)  # this round's proposals are queue[batch:]
                     while (
-                        not full
+                        refused is None
                         and not order.lagging  # propose knowing every result measured so far
                         and len(queue) < depth
                         and progress.evaluated + len(queue) + len(running) < target
@@ -436,8 +434,7 @@ class Study:
                         if claimed:
                             claimed = self.recorder.claim(self.name, config.name, target)
                         if not claimed:
-                            full = claimed is Claimed.FULL
-                            if full:
+                            if claimed is Claimed.FULL:
                                 refused = config
                             else:
                                 taken.add(config.name)
@@ -451,6 +448,7 @@ class Study:
                     queue[batch:] = quickest_compiles_first(queue[batch:])
                     for config, trial in queue[batch:]:
                         order.propose(config, trial)
+                full = refused is not None  # the budget is full of claims: nothing to propose
                 tail = full or progress.evaluated + len(queue) + len(running) >= target
                 if tail:
                     self._prepare_extras(done)  # nothing more to propose: the tail drains
@@ -487,8 +485,8 @@ class Study:
                             done, taken, retried, progress, target, deadline, full
                         )
                     if more:
-                        full = False  # a claim expired or was released: its slot may be free
-                        if refused is not None:  # told failed when refused: proposed again
+                        if refused is not None:  # a claim expired or was released: its slot
+                            # may be free; the refused proposal (told failed) goes first
                             self.optuna.enqueue_trial(trial_params(refused, self.families))
                             refused = None
                         continue
@@ -612,27 +610,24 @@ class Study:
         # finalist found in the search's last results brings a twin compiled only then), and
         # those follow, kept or dropped after their first round by the same fastest time.
         with self.clock.part("final_compiles"):
+            for config in measured:  # started now where it was not, or where the pool let go
+                self.evaluator.prepare(config)
             self._compiled(measured, LATE_KERNEL_S)
-        ready = [config for config in measured if self.evaluator.ready(config)]
-        late = [config for config in measured if config not in ready]
-        if not ready:  # nothing to measure meanwhile
-            ready, late = late, []
-            with self.clock.part("final_compiles"):
-                self._compiled(ready)
-        comparisons = remeasure(
-            self.evaluator, ready, self.shape, FINAL_BUDGET_MS, keep_within=FINAL_KEEP_WITHIN
-        )
-        if late:
-            with self.clock.part("final_compiles"):
-                self._compiled(late)
-            comparisons += remeasure(
-                self.evaluator,
-                late,
-                self.shape,
-                FINAL_BUDGET_MS,
-                keep_within=FINAL_KEEP_WITHIN,
-                beside_ms=fastest_first_round(comparisons),
-            )
+        ready = {config.name for config in measured if self.evaluator.ready(config)}
+        late = [config for config in measured if config.name not in ready]
+        comparisons: list[Comparison] = []
+        for group in ([config for config in measured if config.name in ready], late):
+            if group:
+                with self.clock.part("final_compiles"):
+                    self._compiled(group)
+                comparisons += remeasure(
+                    self.evaluator,
+                    group,
+                    self.shape,
+                    FINAL_BUDGET_MS,
+                    keep_within=FINAL_KEEP_WITHIN,
+                    beside_ms=fastest_first_round(comparisons),
+                )
         for comparison in comparisons:
             final = final_result(screened[comparison.config_name], comparison, self.shape)
             if final is None:
@@ -647,12 +642,9 @@ class Study:
             progress.best = min(progress.finalists, key=lambda r: (r.ms or 0.0, r.config_name))
 
     def _compiled(self, configs: Sequence[Config], within_s: float | None = None) -> None:
-        """Wait until every one of ``configs`` is compiled (started now where it was not, or
-        where its kernel was taken already: the disk cache answers), or ``within_s`` seconds
+        """Wait until every one of ``configs`` (prepared) is compiled, or ``within_s`` seconds
         have passed, so that the finalists' seconds tell the wait for their kernels from their
         rounds beside cuBLAS."""
-        for config in configs:
-            self.evaluator.prepare(config)
         deadline = None if within_s is None else time.monotonic() + within_s
         while not all(self.evaluator.ready(config) for config in configs):
             if deadline is not None and time.monotonic() >= deadline:
