@@ -158,7 +158,11 @@ def _run(request: TuneRequest, pace: bool) -> None:
 
 SEARCH_PARTS = ("propose", "compile_wait", "measure", "record", "others")
 # The parts of a study's steps, as its clock names them (``tuner.search.study``).
-STEP_PARTS = {"search": SEARCH_PARTS, "finalists": ("final_compiles",)}
+STEP_PARTS = {
+    "prepare": ("space", "sampler", "storage"),
+    "search": SEARCH_PARTS,
+    "finalists": ("final_compiles",),
+}
 NESTED_PARTS = frozenset(part for parts in STEP_PARTS.values() for part in parts)
 
 

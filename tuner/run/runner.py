@@ -284,5 +284,6 @@ def build_study(
         optuna_storage=storage.database_url(request.database_url),
         starts=warm_starts(recorder, evaluator.device, shape, first, request.warm_start, families),
         rates=rates,
+        joined=joined,
     )
     return study, notes

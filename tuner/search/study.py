@@ -127,14 +127,16 @@ class Progress:
     history: list[Result] = field(default_factory=list)
     finalists: list[Result] = field(default_factory=list)  # re-measured beside cuBLAS
     notes: list[str] = field(default_factory=list)  # what the user should know about the run
-    # Where this worker's seconds went (``tuner.search.stopwatch``): ``prepare``, ``search``
-    # (the whole screening) and, within it, ``propose`` (sampler and claims), ``compile_wait``
-    # (nothing on the device, the next candidate still compiling), ``measure`` (waiting for
-    # the device), ``record`` and ``others`` (waiting for other workers' candidates); then
-    # ``gather`` (reading back what every worker stored), ``finalists`` (within it,
-    # ``final_compiles``: waiting for their kernels) and ``mirror`` (waiting, after them, for
-    # the rest of the trials' copy in Optuna's storage). A queue worker adds ``queue``: its
-    # writes to the tune queue around the study (``tuner.run.queue_worker``).
+    # Where this worker's seconds went (``tuner.search.stopwatch``): ``prepare`` (within it,
+    # ``space``: the candidates; ``sampler``: its ranking, its first compiles started;
+    # ``storage``: the Optuna studies opened), ``search`` (the whole screening) and, within
+    # it, ``propose`` (sampler and claims), ``compile_wait`` (nothing on the device, the next
+    # candidate still compiling), ``measure`` (waiting for the device), ``record`` and
+    # ``others`` (waiting for other workers' candidates); then ``gather`` (reading back what
+    # every worker stored), ``finalists`` (within it, ``final_compiles``: waiting for their
+    # kernels) and ``mirror`` (waiting, after them, for the rest of the trials' copy in
+    # Optuna's storage). A queue worker adds ``queue``: its writes to the tune queue around
+    # the study (``tuner.run.queue_worker``).
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -171,6 +173,7 @@ class Study:
         starts: Sequence[Config] = (),
         rates: DeviceRates | None = None,
         finalists: int = FINALISTS,
+        joined: int = 0,
     ) -> None:
         for family in families:
             get_family(family)  # unknown names fail here, before anything runs
@@ -184,6 +187,7 @@ class Study:
         self._optuna_storage = optuna_storage
         self._given_starts = tuple(starts)
         self._finalists = finalists
+        self._joined = joined  # workers that joined this study before this one (0: it began it)
         self._prepared = False
         # Where evaluated candidates are kept for Optuna's tools, once prepared with a storage.
         self.stored: optuna.storages.BaseStorage | None = None
@@ -208,6 +212,19 @@ class Study:
             self._prepare()
 
     def _prepare(self) -> None:
+        # Its parts are timed apart: a study's preparation is on the device's path where no
+        # finalists run beside it (the first study of a command, one study on several GPUs).
+        with self.clock.part("space"):
+            built = self._enumerate()
+        with self.clock.part("sampler"):
+            self._bind_sampler(built)
+        with self.clock.part("storage"):
+            self._open_storage()
+        self._order = sorted(self.candidates)  # for stale fallbacks
+        self._prepared = True
+
+    def _enumerate(self) -> list[Candidate]:
+        """Set the study's candidates and starts, compiling the starts; the candidates built."""
         shape, evaluator, rates = self.shape, self.evaluator, self.rates
         # Starting points outside the space (a tile the space calls wasteful for this shape)
         # are still valid configs of the study's families: they join the candidates. They are
@@ -239,28 +256,33 @@ class Study:
         self.starts = [candidate.config for candidate in first]
         # Trial parameters name a config's kernel, not its operand mode: the candidate they mean.
         self._screened = {c.direct.name: c for c in self.candidates.values()}
+        return list(built.values())
+
+    def _bind_sampler(self, built: list[Candidate]) -> None:
+        """Make the sampler and bind it to the candidates; start compiling its likely first
+        proposals."""
         self.sampler = make_sampler(self._sampler_name, self._seed)
         if isinstance(self.sampler, CandidateSampler):
             self.sampler.bind(
                 SearchContext(
-                    shape,
+                    self.shape,
                     self.device,
-                    list(built.values()),
+                    built,
                     self.families,
-                    rates,
-                    self.recorder.history(self.device, shape.dtype, shape.layout, shape.out),
+                    self.rates,
+                    self.recorder.history(
+                        self.device, self.shape.dtype, self.shape.layout, self.shape.out
+                    ),
                 )
             )
             # Its first proposals compile now, beside whatever the device is doing (the finalists
             # of the worker's last study, ``tuner.run.lookahead``), so the search starts with
-            # them ready: a study alone in its study name, only (another worker's claims or
-            # results would change what this one proposes first).
-            ahead = max(0, evaluator.parallelism - len(self.starts))
-            begun = ahead and (
-                self.recorder.evaluated(self.name) or self.recorder.held_elsewhere(self.name)
-            )
-            for config in [] if begun else self.sampler.likely_first(ahead, self.starts):
-                evaluator.prepare(config)
+            # them ready; only before any result is stored (results change what it proposes).
+            for config in self._likely_first(self.evaluator.parallelism - len(self.starts)):
+                self.evaluator.prepare(config)
+
+    def _open_storage(self) -> None:
+        """Make the in-memory study the sampler proposes in, and open the persistent one."""
         # Where the sampler proposes (invalid points included): memory only.
         self.optuna = optuna.create_study(sampler=self.sampler, direction="minimize")
         optuna_storage = self._optuna_storage
@@ -273,8 +295,27 @@ class Study:
                 study_name=self.name, storage=self.stored, direction="minimize", load_if_exists=True
             )
             self._stored_id = self.stored.get_study_id_from_name(self.name)
-        self._order = sorted(self.candidates)  # for stale fallbacks
-        self._prepared = True
+
+    def _likely_first(self, ahead: int) -> list[Config]:
+        """The ``ahead`` proposals this worker will most likely make first, while no result is
+        stored (``CandidateSampler.likely_first``); none once one is.
+
+        Workers that began the study before this one (``joined`` of them) each claim a first
+        wave. This worker's sampler walks its picks in order, each refused claim counting as
+        tried: its own wave is the first ``ahead`` of its picks that nobody else holds. The
+        claims it finds are skipped by name; those the others have not made yet (they are
+        prepared side by side with this one) are taken to be its next picks, the sampler's
+        first choices, as theirs are but for the ties they break otherwise.
+        """
+        if ahead <= 0 or not isinstance(self.sampler, CandidateSampler):
+            return []
+        if self.recorder.evaluated(self.name):
+            return []
+        held = self.recorder.held_elsewhere(self.name) - {config.name for config in self.starts}
+        unclaimed = max(0, ahead * self._joined - len(held))  # picks the others will claim
+        picks = self.sampler.likely_first(len(held) + unclaimed + ahead, self.starts)
+        free = [config for config in picks if config.name not in held]
+        return free[unclaimed : unclaimed + ahead]
 
     def close(self) -> None:
         """Write the trials' copy still queued (a writer's error is not raised here: the

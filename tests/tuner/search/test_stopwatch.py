@@ -49,6 +49,9 @@ def test_a_study_says_where_its_seconds_went() -> None:
                   MemoryRecorder(), sampler="random", seed=1)  # fmt: skip
     searched = study.search(6)
     assert set(searched.seconds) >= {"prepare", "search", "propose", "compile_wait", "record"}
+    preparation = ("space", "sampler", "storage")  # the preparation's parts, each timed
+    assert all(searched.seconds[part] >= 0 for part in preparation)
+    assert sum(searched.seconds[part] for part in preparation) <= searched.seconds["prepare"]
     assert "finalists" not in searched.seconds and "gather" not in searched.seconds
     outcome = study.finish(searched)
     seconds = outcome.seconds
@@ -76,13 +79,15 @@ def test_the_stopwatch_adds_every_entry_of_a_part() -> None:
     assert list(clock.rounded()) == ["wait", "other"]
 
 
-def test_the_seconds_line_puts_the_search_parts_in_brackets() -> None:
+def test_the_seconds_line_puts_each_steps_parts_in_brackets() -> None:
     # As a study's clock leaves them: a part is added when it is first left, the search after
     # its parts, the wait for the trials' copy after the finalists.
-    seconds = {"prepare": 0.61, "propose": 1.0, "compile_wait": 4.14, "search": 9.42,
-               "gather": 0.01, "final_compiles": 1.26, "finalists": 3.0, "mirror": 0.2}  # fmt: skip
+    seconds = {"space": 0.3, "sampler": 0.2, "storage": 0.05, "prepare": 0.61, "propose": 1.0,
+               "compile_wait": 4.14, "search": 9.42, "gather": 0.01, "final_compiles": 1.26,
+               "finalists": 3.0, "mirror": 0.2}  # fmt: skip
     assert seconds_line(seconds) == (
-        "seconds: prepare 0.6, search 9.4 (propose 1.0, compile_wait 4.1), gather 0.0, "
+        "seconds: prepare 0.6 (space 0.3, sampler 0.2, storage 0.1), "
+        "search 9.4 (propose 1.0, compile_wait 4.1), gather 0.0, "
         "finalists 3.0 (final_compiles 1.3), mirror 0.2"
     )
 
