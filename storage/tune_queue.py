@@ -303,6 +303,20 @@ def leave_entry(session: Session, taken: Taken) -> bool | None:
     return None if row is None else row[0] <= 0
 
 
+def give_up(session: Session, taken: Taken) -> bool:
+    """Leave ``taken``'s study before searching it, unless every other worker has left it (the
+    last one in it finishes the study): True when it left. As with :func:`leave_entry`, the study
+    takes no newcomers from now on."""
+    row = session.execute(
+        update(QueueEntry)
+        .where(_current(taken), QueueEntry.state == RUNNING, QueueEntry.searching > 1)
+        .values(searching=QueueEntry.searching - 1, joinable=False)
+        .returning(QueueEntry.searching)
+        .execution_options(synchronize_session=False)
+    ).first()
+    return row is not None
+
+
 def mark_done(session: Session, taken: Taken, study: str, evaluated: int) -> bool:
     """Record ``taken``'s study as tuned; False if the attempt is no longer this worker's."""
     result = session.execute(

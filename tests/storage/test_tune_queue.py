@@ -19,6 +19,7 @@ from storage.tune_queue import (
     QueueFull,
     batch_progress,
     enqueue,
+    give_up,
     has_work,
     join_running,
     leave_entry,
@@ -140,6 +141,25 @@ def test_the_last_worker_out_of_a_shared_study_finishes_it(session: Session) -> 
     assert leave_entry(session, owner) is False  # others still search: no newcomers now
     assert join_running(session, H100) is None
     assert leave_entry(session, helper) is True  # the last out: it re-measures the finalists
+
+
+def test_a_joiner_gives_up_its_place_unless_it_is_the_last_in_the_study(
+    session: Session,
+) -> None:
+    enqueue(session, [problem(1)])
+    owner = take_next(session, "w1", H100)
+    joiner = join_running(session, H100)
+    assert owner is not None and joiner is not None
+    assert give_up(session, joiner) is True  # the owner still searches: the joiner leaves
+    assert join_running(session, H100) is None  # and no newcomer takes its place
+    assert leave_entry(session, owner) is True  # the owner is the last out: it finishes
+    enqueue(session, [problem(2)])
+    alone = take_next(session, "w1", H100)
+    late = join_running(session, H100)
+    assert alone is not None and late is not None
+    assert leave_entry(session, alone) is False
+    assert give_up(session, late) is False  # everyone else has left: it stays to finish
+    assert leave_entry(session, late) is True
 
 
 def test_joining_picks_the_study_with_fewest_workers(session: Session) -> None:

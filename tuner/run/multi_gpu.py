@@ -190,6 +190,17 @@ class _Board:
             job.searching -= 1
             return job.searching == 0
 
+    def give_up(self, worker: Worker, job: _Job) -> bool:
+        """``worker`` leaves ``job`` before searching it, unless every other worker has left
+        (the last one in it finishes it): True when it left. No newcomers from now on."""
+        with self.lock:
+            if job.searching <= 1:
+                return False
+            job.closed = True
+            job.searching -= 1
+            job.devices.remove(worker.device_index)
+            return True
+
     def finished(self, job: _Job, progress: Progress) -> None:
         with self.lock:
             job.outcome = progress
@@ -202,13 +213,18 @@ class _Board:
 
 
 def _prepare(
-    worker: Worker, job: _Job, request: TuneRequest, sessions: sessionmaker[Session]
-) -> tuple[Study, list[str]]:
+    worker: Worker, job: _Job, board: _Board, request: TuneRequest, sessions: sessionmaker[Session]
+) -> tuple[Study, list[str]] | None:
     """``worker``'s study of ``job``, built and prepared (space enumerated, first candidates
-    compiling), and its notes."""
+    compiling), and its notes; None when ``worker`` joined a study whose budget is claimed in
+    full and gave its place up (the last worker in a study re-measures its finalists: one that
+    stayed with nothing to search would make them wait until it came to the study)."""
     joined = len(job.devices) - 1
     study, notes = build_study(request, job.shape, worker.evaluator, sessions, worker.label, joined)
     try:
+        if joined and study.claimed_in_full(request.trials) and board.give_up(worker, job):
+            study.close()
+            return None
         study.prepare()
     except BaseException:
         study.close()
@@ -228,8 +244,11 @@ def _upcoming(
 ) -> _Upcoming:
     """The next job for ``worker`` (never the one it is ``leaving``) with its prepared study,
     or None when nothing is left."""
-    job = board.next_for(worker, leaving)
-    return None if job is None else (job, *_prepare(worker, job, request, sessions))
+    while (job := board.next_for(worker, leaving)) is not None:
+        prepared = _prepare(worker, job, board, request, sessions)
+        if prepared is not None:
+            return (job, *prepared)
+    return None
 
 
 def _search(

@@ -215,32 +215,52 @@ class _QueueWorker:
 
     def next_study(self, leaving: Taken | None = None) -> _Prepared | None:
         """The oldest queued problem, else a place in the running study with the fewest workers
-        (not the one this worker is ``leaving``), held (its lease renewed by the heartbeat) and
-        its study prepared; None when neither."""
+        (not the one this worker is ``leaving``) that still has candidates to claim, held (its
+        lease renewed by the heartbeat) and its study prepared; None when neither."""
         settings, device = self.settings, self.evaluator.device.name
         excluding = None if leaving is None else leaving.entry_id
-        with self.sessions() as session:
-            taken = tune_queue.take_next(
-                session, self.name, device, settings.lease_s, settings.batch, self.failed_here
-            ) or tune_queue.join_running(
-                session, device, settings.lease_s, settings.batch, excluding
-            )
-        if taken is None:
-            return None
-        self.heartbeat.add(taken)
-        prepared = _Prepared(taken)
-        problem = taken.problem
-        try:
-            request = prepared.request = settings.request_for(problem)
-            check_answerable(self.evaluator, [problem.shape], problem.families, problem.accuracy)
-            prepared.study, prepared.notes = build_study(
-                request, problem.shape, self.evaluator, self.sessions, self.label, taken.joined,
-                settings.lease_s,
-            )  # fmt: skip
-            prepared.study.prepare()
-        except Exception as exc:  # reported when its turn comes, as a failed attempt
-            prepared.error = exc
-        return prepared
+        while True:
+            with self.sessions() as session:
+                taken = tune_queue.take_next(
+                    session, self.name, device, settings.lease_s, settings.batch, self.failed_here
+                ) or tune_queue.join_running(
+                    session, device, settings.lease_s, settings.batch, excluding
+                )
+            if taken is None:
+                return None
+            self.heartbeat.add(taken)
+            prepared = _Prepared(taken)
+            problem = taken.problem
+            try:
+                request = prepared.request = settings.request_for(problem)
+                check_answerable(
+                    self.evaluator, [problem.shape], problem.families, problem.accuracy
+                )
+                prepared.study, prepared.notes = build_study(
+                    request, problem.shape, self.evaluator, self.sessions, self.label,
+                    taken.joined, settings.lease_s,
+                )  # fmt: skip
+                if taken.joined and self._left_full(prepared.study, taken, request.trials):
+                    continue  # another running study may still have room
+                prepared.study.prepare()
+            except Exception as exc:  # reported when its turn comes, as a failed attempt
+                prepared.error = exc
+            return prepared
+
+    def _left_full(self, study: Study, taken: Taken, trials: int | None) -> bool:
+        """Give up a place just taken in a running study whose budget of ``trials`` is claimed in
+        full: there is nothing in it to search, and the last of its workers to leave re-measures
+        its finalists, so a worker that stayed would make them wait until it came to this study
+        after its own. True when it left; False when it stays: the study has room, or the others
+        left meanwhile and this worker, the last in it, finishes it."""
+        if not study.claimed_in_full(trials):
+            return False
+        with self.sessions.begin() as session:
+            if not tune_queue.give_up(session, taken):
+                return False
+        self.heartbeat.remove(taken)
+        study.close()
+        return True
 
     def tune(
         self, prepared: _Prepared, on_done: Callable[[Progress], None] | None
