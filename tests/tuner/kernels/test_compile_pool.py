@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from tuner.core.config import Config
 from tuner.kernels import compile_pool
 from tuner.kernels.compile import CompiledKernel, CompileError, ResourceUsage
 from tuner.kernels.compile_pool import CompilePool, Outcome
@@ -58,31 +59,52 @@ def test_every_config_gets_a_result_and_only_the_crasher_fails() -> None:
         pool.close()
 
 
-class SlowCrashingCompiler(CrashingCompiler):
-    """As :class:`CrashingCompiler`, each compile taking ``SLOW_S`` and leaving a file that says
-    when it ran (the compiles run in other processes)."""
+class CrashAwaitingCompiler(CrashingCompiler):
+    """As :class:`CrashingCompiler`, but every other config's compile waits until the crasher
+    has crashed (a file says so), so that all of them are in flight when the pool breaks."""
 
     def __init__(self, folder: Path) -> None:
-        self.folder = folder
+        self.crashed = folder / "crashed"
 
     def compile(self, source: KernelSource) -> CompiledKernel:
-        began = time.time()
-        if source.config.name != CRASHER.name:
-            time.sleep(SLOW_S)
-        elif not (self.folder / "crashed").exists():
-            (self.folder / "crashed").write_text(str(began))  # when it first crashed
-        compiled = super().compile(source)
-        (self.folder / source.config.name).write_text(f"{began} {time.time()}")
-        return compiled
+        if source.config.name == CRASHER.name:
+            self.crashed.touch()
+        else:
+            deadline = time.monotonic() + HANG_GUARD_S
+            while not self.crashed.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return super().compile(source)
 
 
-# Long beside the start of a process (an interpreter and the package, spawned): on a loaded
-# two-core machine the suspects' starts spread over more than a second.
-SLOW_S = 2.0
+# Only a guard against a hang: a test that would otherwise wait forever fails after this long.
+HANG_GUARD_S = 60.0
 
 
-def test_after_a_crash_the_suspects_compile_side_by_side(tmp_path: Path) -> None:
-    pool = CompilePool(SlowCrashingCompiler(tmp_path), workers=len(CONFIGS), in_processes=True)
+def test_after_a_crash_the_suspects_compile_side_by_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each config in flight at the crash is compiled again in a process of its own, several at
+    once: a recompile does not end before another has begun (each waits, in its thread of the
+    pool, until a second one is under way; one after another, the first would wait in vain)."""
+    lock, together = threading.Lock(), threading.Event()
+    under_way, most = [0], [0]
+    compile_alone = CompilePool._compile_alone
+
+    def side_by_side(self: CompilePool, config: Config) -> Outcome:
+        with lock:
+            under_way[0] += 1
+            most[0] = max(most[0], under_way[0])
+            if under_way[0] >= 2:
+                together.set()
+        together.wait(HANG_GUARD_S)
+        try:
+            return compile_alone(self, config)
+        finally:
+            with lock:
+                under_way[0] -= 1
+
+    monkeypatch.setattr(CompilePool, "_compile_alone", side_by_side)
+    pool = CompilePool(CrashAwaitingCompiler(tmp_path), workers=len(CONFIGS), in_processes=True)
     try:
         for config in CONFIGS:
             pool.submit(config)
@@ -90,16 +112,7 @@ def test_after_a_crash_the_suspects_compile_side_by_side(tmp_path: Path) -> None
         assert pool.crashes >= 1
         assert isinstance(outcomes.pop(CRASHER.name), CompileError)
         assert all(isinstance(o, CompiledKernel) for o in outcomes.values())
-        # The last file of each safe config in flight at the crash is from its compile alone,
-        # after it (a config whose process started seconds before the crasher's may have been
-        # done before): those compiles ran at once, not one after another.
-        crashed = float((tmp_path / "crashed").read_text())
-        spans = [tuple(map(float, (tmp_path / name).read_text().split())) for name in outcomes]
-        spans = [(start, end) for start, end in spans if start > crashed]
-        assert len(spans) >= 2
-        latest_start = max(start for start, _ in spans)
-        earliest_end = min(end for _, end in spans)
-        assert latest_start < earliest_end  # every span overlaps every other
+        assert together.is_set() and most[0] >= 2
     finally:
         pool.close()
 
