@@ -25,7 +25,8 @@ Per run: seconds, shapes and candidates a minute, how busy the host's CPUs were 
 peak share, from /proc/stat), which worker measured each candidate, any config measured twice
 in a study, each shape's stored best (``multi_gpu.stored``), and every study's timeline: when
 each worker claimed and measured, when its finalists ran (``study_timeline.py``), and where the
-seconds of each study a worker finished went (its ``seconds:`` line); per GPU
+seconds of each study a worker finished went (its ``seconds:`` line; ``finished_studies``
+names their shapes, in the same order); per GPU
 count, the speed-up over one GPU and the bests compared shape by shape (``multi_gpu.compare``).
 ``--py-spy S`` also dumps each worker's stack every S seconds while the workload runs and
 records where its main thread stood (``stack_samples.py``; py-spy on the PATH).
@@ -120,6 +121,8 @@ class HostCpu:
 
 
 SECONDS_PART = re.compile(r"(\w+) ([\d.]+)")  # of a worker's "seconds:" line (print_outcome)
+# The first line of a study's outcome (print_outcome): "device|shape|dtype|...: N evaluated (...)".
+OUTCOME_LINE = re.compile(r"^[^|]+\|([^|]+)\|.*: \d+ evaluated \(")
 
 
 def threads_per_core() -> int | None:
@@ -192,14 +195,19 @@ def fleet_run(
         lock = threading.Lock()
 
         seconds: dict[str, list[dict[str, float]]] = {}
+        finished: dict[str, list[str]] = {}  # the shapes of those studies, in the same order
+        outcome_of: dict[str, str] = {}  # each worker's study whose outcome it is printing
 
         def relay(worker: str, line: str, is_err: bool) -> None:
             with lock:
                 if " ready on " in line:
                     ready.add(worker)
+                if (outcome := OUTCOME_LINE.match(line.strip())) is not None:
+                    outcome_of[worker] = outcome.group(1)
                 if line.strip().startswith("seconds:"):  # a study this worker finished
                     parts = SECONDS_PART.findall(line)
                     seconds.setdefault(worker, []).append({k: float(v) for k, v in parts})
+                    finished.setdefault(worker, []).append(outcome_of.pop(worker, "?"))
                 if is_err and line.strip():
                     errors.append(f"{worker}: {line}")
 
@@ -260,6 +268,7 @@ def fleet_run(
             **cpu.summary(),
             **({"stacks": sampler.summary()} if sampler is not None else {}),
             study_seconds=seconds,
+            finished_studies=finished,
         )
         print(
             f"{label}: {gpus} GPU(s) ready in {ready_s:.1f} s; {len(shapes)} shape(s), {evaluated} "

@@ -79,6 +79,13 @@ def test_a_fleet_of_one_and_of_two_tunes_each_candidate_once(tmp_path: Path) -> 
             _check_timelines(run)
             finished = [s for per in run["study_seconds"].values() for s in per]
             assert len(finished) == shapes_n  # one line per study, from the worker that ended it
+            # Which study each line was: every shape once, each worker's in its own order.
+            named = run["finished_studies"]
+            assert {w: len(per) for w, per in named.items()} == {
+                w: len(per) for w, per in run["study_seconds"].items()
+            }
+            shapes = sorted(name.split("|")[1] for name in run["studies"])
+            assert sorted(s for per in named.values() for s in per) == shapes
             assert all(s["search"] >= 0 and "prepare" in s for s in finished)
             if "cpu_busy_mean" in run:  # sampled every 0.5 s: a fast replay may end first
                 assert 0.0 <= run["cpu_busy_mean"] <= run["cpu_busy_max"] <= 1.0

@@ -187,7 +187,8 @@ def print_outcome(p: Progress) -> None:
         statuses[r.status] = statuses.get(r.status, 0) + 1
     out.print(
         f"{p.study}: {p.evaluated} evaluated "
-        f"({', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})"
+        f"({', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})",
+        soft_wrap=True,  # one line, as the lines below: a reader of the output parses it
     )
     for note in p.notes:
         out.print(f"  {note}", soft_wrap=True)
