@@ -50,6 +50,7 @@ def _request(sessions: sessionmaker[Session]) -> TuneRequest:
 def _claim(sessions: sessionmaker[Session], study: Study, count: int) -> None:
     """What the worker searching ``study`` holds: claims on ``count`` of its candidates."""
     study.prepare()
+    study.close()  # its Optuna storage: the claims are all this test needs of it
     with sessions.begin() as session:
         for name in sorted(study.candidates)[:count]:
             assert storage.claim_candidate(session, study.name, name, "owner:1", 60.0, TRIALS)
