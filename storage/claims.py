@@ -69,19 +69,23 @@ def claim_candidate(
     return Claimed.HELD
 
 
-def _open_claims(study: str, now: datetime, other_than: str) -> ColumnElement[int]:
+def open_claims(session: Session, study: str) -> int:
+    """How many candidates of ``study`` count against its budget now: claimed for good (measured)
+    or under an unexpired lease, as :func:`claim_candidate` counts them."""
+    return int(session.execute(select(_open_claims(study, utcnow()))).scalar_one())
+
+
+def _open_claims(study: str, now: datetime, other_than: str | None = None) -> ColumnElement[int]:
     """How many candidates of ``study`` are claimed for good or for now (``other_than`` aside,
     whose expired claim the caller may take over)."""
-    return (
+    counted = (
         select(func.count())
         .select_from(Claim)
-        .where(
-            Claim.study == study,
-            Claim.config_name != other_than,
-            or_(Claim.expires_at.is_(None), Claim.expires_at >= now),
-        )
-        .scalar_subquery()
+        .where(Claim.study == study, or_(Claim.expires_at.is_(None), Claim.expires_at >= now))
     )
+    if other_than is not None:
+        counted = counted.where(Claim.config_name != other_than)
+    return counted.scalar_subquery()
 
 
 def renew_claims(session: Session, worker: str, lease_s: float = CLAIM_LEASE_S) -> int:

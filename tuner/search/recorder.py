@@ -66,6 +66,11 @@ class Recorder(Protocol):
         will come, so a study that has nothing else to do waits for them."""
         ...
 
+    def claimed(self, study: str) -> int:
+        """Candidates of ``study`` that count against its budget now (every worker's): what
+        :meth:`claim` compares with ``budget``."""
+        ...
+
     def release(self, study: str, config_name: str) -> None:
         """Give back a claimed candidate this worker will not measure."""
         ...
@@ -140,6 +145,9 @@ class MemoryRecorder:
 
     def held_elsewhere(self, study: str) -> set[str]:
         return set()  # one process: a claim without a result is an orphan, never measured
+
+    def claimed(self, study: str) -> int:
+        return sum(name == study for name, _ in self.claims)
 
     def release(self, study: str, config_name: str) -> None:
         self.claims.discard((study, config_name))

@@ -143,6 +143,10 @@ class SqlRecorder:
         with self.sessions() as session:
             return storage.live_claims(session, study, self.worker)
 
+    def claimed(self, study: str) -> int:
+        with self.sessions() as session:
+            return storage.open_claims(session, study)
+
     def _keep_alive(self) -> None:
         """Make sure the heartbeat runs; it stops once this worker holds no open claim."""
         with self._lock:

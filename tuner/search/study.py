@@ -336,14 +336,11 @@ class Study:
                 self._known.add(name)
 
     def claimed_in_full(self, trials: int | None) -> bool:
-        """True when a budget of ``trials`` candidates is taken already, by the results stored and
-        the claims other workers hold: a worker joining now would find nothing to search. Known
-        without preparing the study (None, every candidate: not known before the space is
-        walked, so False)."""
-        if trials is None:
-            return False
-        held = self.recorder.held_elsewhere(self.name)
-        return len(self.recorder.evaluated(self.name).keys() | held) >= trials
+        """True when a budget of ``trials`` candidates is taken already (``Recorder.claimed``:
+        measured, or held by a worker, as a claim counts them): a worker joining now would find
+        nothing to search. Known without preparing the study (None, every candidate: not known
+        before the space is walked, so False)."""
+        return trials is not None and self.recorder.claimed(self.name) >= trials
 
     def target(self, trials: int | None) -> int:
         """Candidates the study evaluates for ``trials`` (None: all of them)."""
